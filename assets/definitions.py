@@ -1,0 +1,29 @@
+"""The Dagster definitions: `dagster dev` (via workspace.yaml), `dagster asset materialize -m
+assets.definitions`, and the `mole` CLI all load this one object."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets.research import ALL_ASSETS, ROUND_ASSETS, report
+from mole_dag.resources import BudgetResource, StoreResource
+
+# One Dagster run = one research round; the report is its own job because it runs once, after
+# the rounds, and spends the escrow.
+research_round = dg.define_asset_job(
+    "research_round", selection=dg.AssetSelection.assets(*ROUND_ASSETS),
+    description="One round: plan, execute leads, mine, verify, score.")
+research_report = dg.define_asset_job(
+    "research_report", selection=dg.AssetSelection.assets(report),
+    description="Release escrow and write the report.")
+
+_store = StoreResource()
+
+defs = dg.Definitions(
+    assets=ALL_ASSETS,
+    jobs=[research_round, research_report],
+    resources={"store": _store, "budget": BudgetResource(store=_store)},
+    # DuckDB allows one writing process per file: steps of a run execute in the run's own
+    # process, one after another.
+    executor=dg.in_process_executor,
+)

@@ -1,0 +1,145 @@
+"""The research assets. Each is a thin call into mole_dag: open the run, call one library
+function, return what it did as UI metadata. No business rule lives here."""
+
+
+import dagster as dg
+
+from assets.partitions import sessions_partitions
+from mole_dag.actors.mine import STAGE as MINE_STAGE
+from mole_dag.actors.mine import mine_claims
+from mole_dag.context import Run
+from mole_dag.executor import execute_leads
+from mole_dag.executor.run import STAGE as EXEC_STAGE
+from mole_dag.output.report import STAGE as REPORT_STAGE
+from mole_dag.output.report import write_report
+from mole_dag.planner import plan_round
+from mole_dag.planner.plan import STAGE as PLAN_STAGE
+from mole_dag.resources import BudgetResource, StoreResource, make_run
+from mole_dag.session import ensure_session, recover
+from mole_dag.stage_metadata import session_summary, stage_spend
+from mole_dag.verifier.confidence import STAGE as SCORE_STAGE
+from mole_dag.verifier.confidence import score_session
+from mole_dag.verifier.graph import STAGE as EDGE_STAGE
+from mole_dag.verifier.graph import build_edges
+
+GROUP = "research"
+
+
+class SessionConfig(dg.Config):
+    """Only needed to start a session from the UI: the CLI creates the session row first.
+    Exactly one of usd and tokens, as on the command line."""
+
+    question: str = ""
+    usd: str | None = None
+    tokens: str | None = None
+    corpus: str | None = None
+    provider: str = "extractive"
+
+
+def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource) -> Run:
+    return make_run(store, budget, context.partition_key, context.log.info)
+
+
+@dg.asset(partitions_def=sessions_partitions, group_name=GROUP,
+          description="The session's ledger row (budget, 15% escrow); recovers abandoned holds and leases.")
+def session(context: dg.AssetExecutionContext, config: SessionConfig, store: StoreResource,
+            budget: BudgetResource) -> dg.MaterializeResult:
+    ensure_session(store.store, context.partition_key, question=config.question, usd=config.usd,
+                   tokens=config.tokens, corpus=config.corpus, provider=config.provider)
+    run = _run(context, store, budget)
+    rec = recover(run)
+    return dg.MaterializeResult(metadata={
+        "question": run.session()["question"],
+        "reservations_expired": rec.reservations_expired,
+        "leases_requeued": rec.leases_requeued,
+        **session_summary(run),
+    })
+
+
+@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[session],
+          description="Planner: sub-questions and leads from the question and a digest of counts.")
+def sub_questions(context: dg.AssetExecutionContext, store: StoreResource,
+                  budget: BudgetResource) -> dg.MaterializeResult:
+    run = _run(context, store, budget)
+    res = plan_round(run)
+    return dg.MaterializeResult(metadata={
+        "round": res.round, "sub_questions_added": res.sub_questions_added,
+        "leads_added": res.leads_added, "pending_leads": res.pending_leads,
+        **stage_spend(run, PLAN_STAGE)})
+
+
+@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[sub_questions],
+          description="Executor: leased leads searched and fetched; sources stored as byte-offset chunks.")
+def fetched_chunks(context: dg.AssetExecutionContext, store: StoreResource,
+                   budget: BudgetResource) -> dg.MaterializeResult:
+    run = _run(context, store, budget)
+    res = execute_leads(run)
+    return dg.MaterializeResult(metadata={
+        "leads_run": res.leads_run, "new_sources": res.sources, "new_chunks": res.chunks,
+        "dead_ends": res.dead_ends, "leases_requeued": res.requeued, "failed_leads": res.failed,
+        **stage_spend(run, EXEC_STAGE)})
+
+
+@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[fetched_chunks],
+          description="Claims mined per chunk; only quotes found verbatim in the source survive.")
+def mined_claims(context: dg.AssetExecutionContext, store: StoreResource,
+                 budget: BudgetResource) -> dg.MaterializeResult:
+    run = _run(context, store, budget)
+    res = mine_claims(run)
+    return dg.MaterializeResult(metadata={
+        "claims_added": res.claims, "sources_mined": res.pairs_mined, "mining_calls": res.calls,
+        "already_known": res.duplicates_skipped,
+        "discarded_quote_not_found": res.discarded.get("quote_not_found", 0),
+        "discarded_quote_too_short": res.discarded.get("quote_too_short", 0),
+        "discarded_empty": res.discarded.get("empty", 0),
+        "stopped_for_budget": res.budget_stopped, **stage_spend(run, MINE_STAGE)})
+
+
+@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[mined_claims],
+          description="Verifier: candidate pairs over all the session's claims, adjudicated in batches.")
+def claim_edges(context: dg.AssetExecutionContext, store: StoreResource,
+                budget: BudgetResource) -> dg.MaterializeResult:
+    run = _run(context, store, budget)
+    res = build_edges(run)
+    return dg.MaterializeResult(metadata={
+        "claims_verified": res.claims_verified, "pairs_retrieved": res.pairs_retrieved,
+        "pairs_settled_by_rule": res.pairs_decided_free, "pairs_judged": res.pairs_judged,
+        "pairs_unjudged": res.pairs_unjudged, "pairs_skipped_budget": res.pairs_skipped_budget,
+        "judge_calls": res.calls,
+        **{f"edges_{k}": v for k, v in sorted(res.edges.items())},
+        **stage_spend(run, EDGE_STAGE)})
+
+
+@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[claim_edges],
+          description="Confidence derived from the claim graph (publishers, classes, edges), never asked of a model.")
+def confidence_scores(context: dg.AssetExecutionContext, store: StoreResource,
+                      budget: BudgetResource) -> dg.MaterializeResult:
+    run = _run(context, store, budget)
+    scores = score_session(run)
+    top = sorted(scores, key=lambda s: -s.confidence)[:5]
+    return dg.MaterializeResult(metadata={
+        "clusters": len(scores),
+        "claims_scored": sum(len(s.members) for s in scores),
+        "clusters_with_duplicates": sum(1 for s in scores if len(s.members) > 1),
+        "disputed_clusters": sum(1 for s in scores if s.contradictors),
+        "superseded_clusters": sum(1 for s in scores if s.superseded),
+        "top_explanations": dg.MetadataValue.md("\n".join(f"- {s.explanation}" for s in top) or "-"),
+        **stage_spend(run, SCORE_STAGE)})
+
+
+@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[confidence_scores],
+          description="The report, from escrow: findings, disputes, citations assigned mechanically.")
+def report(context: dg.AssetExecutionContext, store: StoreResource,
+           budget: BudgetResource) -> dg.MaterializeResult:
+    run = _run(context, store, budget)
+    res = write_report(run)
+    return dg.MaterializeResult(metadata={
+        "findings": res.findings, "sources_cited": res.sources, "writer": res.writer,
+        "rejected_summaries": len(res.rejected_bodies), "escrow_released": res.escrow_released,
+        "path": str(res.path) if res.path else "-",
+        "report": dg.MetadataValue.md(res.markdown),
+        **stage_spend(run, REPORT_STAGE), **session_summary(run)})
+
+
+ROUND_ASSETS = [session, sub_questions, fetched_chunks, mined_claims, claim_edges, confidence_scores]
+ALL_ASSETS = [*ROUND_ASSETS, report]

@@ -1,0 +1,128 @@
+"""Turn a document's bytes into text and metadata.
+
+HTML goes through trafilatura (main text, title, author, date) with scholarly identifiers read
+from the citation meta tags journals publish; Markdown and plain text may carry a front-matter
+block of `key: value` lines. The text returned here is what chunks tile and quotes are checked
+against, so nothing downstream may alter it."""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import date
+
+import lxml.html
+import trafilatura
+
+from mole_dag.core import Document
+
+log = logging.getLogger("mole.extract")
+logging.getLogger("trafilatura").setLevel(logging.ERROR)
+logging.getLogger("htmldate").setLevel(logging.ERROR)
+
+_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"'<>]+)", re.IGNORECASE)
+
+# Meta tags that name a paper, as Highwire/Google Scholar and Dublin Core define them.
+_META_IDS = {
+    "citation_doi": "doi",
+    "dc.identifier": "doi",
+    "prism.doi": "doi",
+    "citation_pmid": "pmid",
+    "citation_pmcid": "pmcid",
+    "citation_arxiv_id": "arxiv_id",
+}
+
+
+class ExtractionError(ValueError):
+    """The content could not be read as a document."""
+
+
+def parse_date(value: str | None) -> date | None:
+    if not value:
+        return None
+    m = _DATE.search(value)
+    if not m:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
+
+
+def split_front_matter(text: str) -> tuple[dict[str, str], str]:
+    m = _FRONT.match(text)
+    if not m:
+        return {}, text
+    meta: dict[str, str] = {}
+    for line in m.group(1).splitlines():
+        if ":" in line:
+            key, _, value = line.partition(":")
+            meta[key.strip().lower()] = value.strip().strip("\"'")
+    return meta, text[m.end() :]
+
+
+def from_plain(text: str, *, fallback_url: str, fallback_title: str) -> Document:
+    meta, body = split_front_matter(text)
+    doi = meta.get("doi")
+    return Document(
+        url=meta.get("url") or (f"https://doi.org/{doi}" if doi else fallback_url),
+        title=meta.get("title") or fallback_title,
+        text=body.strip("\n"),
+        publisher=meta.get("publisher"),
+        author=meta.get("author"),
+        published=parse_date(meta.get("published") or meta.get("date")),
+        doi=doi,
+        pmid=meta.get("pmid"),
+        pmcid=meta.get("pmcid"),
+        arxiv_id=meta.get("arxiv") or meta.get("arxiv_id"),
+    )
+
+
+def _scholarly_ids(html: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    try:
+        tree = lxml.html.fromstring(html)
+    except (lxml.etree.ParserError, ValueError):
+        return found
+    for el in tree.iterfind(".//meta"):
+        name = (el.get("name") or el.get("property") or "").strip().lower()
+        field = _META_IDS.get(name)
+        content = (el.get("content") or "").strip()
+        if not field or not content or field in found:
+            continue
+        if field == "doi":
+            m = _DOI.search(content)
+            if not m:
+                continue
+            content = m.group(1).rstrip(".,;")
+        found[field] = content
+    return found
+
+
+def from_html(html: str, *, url: str | None = None, fallback_title: str = "") -> Document:
+    """Extract the main text and metadata of an HTML page. Empty text is returned as such: the
+    caller decides whether that is `no_text` or `js_required`."""
+    try:
+        doc = trafilatura.bare_extraction(
+            html, url=url, with_metadata=True, include_comments=False, include_tables=True
+        )
+    except Exception as exc:  # trafilatura raises assorted lxml errors on hostile markup
+        raise ExtractionError(f"could not parse HTML: {type(exc).__name__}") from None
+    data = doc.as_dict() if doc is not None and hasattr(doc, "as_dict") else (doc or {})
+    ids = _scholarly_ids(html)
+    text = (data.get("text") or "").strip("\n")
+    page_url = url or data.get("url") or ""
+    return Document(
+        url=page_url,
+        title=(data.get("title") or fallback_title or "").strip(),
+        text=text,
+        publisher=data.get("sitename"),
+        author=data.get("author"),
+        published=parse_date(data.get("date")),
+        doi=ids.get("doi"),
+        pmid=ids.get("pmid"),
+        pmcid=ids.get("pmcid"),
+        arxiv_id=ids.get("arxiv_id"),
+    )

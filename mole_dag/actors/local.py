@@ -1,0 +1,220 @@
+"""The `local` search provider: BM25 over a folder of HTML, Markdown and plain-text documents.
+
+The index (extracted text, metadata and term counts) is built once and cached under
+`.mole/index/`, keyed by the folder and invalidated when any file's size or mtime changes, so a
+second session over the same corpus does not re-extract every page."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from pathlib import Path
+
+from mole_dag.actors.base import DeadEnd, Found
+from mole_dag.actors.bm25 import BM25
+from mole_dag.actors.extract import ExtractionError, from_html, from_plain
+from mole_dag.core import DeadEndCause, Document
+from mole_dag.paths import index_dir
+from mole_dag.text import terms
+
+log = logging.getLogger("mole.local")
+
+HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
+TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".rst"}
+# A guess, flagged as one: a local document larger than this is almost certainly not prose.
+MAX_FILE_BYTES = 8 * 1024 * 1024
+INDEX_VERSION = 2
+
+
+class CorpusError(ValueError):
+    """The corpus folder cannot be used; the message says why."""
+
+
+@dataclass
+class Skipped:
+    path: str
+    reason: str
+
+
+@dataclass
+class CorpusIndex:
+    root: str
+    fingerprint: list[list[object]]
+    docs: list[dict[str, object]] = field(default_factory=list)
+    terms: list[list[str]] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(raw).best()
+    if best is None:
+        raise ExtractionError("not text in any encoding we can detect")
+    return str(best)
+
+
+def load_document(path: Path, relpath: str) -> Document:
+    raw = path.read_bytes()
+    if b"\x00" in raw[:4096]:
+        raise ExtractionError("binary content")
+    text = _decode(raw)
+    fallback_url = f"corpus:{relpath}"
+    if path.suffix.lower() in HTML_SUFFIXES:
+        doc = from_html(text, fallback_title=path.stem)
+        if not doc.url:
+            doc.url = fallback_url
+        return doc
+    return from_plain(text, fallback_url=fallback_url, fallback_title=path.stem)
+
+
+def _files(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            if name.startswith(".") or p.suffix.lower() not in HTML_SUFFIXES | TEXT_SUFFIXES:
+                continue
+            out.append(p)
+    return out
+
+
+def _fingerprint(root: Path, files: list[Path]) -> list[list[object]]:
+    fp: list[list[object]] = []
+    for p in files:
+        st = p.stat()
+        fp.append([str(p.relative_to(root)), st.st_size, st.st_mtime_ns])
+    return fp
+
+
+def _doc_to_json(doc: Document) -> dict[str, object]:
+    d = asdict(doc)
+    d["published"] = doc.published.isoformat() if doc.published else None
+    return d
+
+
+def _doc_from_json(d: dict[str, object]) -> Document:
+    d = dict(d)
+    pub = d.get("published")
+    d["published"] = date.fromisoformat(str(pub)) if pub else None
+    return Document(**d)  # type: ignore[arg-type]
+
+
+def build_index(root: Path) -> CorpusIndex:
+    files = _files(root)
+    idx = CorpusIndex(root=str(root), fingerprint=_fingerprint(root, files))
+    for p in files:
+        rel = str(p.relative_to(root))
+        if p.stat().st_size > MAX_FILE_BYTES:
+            idx.skipped.append(Skipped(rel, f"larger than {MAX_FILE_BYTES // 1024 // 1024} MB"))
+            continue
+        try:
+            doc = load_document(p, rel)
+        except (OSError, ExtractionError) as exc:
+            idx.skipped.append(Skipped(rel, str(exc)))
+            continue
+        if not doc.text.strip():
+            idx.skipped.append(Skipped(rel, "no text after extraction"))
+            continue
+        doc.metadata["path"] = rel
+        idx.docs.append(_doc_to_json(doc))
+        idx.terms.append(terms(f"{doc.title}\n{doc.text}"))
+    return idx
+
+
+class LocalCorpus:
+    """A searchable folder. Construct with `LocalCorpus.open(path)`."""
+
+    name = "local"
+
+    def __init__(self, index: CorpusIndex) -> None:
+        self.index = index
+        self.root = Path(index.root)
+        self._docs = [_doc_from_json(d) for d in index.docs]
+        self._bm25 = BM25.build(index.terms)
+
+    @classmethod
+    def open(cls, root: str | os.PathLike[str], cache_dir: Path | None = None) -> LocalCorpus:
+        root = Path(root).expanduser()
+        if not root.exists():
+            raise CorpusError(f"corpus folder {root} does not exist")
+        if not root.is_dir():
+            raise CorpusError(f"corpus path {root} is not a folder")
+        root = root.resolve()
+        files = _files(root)
+        if not files:
+            raise CorpusError(
+                f"corpus folder {root} has no .html, .md or .txt documents to search"
+            )
+        cache_dir = cache_dir or index_dir()
+        key = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+        cache = cache_dir / f"corpus-{key}.json"
+        fp = _fingerprint(root, files)
+        cached = _read_cache(cache)
+        if cached and cached.fingerprint == fp:
+            return cls(cached)
+        index = build_index(root)
+        if not index.docs:
+            raise CorpusError(f"corpus folder {root}: no document had extractable text")
+        _write_cache(cache, index)
+        return cls(index)
+
+    @property
+    def documents(self) -> list[Document]:
+        return self._docs
+
+    @property
+    def skipped(self) -> list[Skipped]:
+        return self.index.skipped
+
+    def search(self, query: str, limit: int) -> list[tuple[Document, float]]:
+        hits = self._bm25.top(terms(query), limit)
+        return [(self._docs[i], score) for i, score in hits]
+
+    def gather(self, query: str, limit: int) -> Iterator[Found | DeadEnd]:
+        hits = self.search(query, limit)
+        if not hits:
+            yield DeadEnd(DeadEndCause.NO_RESULTS, detail=f"local corpus: no match for {query!r}")
+            return
+        for rank, (doc, score) in enumerate(hits):
+            yield Found(document=doc, rank=rank, score=score)
+
+
+def _read_cache(path: Path) -> CorpusIndex | None:
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if raw.get("version") != INDEX_VERSION:
+        return None
+    try:
+        return CorpusIndex(
+            root=raw["root"],
+            fingerprint=raw["fingerprint"],
+            docs=raw["docs"],
+            terms=raw["terms"],
+            skipped=[Skipped(**s) for s in raw.get("skipped", [])],
+        )
+    except (KeyError, TypeError):
+        return None
+
+
+def _write_cache(path: Path, index: CorpusIndex) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        payload = asdict(index) | {"version": INDEX_VERSION}
+        tmp.write_text(json.dumps(payload, ensure_ascii=False), "utf-8")
+        tmp.replace(path)
+    except OSError as exc:  # a cache we cannot write only costs a rebuild next time
+        log.warning("could not cache the corpus index at %s: %s", path, exc.strerror)

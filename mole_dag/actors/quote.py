@@ -1,0 +1,94 @@
+"""The quote check: a claim exists only if its quote is in the source, verbatim.
+
+The single most valuable check relative to its cost: deterministic, no model call, and it
+catches the dominant failure, a fabricated citation attached to a plausible sentence.
+
+Matching is exact after one documented normalisation: every run of whitespace (Unicode
+whitespace, as `str.split` sees it, which includes no-break space) collapses to one space and the
+ends are trimmed. Justified because extraction, chunking and a model's copy of a passage
+legitimately disagree about line breaks and indentation, never about words. No case folding, no
+Unicode normalisation, no fuzzy matching: anything a reader would see as a different character is
+a different quote."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+# A three-word quote matches almost any document by chance; 24 collapsed characters is roughly
+# four or five words, the shortest span that still identifies a passage.
+MIN_QUOTE_CHARS = 24
+
+_TOKEN = re.compile(r"\S+")
+
+
+class QuoteRejected(ValueError):
+    def __init__(self, cause: str, message: str) -> None:
+        self.cause = cause
+        super().__init__(message)
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True)
+class QuoteMatch:
+    """Where the quote is: byte offsets into the UTF-8 source, and how many times it occurs."""
+
+    byte_start: int
+    byte_end: int
+    occurrences: int
+
+
+class CollapsedText:
+    """A source with its whitespace collapsed, and the map back to source byte offsets.
+    Build once per source and check many quotes against it."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(source)]
+        self._orig_starts = [a for a, _ in tokens]
+        self._lens = [b - a for a, b in tokens]
+        starts, pos = [], 0
+        for ln in self._lens:
+            starts.append(pos)
+            pos += ln + 1
+        self._cstarts = starts
+        self.text = " ".join(source[a:b] for a, b in tokens)
+
+    def _to_source_char(self, cidx: int) -> int:
+        """Map a collapsed index that falls on a non-space character to its source index."""
+        t = bisect.bisect_right(self._cstarts, cidx) - 1
+        return self._orig_starts[t] + (cidx - self._cstarts[t])
+
+    def _byte(self, char_idx: int) -> int:
+        return len(self.source[:char_idx].encode("utf-8"))
+
+    def find(self, quote: str) -> QuoteMatch | None:
+        needle = collapse(quote)
+        if len(needle) < MIN_QUOTE_CHARS:
+            raise QuoteRejected(
+                "quote_too_short",
+                f"quote has {len(needle)} characters after collapsing whitespace; "
+                f"at least {MIN_QUOTE_CHARS} are required",
+            )
+        first = self.text.find(needle)
+        if first < 0:
+            return None
+        occurrences, pos = 0, first
+        while pos >= 0:
+            occurrences += 1
+            pos = self.text.find(needle, pos + 1)
+        start_char = self._to_source_char(first)
+        end_char = self._to_source_char(first + len(needle) - 1) + 1
+        return QuoteMatch(self._byte(start_char), self._byte(end_char), occurrences)
+
+
+def find_quote(source_text: str, quote: str) -> QuoteMatch | None:
+    """Find `quote` in `source_text` (whitespace-collapsed, otherwise exact).
+
+    Returns the byte span of the first occurrence in the source, or None when absent.
+    Raises QuoteRejected when the quote is shorter than MIN_QUOTE_CHARS collapsed characters."""
+    return CollapsedText(source_text).find(quote)

@@ -1,0 +1,44 @@
+"""Build the actors a session names. Shared state (an index, connection pools, rate limiters)
+is cached per process; per-session state is not kept in actors at all."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from mole_dag.actors.base import Actor
+from mole_dag.actors.local import LocalCorpus
+from mole_dag.paths import demo_corpus
+
+_lock = threading.Lock()
+_corpora: dict[str, LocalCorpus] = {}
+
+
+class UnknownActor(ValueError):
+    pass
+
+
+def local_corpus(path: str) -> LocalCorpus:
+    with _lock:
+        corpus = _corpora.get(path)
+        if corpus is None:
+            corpus = LocalCorpus.open(path)
+            _corpora[path] = corpus
+        return corpus
+
+
+def actors_for(session: dict[str, Any]) -> dict[str, Actor]:
+    names = [a.strip() for a in str(session.get("actors") or "local").split(",") if a.strip()]
+    out: dict[str, Actor] = {}
+    for name in names:
+        if name == "local":
+            out[name] = local_corpus(session.get("corpus") or str(demo_corpus()))
+        else:
+            raise UnknownActor(f"unknown search provider {name!r}")
+    return out
+
+
+def forget_cached() -> None:
+    """Drop cached indexes (tests that rewrite a corpus folder)."""
+    with _lock:
+        _corpora.clear()

@@ -1,0 +1,429 @@
+"""The ledger: reserve before every call, settle after, release on failure, expire the abandoned.
+
+Post-hoc charging lets N workers overshoot by N calls, because each passes "can I afford one
+more?" before any has paid. Reserving first bounds the error to one estimate, and the estimate is
+an upper bound by construction. The availability check and the hold are one conditional UPDATE
+in one transaction; the CHECK constraints on `sessions` refuse any state the check let through
+by mistake. `tool_calls` is the source of truth and `verify` proves the balances agree with it."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+
+from mole_dag.core import CallStatus, Role, SessionStatus, Unit
+from mole_dag.store import Store, q, utcnow
+
+log = logging.getLogger("mole.budget")
+
+# 15 % of the budget is set aside at creation for the report and the final verification pass:
+# otherwise research spends everything and nothing is left to write the answer with.
+ESCROW_PERCENT = 15
+# A reservation not settled within this long is presumed abandoned (a crashed worker) and its
+# hold returned by the sweep. A guess, flagged as one: longer than any single model call.
+DEFAULT_TTL = timedelta(minutes=15)
+
+
+class LedgerError(RuntimeError):
+    """The ledger was asked something impossible (unknown session, double settle)."""
+
+
+class BudgetExhausted(LedgerError):
+    """A reservation the session cannot afford. Raised before any call is made."""
+
+    def __init__(self, session_id: str, role: Role, requested: int, available: int, unit: str):
+        self.session_id, self.role = session_id, role
+        self.requested, self.available, self.unit = requested, available, unit
+        super().__init__(
+            f"session {session_id}: {role} needs {requested} {unit} but only {available} "
+            "is available outside escrow"
+        )
+
+
+@dataclass(frozen=True)
+class Reservation:
+    id: str
+    session_id: str
+    role: Role
+    amount: int
+    tool: str
+    stage: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a provider reported a call actually used."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Settlement:
+    reservation_id: str
+    actual: int
+    charged: int
+    overrun: int
+
+
+@dataclass(frozen=True)
+class Balance:
+    session_id: str
+    unit: Unit
+    total: int
+    spent: int
+    held: int
+    escrow: int
+    overrun: int
+    escrow_released: bool
+    status: SessionStatus
+
+    @property
+    def available(self) -> int:
+        """What a non-report reservation may still take."""
+        return self.total - self.spent - self.held - self.escrow
+
+
+@dataclass(frozen=True)
+class Verification:
+    session_id: str
+    ok: bool
+    spent: int
+    calls_spent: int
+    held: int
+    calls_held: int
+    overrun: int
+    calls_overrun: int
+    calls: int
+    within_ceiling: bool
+
+    def explain(self) -> str:
+        if self.ok:
+            return f"ledger consistent: spent {self.spent} = sum of {self.calls} tool_calls"
+        parts = []
+        if self.spent != self.calls_spent:
+            parts.append(f"spent {self.spent} != tool_calls {self.calls_spent}")
+        if self.held != self.calls_held:
+            parts.append(f"held {self.held} != open reservations {self.calls_held}")
+        if self.overrun != self.calls_overrun:
+            parts.append(f"overrun {self.overrun} != tool_calls overrun {self.calls_overrun}")
+        if not self.within_ceiling:
+            parts.append("spent + held + escrow exceeds the total")
+        return "ledger INCONSISTENT: " + "; ".join(parts)
+
+
+def escrow_for(total: int) -> int:
+    return total * ESCROW_PERCENT // 100
+
+
+def new_session_id() -> str:
+    return f"{utcnow():%Y%m%d}-{secrets.token_hex(3)}"
+
+
+class Ledger:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        ttl: timedelta = DEFAULT_TTL,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.clock = clock
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        question: str,
+        unit: Unit,
+        total: int,
+        *,
+        session_id: str | None = None,
+        provider: str = "extractive",
+        corpus: str | None = None,
+        actors: tuple[str, ...] = ("local",),
+    ) -> Balance:
+        question = question.strip()
+        if not question:
+            raise LedgerError("the question is empty")
+        if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+            raise LedgerError(f"the budget must be a positive integer in {unit}, got {total!r}")
+        sid = session_id or new_session_id()
+        params = {
+            "id": sid,
+            "question": question,
+            "unit": str(unit),
+            "total": total,
+            "escrow": escrow_for(total),
+            "provider": provider,
+            "corpus": corpus,
+            "actors": ",".join(actors),
+            "now": self.clock(),
+        }
+        self.store.transact(lambda cur: cur.execute(q("session_insert"), params))
+        return self.balance(sid)
+
+    def balance(self, session_id: str) -> Balance:
+        row = self.store.row(q("session_get"), {"session_id": session_id})
+        if row is None:
+            raise LedgerError(f"no session {session_id!r}")
+        return Balance(
+            session_id=row["id"],
+            unit=Unit(row["unit"]),
+            total=row["total"],
+            spent=row["spent"],
+            held=row["held"],
+            escrow=row["escrow"],
+            overrun=row["overrun"],
+            escrow_released=row["escrow_released"],
+            status=SessionStatus(row["status"]),
+        )
+
+    # -- reserve / settle / release -----------------------------------------------------------
+
+    def reserve(
+        self,
+        session_id: str,
+        role: Role,
+        amount: int,
+        *,
+        tool: str,
+        stage: str,
+        ttl: timedelta | None = None,
+        note: str | None = None,
+    ) -> Reservation:
+        """Hold `amount` for one call, or raise BudgetExhausted. Check and hold are one UPDATE."""
+        if amount < 0:
+            raise LedgerError(f"a reservation cannot be negative ({amount})")
+        role = Role(role)
+        now = self.clock()
+        rid = f"call-{secrets.token_hex(8)}"
+        expires = now + (ttl or self.ttl)
+
+        def tx(cur: duckdb.DuckDBPyConnection) -> bool:
+            got = cur.execute(
+                q("reserve_hold"), {"amount": amount, "now": now, "session_id": session_id}
+            ).fetchall()
+            if not got:
+                return False
+            cur.execute(
+                q("call_insert"),
+                {
+                    "id": rid,
+                    "session_id": session_id,
+                    "role": str(role),
+                    "stage": stage,
+                    "tool": tool,
+                    "amount": amount,
+                    "note": note,
+                    "now": now,
+                    "expires_at": expires,
+                },
+            )
+            return True
+
+        if not self.store.transact(tx):
+            bal = self.balance(session_id)  # raises for an unknown session
+            if bal.status not in (SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING):
+                raise LedgerError(f"session {session_id} is {bal.status}; it takes no more calls")
+            raise BudgetExhausted(session_id, role, amount, max(bal.available, 0), str(bal.unit))
+        return Reservation(rid, session_id, role, amount, tool, stage, expires)
+
+    def settle(
+        self,
+        reservation: Reservation,
+        actual: int,
+        *,
+        usage: Usage | None = None,
+        note: str | None = None,
+    ) -> Settlement:
+        """Record what the call used. held -> spent. Spend beyond the reservation is recorded
+        truthfully as overrun (the session is flagged), never squeezed under the ceiling."""
+        if actual < 0:
+            raise LedgerError(f"a call cannot cost a negative amount ({actual})")
+        usage = usage or Usage()
+        now = self.clock()
+
+        def tx(cur: duckdb.DuckDBPyConnection) -> Settlement:
+            row = cur.execute(q("call_get"), {"id": reservation.id}).fetchone()
+            if row is None:
+                raise LedgerError(f"no reservation {reservation.id}")
+            reserved, status = row[5], CallStatus(row[7])
+            if status not in (CallStatus.RESERVED, CallStatus.EXPIRED):
+                raise LedgerError(f"reservation {reservation.id} is already {status}")
+            # An expired hold was already returned by the sweep: nothing of it still covers us.
+            covered = reserved if status == CallStatus.RESERVED else 0
+            charged = min(actual, covered)
+            overrun = actual - charged
+            cur.execute(
+                q("session_charge"),
+                {
+                    "unhold": covered,
+                    "charged": charged,
+                    "overrun": overrun,
+                    "now": now,
+                    "session_id": reservation.session_id,
+                },
+            )
+            cur.execute(
+                q("call_settle"),
+                {
+                    "id": reservation.id,
+                    "actual": actual,
+                    "overrun": overrun,
+                    "input_tokens": usage.input_tokens,
+                    "output_tokens": usage.output_tokens,
+                    "cache_read_tokens": usage.cache_read_tokens,
+                    "cache_write_tokens": usage.cache_write_tokens,
+                    "note": note,
+                    "now": now,
+                },
+            )
+            return Settlement(reservation.id, actual, charged, overrun)
+
+        result = self.store.transact(tx)
+        if result.overrun:
+            log.error(
+                "session %s: call %s (%s) used %d beyond its reservation of %d; "
+                "the estimate was not an upper bound, the session is flagged",
+                reservation.session_id, reservation.id, reservation.tool,
+                result.overrun, reservation.amount,
+            )
+        return result
+
+    def release(self, reservation: Reservation, note: str | None = None) -> None:
+        """Return a hold whose call failed or was never made. Idempotent for expired holds."""
+        now = self.clock()
+
+        def tx(cur: duckdb.DuckDBPyConnection) -> None:
+            row = cur.execute(q("call_get"), {"id": reservation.id}).fetchone()
+            if row is None:
+                raise LedgerError(f"no reservation {reservation.id}")
+            status = CallStatus(row[7])
+            if status == CallStatus.EXPIRED:
+                return
+            if status != CallStatus.RESERVED:
+                raise LedgerError(f"reservation {reservation.id} is already {status}")
+            cur.execute(
+                q("session_unhold"),
+                {"amount": row[5], "now": now, "session_id": reservation.session_id},
+            )
+            cur.execute(q("call_release"), {"id": reservation.id, "note": note, "now": now})
+
+        self.store.transact(tx)
+
+    def expire_stale(self, now: datetime | None = None) -> int:
+        """Return the holds of reservations past their expiry. Returns how many expired."""
+        now = now or self.clock()
+
+        def tx(cur: duckdb.DuckDBPyConnection) -> int:
+            stale = cur.execute(q("stale_holds"), {"now": now}).fetchall()
+            n = 0
+            for session_id, amount, calls in stale:
+                cur.execute(
+                    q("session_unhold"), {"amount": amount, "now": now, "session_id": session_id}
+                )
+                cur.execute(q("calls_expire"), {"now": now, "session_id": session_id})
+                n += calls
+            return n
+
+        return self.store.transact(tx)
+
+    def release_escrow(self, session_id: str) -> int:
+        """Hand the escrow to the report stage. Happens once; returns the amount released."""
+        now = self.clock()
+
+        def tx(cur: duckdb.DuckDBPyConnection) -> int:
+            bal = self.balance(session_id)
+            if bal.escrow_released:
+                return 0
+            cur.execute(q("session_release_escrow"), {"now": now, "session_id": session_id})
+            return bal.escrow
+
+        return self.store.transact(tx)
+
+    @contextmanager
+    def hold(
+        self, session_id: str, role: Role, amount: int, *, tool: str, stage: str
+    ) -> Iterator[Hold]:
+        """Reserve, run the body, and make sure the reservation ends settled or released.
+
+            with ledger.hold(sid, Role.EXECUTOR, estimate, tool="llm:haiku", stage="mine") as h:
+                result = provider.call(...)
+                h.settle(cost(result.usage), usage=result.usage)
+
+        BudgetExhausted is raised by the `with` line itself: the body (the call) never runs."""
+        res = self.reserve(session_id, role, amount, tool=tool, stage=stage)
+        h = Hold(self, res)
+        try:
+            yield h
+        except BaseException as exc:
+            if not h.done:
+                self.release(res, note=f"call failed: {type(exc).__name__}")
+            raise
+        if not h.done:
+            self.release(res, note="closed without settling")
+            raise LedgerError(f"reservation {res.id} for {res.tool} was neither settled nor released")
+
+    # -- checks and reports -----------------------------------------------------------------
+
+    def verify(self, session_id: str) -> Verification:
+        row = self.store.row(q("ledger_verify"), {"session_id": session_id})
+        if row is None:
+            raise LedgerError(f"no session {session_id!r}")
+        within = row["spent"] + row["held"] + row["escrow"] <= row["total"]
+        ok = (
+            row["spent"] == row["calls_spent"]
+            and row["held"] == row["calls_held"]
+            and row["overrun"] == row["calls_overrun"]
+            and within
+        )
+        return Verification(
+            session_id=session_id,
+            ok=ok,
+            spent=row["spent"],
+            calls_spent=row["calls_spent"],
+            held=row["held"],
+            calls_held=row["calls_held"],
+            overrun=row["overrun"],
+            calls_overrun=row["calls_overrun"],
+            calls=row["calls"],
+            within_ceiling=within,
+        )
+
+    def spend_by_role(self, session_id: str) -> list[dict[str, Any]]:
+        return self.store.named("spend_by_role", {"session_id": session_id})
+
+    def spend_by_stage(self, session_id: str) -> list[dict[str, Any]]:
+        return self.store.named("spend_by_stage", {"session_id": session_id})
+
+
+class Hold:
+    """An open reservation inside `Ledger.hold`."""
+
+    def __init__(self, ledger: Ledger, reservation: Reservation) -> None:
+        self.ledger = ledger
+        self.reservation = reservation
+        self.done = False
+        self.settlement: Settlement | None = None
+
+    def settle(self, actual: int, *, usage: Usage | None = None, note: str | None = None) -> Settlement:
+        self.settlement = self.ledger.settle(self.reservation, actual, usage=usage, note=note)
+        self.done = True
+        return self.settlement
+
+    def release(self, note: str | None = None) -> None:
+        self.ledger.release(self.reservation, note=note)
+        self.done = True

@@ -1,0 +1,293 @@
+"""The `mole` command line.
+
+    mole research "question" (--usd X | --tokens N) [--corpus DIR] [--provider NAME]
+    mole sessions
+    mole show SESSION
+
+`research` creates the session (ledger row with escrow) and its Dagster partition, runs research
+rounds as Dagster runs in the project's instance (so they appear in `dagster dev`), then the
+report. Bad input is refused with one line on stderr and exit status 2, before anything is
+written."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from mole_dag.paths import PROJECT_ROOT, default_store_path
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+class CliError(Exception):
+    """A one-line, user-facing error."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _fmt(amount: int, unit: str) -> str:
+    return f"${amount / 1_000_000:.6f}" if unit == "usd_micros" else f"{amount} tokens"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mole", description="Deep research with a budget the database enforces.")
+    p.add_argument("--db", help="the DuckDB store (default: .mole/mole.duckdb, or $MOLE_DB)")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("research", help="research a question within a hard budget")
+    r.add_argument("question", help="the question, in quotes")
+    budget = r.add_argument_group("budget (exactly one is required; there is no default)")
+    budget.add_argument("--usd", metavar="AMOUNT", help="ceiling in US dollars, e.g. 0.50")
+    budget.add_argument("--tokens", metavar="N", help="ceiling in model tokens")
+    r.add_argument("--corpus", metavar="DIR",
+                   help="folder of .html/.md/.txt documents for the local search provider "
+                        "(default: the bundled demo corpus)")
+    r.add_argument("--provider", default=None,
+                   help="model provider (default: extractive, which uses no model)")
+    r.add_argument("--quiet", action="store_true", help="print only the report path and session")
+    r.add_argument("--no-report-print", action="store_true",
+                   help="do not print the report itself, only where it was written")
+
+    sub.add_parser("sessions", help="list sessions")
+    s = sub.add_parser("show", help="status, spend, counts and report of a session")
+    s.add_argument("session")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.db:
+        os.environ["MOLE_DB"] = str(Path(args.db).expanduser().resolve())
+    try:
+        if args.command == "research":
+            return cmd_research(args)
+        if args.command == "sessions":
+            return cmd_sessions(args)
+        if args.command == "show":
+            return cmd_show(args)
+    except CliError as exc:
+        print(f"mole {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("mole: interrupted; the session can be resumed with `dagster asset materialize`",
+              file=sys.stderr)
+        return 130
+    parser.error(f"unknown command {args.command}")
+
+
+def _open_store(wait: bool = True):  # noqa: ANN202
+    from mole_dag.store import Store, StoreError
+
+    try:
+        return Store(default_store_path(), lock_wait_s=120.0 if wait else 0.0,
+                     on_wait=lambda m: print(f"mole: {m}", file=sys.stderr))
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _progress_to_stderr(quiet: bool) -> None:
+    log = logging.getLogger("mole.progress")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    if not quiet and not log.handlers:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("  · %(message)s"))
+        log.addHandler(h)
+    logging.getLogger("mole").setLevel(logging.WARNING)
+
+
+def _dagster_instance():  # noqa: ANN202
+    """The project's Dagster instance, the one `dagster dev` shows. dagster.yaml keeps its
+    storage under .mole/dagster, relative to DAGSTER_HOME, so we run from there."""
+    import dagster as dg
+
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT))).resolve()
+    if not (home / "dagster.yaml").exists():
+        raise CliError(f"DAGSTER_HOME={home} has no dagster.yaml; unset it to use the project's")
+    os.chdir(home)
+    return dg.DagsterInstance.get()
+
+
+def cmd_research(args: argparse.Namespace) -> int:
+    from mole_dag.actors.local import CorpusError, LocalCorpus
+    from mole_dag.llm.registry import UnknownProvider, skills_for
+    from mole_dag.paths import demo_corpus
+    from mole_dag.session import BudgetSpecError, create_session, parse_budget
+
+    # Validate everything before writing anything.
+    question = " ".join(args.question.split())
+    if not question:
+        raise CliError("the question is empty; ask something, in quotes")
+    try:
+        unit, total = parse_budget(args.usd, args.tokens)
+    except BudgetSpecError as exc:
+        raise CliError(str(exc)) from None
+    provider = args.provider or os.environ.get("MOLE_PROVIDER") or "extractive"
+    try:
+        skills_for(provider)
+    except UnknownProvider as exc:
+        raise CliError(str(exc)) from None
+    corpus = Path(args.corpus).expanduser().resolve() if args.corpus else demo_corpus()
+    try:
+        found = LocalCorpus.open(corpus)
+    except CorpusError as exc:
+        raise CliError(str(exc)) from None
+    for skipped in found.skipped:
+        print(f"mole: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+
+    store = _open_store()
+    try:
+        bal = create_session(store, question, unit, total, corpus=str(corpus), provider=provider)
+    finally:
+        store.close()
+    sid = bal.session_id
+    _progress_to_stderr(args.quiet)
+    if not args.quiet:
+        print(f"session {sid}: {question!r}, budget {_fmt(total, str(unit))} "
+              f"({_fmt(bal.escrow, str(unit))} in escrow for the report)", file=sys.stderr)
+
+    instance = _dagster_instance()
+    from assets.definitions import defs
+    from assets.partitions import SESSIONS
+
+    instance.add_dynamic_partitions(SESSIONS, [sid])
+    run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+    round_job = defs.resolve_job_def("research_round")
+    report_job = defs.resolve_job_def("research_report")
+
+    from mole_dag.budget import Ledger
+    from mole_dag.context import Run
+    from mole_dag.session import should_run_another_round
+
+    def another_round() -> bool:
+        st = _open_store()
+        try:
+            return should_run_another_round(Run(st, Ledger(st), skills_for(provider), sid))
+        finally:
+            st.close()
+
+    rounds = 0
+    while True:
+        rounds += 1
+        if not args.quiet:
+            print(f"round {rounds}", file=sys.stderr)
+        res = round_job.execute_in_process(instance=instance, partition_key=sid,
+                                           run_config=run_config, raise_on_error=False)
+        if not res.success:
+            _report_failure(res, sid)
+            return EXIT_FAILED
+        if not another_round():
+            break
+    if not args.quiet:
+        print("report", file=sys.stderr)
+    res = report_job.execute_in_process(instance=instance, partition_key=sid,
+                                        run_config=run_config, raise_on_error=False)
+    if not res.success:
+        _report_failure(res, sid)
+        return EXIT_FAILED
+    return _print_outcome(sid, quiet=args.quiet, print_report=not args.no_report_print)
+
+
+def _report_failure(result: Any, sid: str) -> None:
+    for ev in result.all_events:
+        if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
+            err = ev.step_failure_data.error
+            cause = err.cause or err
+            print(f"mole research: step {ev.step_key} failed: {cause.message.strip()}",
+                  file=sys.stderr)
+    print(f"session {sid}", file=sys.stderr)
+
+
+def _print_outcome(sid: str, *, quiet: bool, print_report: bool) -> int:
+    from mole_dag.budget import Ledger
+    from mole_dag.store import q
+
+    store = _open_store()
+    try:
+        rep = store.row(q("report_latest"), {"session_id": sid})
+        ledger = Ledger(store)
+        bal = ledger.balance(sid)
+        by_role = ledger.spend_by_role(sid)
+        check = ledger.verify(sid)
+    finally:
+        store.close()
+    if rep and print_report and not quiet:
+        print(rep["markdown"])
+    if rep:
+        print(f"report {rep['path'] or '(stored only: the report file could not be written)'}")
+    print(f"session {sid}")
+    if not quiet:
+        spend = ", ".join(f"{r['role']} {_fmt(int(r['spent']), str(bal.unit))}" for r in by_role)
+        print(f"spent {_fmt(bal.spent, str(bal.unit))} of {_fmt(bal.total, str(bal.unit))} "
+              f"({spend}); {check.explain()}")
+    return 0 if check.ok else EXIT_FAILED
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from mole_dag.store import q
+
+    store = _open_store()
+    try:
+        rows = store.rows(q("sessions_list"))
+    finally:
+        store.close()
+    if not rows:
+        print("no sessions yet; start one with `mole research \"question\" --usd 0.50`")
+        return 0
+    for r in rows:
+        print(f"{r['id']}  {r['status']:<9}  {_fmt(int(r['spent']), r['unit']):>16} of "
+              f"{_fmt(int(r['total']), r['unit']):<16}  {int(r['claims']):>4} claims  "
+              f"{r['question'][:60]}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from mole_dag.budget import Ledger, LedgerError
+    from mole_dag.output.sanitize import one_line
+    from mole_dag.store import q
+
+    store = _open_store()
+    try:
+        ledger = Ledger(store)
+        try:
+            bal = ledger.balance(args.session)
+        except LedgerError:
+            raise CliError(f"no session {args.session!r}; `mole sessions` lists them") from None
+        sess = store.row(q("session_get"), {"session_id": args.session}) or {}
+        counts = store.row(q("session_counts"), {"session_id": args.session}) or {}
+        by_role = ledger.spend_by_role(args.session)
+        check = ledger.verify(args.session)
+        rep = store.row(q("report_latest"), {"session_id": args.session})
+    finally:
+        store.close()
+    unit = str(bal.unit)
+    print(f"session {args.session}")
+    print(f"question  {one_line(sess['question'])}")
+    print(f"status    {bal.status} after {sess['rounds']} round(s), provider {sess['provider']}")
+    print(f"budget    {_fmt(bal.total, unit)}: spent {_fmt(bal.spent, unit)}, held "
+          f"{_fmt(bal.held, unit)}, escrow {_fmt(bal.escrow, unit)}"
+          + (f", OVERRUN {_fmt(bal.overrun, unit)}" if bal.overrun else ""))
+    for r in by_role:
+        print(f"  {r['role']:<9} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls")
+    print(f"ledger    {check.explain()}")
+    print("counts    " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if rep:
+        print(f"report    {rep['path'] or '(in the store only)'}\n")
+        print(rep["markdown"])
+    else:
+        print("report    not written yet")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Shared types: roles, budget units, edge kinds, dead-end causes, and the records that move
+between stages. Every enum here mirrors a CHECK constraint in sql/migrations, so a value the
+code can name is a value the schema accepts, and nothing else."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import date
+from enum import StrEnum
+
+
+class Role(StrEnum):
+    """Which stage spent the money. Spend by stage is then a GROUP BY, not archaeology."""
+
+    PLANNER = "planner"
+    EXECUTOR = "executor"
+    VERIFIER = "verifier"
+    OUTPUT = "output"
+
+
+class Unit(StrEnum):
+    """A session's budget unit, chosen at creation. Money is integer micro-USD: float
+    accumulation drifts over thousands of calls."""
+
+    USD_MICROS = "usd_micros"
+    TOKENS = "tokens"
+
+
+class SessionStatus(StrEnum):
+    CREATED = "created"
+    RUNNING = "running"
+    REPORTING = "reporting"
+    DONE = "done"
+    FAILED = "failed"
+    ABANDONED = "abandoned"
+
+
+class CallStatus(StrEnum):
+    RESERVED = "reserved"
+    SETTLED = "settled"
+    RELEASED = "released"
+    EXPIRED = "expired"
+
+
+class LeadStatus(StrEnum):
+    PENDING = "pending"
+    LEASED = "leased"
+    DONE = "done"
+    DEAD = "dead"
+
+
+class EdgeKind(StrEnum):
+    """Edges the graph stores. `neither` is a verdict, never an edge."""
+
+    CONTRADICTS = "contradicts"
+    DUPLICATE_OF = "duplicate_of"
+    SUPERSEDES = "supersedes"
+
+
+class DeadEndCause(StrEnum):
+    """Why a lead or a source produced nothing. A fixed enum so the planner's digest is counts
+    of known causes, never page-derived text."""
+
+    NO_RESULTS = "no_results"
+    FETCH_FAILED = "fetch_failed"
+    ROBOTS = "robots"
+    TOO_LARGE = "too_large"
+    WRONG_TYPE = "wrong_type"
+    JS_REQUIRED = "js_required"
+    NO_TEXT = "no_text"
+    NO_CLAIMS = "no_claims"
+    SSRF_REFUSED = "ssrf_refused"
+    RATE_LIMITED = "rate_limited"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    TIMEOUT = "timeout"
+    UNREADABLE = "unreadable"
+
+
+class SourceClass(StrEnum):
+    """How much a publisher's word weighs on its own. Unknown is the default and the weakest,
+    so an unrecognised source understates confidence rather than inventing it."""
+
+    PEER_REVIEWED = "peer-reviewed"
+    PRIMARY = "primary"
+    SECONDARY = "secondary"
+    LOCAL = "local"
+    UNKNOWN = "unknown"
+
+
+def stable_id(*parts: str, prefix: str = "") -> str:
+    """A short deterministic id, so re-running a stage over the same input names rows the same."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
+    return f"{prefix}{digest}"
+
+
+@dataclass(frozen=True)
+class SubQuestion:
+    id: str
+    session_id: str
+    text: str
+    query: str
+    round: int = 1
+
+
+@dataclass(frozen=True)
+class Lead:
+    id: str
+    session_id: str
+    sub_question_id: str
+    actor: str
+    query: str
+    depth: int = 0
+    root_claim_id: str | None = None
+    because: str | None = None
+
+
+@dataclass
+class Document:
+    """One retrieved document, as an actor sees it. `text` is raw and dies with the actor:
+    only chunks, quotes and metadata persist."""
+
+    url: str
+    title: str
+    text: str
+    publisher: str | None = None
+    author: str | None = None
+    published: date | None = None
+    doi: str | None = None
+    pmid: str | None = None
+    pmcid: str | None = None
+    arxiv_id: str | None = None
+    provider_supplied: bool = False
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    id: str
+    source_id: str
+    ordinal: int
+    byte_start: int
+    byte_end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ClaimDraft:
+    """What a miner proposes. It becomes a Claim only if its quote is found verbatim."""
+
+    text: str
+    quote: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    session_id: str
+    source_id: str
+    chunk_id: str
+    sub_question_id: str
+    text: str
+    quote: str
+    quote_byte_start: int
+    quote_byte_end: int
+    published: date | None = None
+    publisher: str | None = None
+    source_class: SourceClass = SourceClass.UNKNOWN
+    url: str | None = None

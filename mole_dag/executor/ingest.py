@@ -1,0 +1,55 @@
+"""Store what an actor found: the source's metadata and its chunks. The raw text itself is not
+kept anywhere else; the chunks tile it exactly, which is all quote checks need."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from mole_dag.actors.base import DeadEnd
+from mole_dag.core import Document, stable_id
+from mole_dag.llm.chunk import chunk_text
+from mole_dag.store import q, utcnow
+from mole_dag.verifier.publisher import publisher_of
+from mole_dag.verifier.source_class import class_of
+
+
+def store_source(cur: Any, session_id: str, actor: str, doc: Document) -> tuple[str, int]:
+    """Insert the source and its chunks unless this session already has the URL. Returns the
+    source id and how many chunks were written."""
+    got = cur.execute(q("source_by_url"), {"session_id": session_id, "url": doc.url}).fetchone()
+    if got:
+        return got[0], 0
+    now = utcnow()
+    ids = {"doi": doc.doi, "pmid": doc.pmid, "pmcid": doc.pmcid, "arxiv_id": doc.arxiv_id}
+    source_id = stable_id(session_id, doc.url, prefix="src-")
+    data = doc.text.encode("utf-8")
+    cur.execute(q("source_insert"), {
+        "id": source_id, "session_id": session_id, "url": doc.url, "title": doc.title or None,
+        "publisher": publisher_of(doc.url, **ids), "publisher_name": doc.publisher,
+        "author": doc.author, "published": doc.published, **ids,
+        "source_class": str(class_of(doc.url, **ids)), "actor": actor,
+        "provider_supplied": doc.provider_supplied,
+        "content_sha256": hashlib.sha256(data).hexdigest(), "byte_length": len(data),
+        "now": now,
+    })
+    spans = chunk_text(doc.text)
+    for span in spans:
+        cur.execute(q("chunk_insert"), {
+            "id": f"{source_id}-{span.ordinal:04d}", "session_id": session_id,
+            "source_id": source_id, "ordinal": span.ordinal, "byte_start": span.byte_start,
+            "byte_end": span.byte_end, "text": span.text,
+        })
+    return source_id, len(spans)
+
+
+def store_dead_end(
+    cur: Any, session_id: str, dead: DeadEnd, *, sub_question_id: str | None, lead_id: str | None
+) -> None:
+    cur.execute(q("dead_end_insert"), {
+        "id": stable_id(session_id, lead_id or "", dead.url or "", str(dead.cause),
+                        utcnow().isoformat(), prefix="de-"),
+        "session_id": session_id, "sub_question_id": sub_question_id, "lead_id": lead_id,
+        "url": dead.url, "cause": str(dead.cause), "detail": (dead.detail or "")[:500] or None,
+        "now": utcnow(),
+    })

@@ -1,0 +1,100 @@
+"""Leads are leased, not marked running. A lease has an owner and an expiry and is heartbeated
+at a third of its TTL; a worker that dies stops heartbeating, its lease lapses, and the sweep at
+the next start puts the lead back in the queue."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+from types import TracebackType
+from typing import Any
+
+from mole_dag.core import LeadStatus
+from mole_dag.store import Store, q, utcnow
+
+# Longer than one lead takes on a slow site, short enough that a crash costs little. A guess.
+LEASE_TTL = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Lease:
+    lead_id: str
+    owner: str
+    sub_question_id: str
+    actor: str
+    query: str
+    depth: int
+
+
+def new_owner() -> str:
+    return f"worker-{secrets.token_hex(4)}"
+
+
+def requeue_expired(store: Store, session_id: str) -> int:
+    now = utcnow()
+    got = store.transact(
+        lambda cur: cur.execute(
+            q("leases_requeue_expired"), {"session_id": session_id, "now": now}
+        ).fetchall()
+    )
+    return len(got)
+
+
+def lease_next(store: Store, session_id: str, owner: str, ttl: timedelta = LEASE_TTL) -> Lease | None:
+    now = utcnow()
+
+    def tx(cur: Any) -> Lease | None:
+        row = cur.execute(
+            q("lease_next"),
+            {"session_id": session_id, "owner": owner, "expires_at": now + ttl, "now": now},
+        ).fetchone()
+        if row is None:
+            return None
+        return Lease(row[0], owner, row[1], row[2], row[3], row[4])
+
+    return store.transact(tx)
+
+
+def finish(store: Store, lease: Lease, status: LeadStatus) -> None:
+    now = utcnow()
+    store.transact(
+        lambda cur: cur.execute(
+            q("lease_finish"),
+            {"status": str(status), "now": now, "id": lease.lead_id, "owner": lease.owner},
+        )
+    )
+
+
+class Heartbeat:
+    """Extends a lease every ttl/3 while the `with` body runs."""
+
+    def __init__(self, store: Store, lease: Lease, ttl: timedelta = LEASE_TTL) -> None:
+        self.store, self.lease, self.ttl = store, lease, ttl
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name=f"hb-{lease.lead_id}")
+        self.beats = 0
+
+    def _beat(self) -> None:
+        interval = self.ttl.total_seconds() / 3
+        while not self._stop.wait(interval):
+            now = utcnow()
+            self.store.transact(
+                lambda cur, now=now: cur.execute(
+                    q("lease_heartbeat"),
+                    {"expires_at": now + self.ttl, "now": now, "id": self.lease.lead_id,
+                     "owner": self.lease.owner},
+                )
+            )
+            self.beats += 1
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join()

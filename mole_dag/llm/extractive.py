@@ -1,0 +1,217 @@
+"""The `extractive` provider: plans, mines, judges and writes without a language model.
+
+The offline default, and the baseline every model is measured against. It costs nothing and
+says so: every report it writes states it was made without a language model. Its judgements
+are heuristics, flagged as such in what it writes:
+- plan: the question plus fixed facets (benefits, risks, disagreement) of its topic;
+- mine: sentences of a chunk that share content terms with the question and sub-question,
+  quoted verbatim;
+- judge: word-overlap pairs whose polarity, direction words or numbers differ contradict;
+  near-identical pairs duplicate; everything else is `neither`;
+- write: the findings in confidence order with their mechanically assigned citations."""
+
+from __future__ import annotations
+
+import re
+
+from mole_dag.core import ClaimDraft, Unit
+from mole_dag.llm.skills import (
+    Digest,
+    Metered,
+    MineRequest,
+    PlannedQuestion,
+    Verdict,
+    WriteRequest,
+)
+from mole_dag.text import NEGATIONS, sentence_spans, terms, words
+
+NAME = "extractive"
+MADE_WITHOUT_MODEL = (
+    "This report was made without a language model: the extractive provider quoted sentences "
+    "from the sources and judged them with word-overlap heuristics."
+)
+
+# How many claims one chunk may yield. A guess, flagged as one: enough to catch a paragraph's
+# distinct statements without turning every sentence into a claim.
+MAX_CLAIMS_PER_CHUNK = 5
+MIN_WORDS, MAX_WORDS = 6, 90
+MAX_CLAIM_CHARS = 600
+# Content-word Jaccard above which two claims are the same assertion, and above which a
+# difference in polarity, direction or number reads as a contradiction. Guesses, flagged as
+# such; the labelled pair set behind `mole eval` is what would calibrate them.
+DUPLICATE_OVERLAP = 0.8
+CONTRADICTION_OVERLAP = 0.45
+
+_LEADING = re.compile(
+    r"^(?:what|how|why|when|where|which|who|whom|is|are|was|were|does|do|did|can|could|should|"
+    r"will|would|has|have)\b(?:\s+(?:are|is|was|were|do|does|did|can|the|a|an|there))*\s*",
+    re.IGNORECASE,
+)
+
+_FACETS = (
+    ("What benefits are reported for {topic}?", "benefit lower reduced protective improve"),
+    ("What risks or harms are reported for {topic}?", "risk increase harm adverse raise"),
+    ("Where do sources disagree about {topic}?", "disputed conflicting contrary mixed unclear debate"),
+)
+
+_ANTONYMS = {
+    frozenset(p)
+    for p in [
+        ("raise", "lower"), ("raise", "reduce"), ("increase", "decrease"), ("increase", "reduce"),
+        ("increase", "lower"), ("higher", "lower"), ("more", "less"), ("above", "below"),
+        ("improve", "worsen"), ("benefit", "harm"), ("safe", "unsafe"), ("protective", "harmful"),
+        ("gain", "loss"), ("rise", "fall"), ("rise", "decline"), ("positive", "negative"),
+        ("strong", "weak"), ("effective", "ineffective"), ("likely", "unlikely"),
+    ]
+}
+# Words that mark a sentence as asserting an effect or a quantity rather than setting a scene.
+# Stems, as `terms` produces them.
+_EFFECT = frozenset(
+    "risk increase decrease raise lower reduce reduced cause associated link linked protect "
+    "protective improve worsen higher more less percent effect benefit harm safe unsafe "
+    "classified evidence found show".split()
+)
+_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
+
+
+def topic_of(question: str) -> str:
+    q = question.strip().rstrip("?？!. ")
+    stripped = _LEADING.sub("", q).strip()
+    return stripped or q
+
+
+def plan_questions(question: str) -> list[PlannedQuestion]:
+    topic = topic_of(question)
+    base = " ".join(dict.fromkeys(terms(topic))) or topic
+    out = [PlannedQuestion(question.strip(), base)]
+    for template, extra in _FACETS:
+        out.append(PlannedQuestion(template.format(topic=topic), f"{base} {extra}"))
+    return out
+
+
+def _stems(text: str) -> set[str]:
+    return set(terms(text))
+
+
+def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
+    question_terms = _stems(req.question)
+    want = question_terms | _stems(req.sub_question)
+    scored: list[tuple[float, int, str]] = []
+    for a, b in sentence_spans(req.chunk):
+        sentence = req.chunk[a:b]
+        n_words = len(sentence.split())
+        if not (MIN_WORDS <= n_words <= MAX_WORDS) or len(sentence) > MAX_CLAIM_CHARS:
+            continue
+        if sentence.rstrip()[-1:] in {":", ",", ";"} or sentence.lstrip().startswith("#"):
+            continue
+        have = _stems(sentence)
+        shared = have & want
+        effect = bool(have & _EFFECT) or any(_NUMBER.match(w) for w in have)
+        if not (have & question_terms) or (len(shared) < 2 and not effect):
+            continue
+        score = len(shared) + 0.5 * len(have & question_terms) + (1.0 if effect else 0.0)
+        scored.append((score, a, sentence))
+    best = sorted(scored, key=lambda s: (-s[0], s[1]))[:MAX_CLAIMS_PER_CHUNK]
+    best.sort(key=lambda s: s[1])
+    return [ClaimDraft(text=" ".join(s.split()), quote=s) for _, _, s in best]
+
+
+def _signals(a: str, b: str) -> tuple[float, list[str]]:
+    ta, tb = _stems(a), _stems(b)
+    union = ta | tb
+    overlap = len(ta & tb) / len(union) if union else 0.0
+    wa, wb = words(a), words(b)
+    why: list[str] = []
+    neg_a = any(w in NEGATIONS for w in wa) or "no longer" in " ".join(wa)
+    neg_b = any(w in NEGATIONS for w in wb) or "no longer" in " ".join(wb)
+    if neg_a != neg_b:
+        why.append("one states it, the other negates it")
+    only_a, only_b = ta - tb, tb - ta
+    for pair in _ANTONYMS:
+        x, y = tuple(pair)
+        if (x in only_a and y in only_b) or (y in only_a and x in only_b):
+            why.append(f"opposite directions ({x} / {y})")
+            break
+    nums_a = {w for w in ta if _NUMBER.match(w)}
+    nums_b = {w for w in tb if _NUMBER.match(w)}
+    if nums_a and nums_b and nums_a != nums_b:
+        a_only = ", ".join(sorted(nums_a - nums_b)) or "-"
+        b_only = ", ".join(sorted(nums_b - nums_a)) or "-"
+        why.append(f"different figures ({a_only} vs {b_only})")
+    return overlap, why
+
+
+def judge_pair(a: str, b: str) -> Verdict:
+    overlap, why = _signals(a, b)
+    if why and overlap >= CONTRADICTION_OVERLAP:
+        return Verdict(0, "contradicts", f"heuristic: {why[0]}; word overlap {overlap:.2f}")
+    if overlap >= DUPLICATE_OVERLAP and not why:
+        return Verdict(0, "duplicate_of", f"heuristic: word overlap {overlap:.2f}")
+    return Verdict(0, "neither", f"heuristic: word overlap {overlap:.2f}")
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def write_body(req: WriteRequest) -> str:
+    """A summary built from counts and the best-supported finding, cited by number. Also the
+    deterministic fallback when a model's prose fails the citation check."""
+    if not req.findings:
+        return "No finding survived the quote check, so there is nothing to report yet."
+    sources = len(req.sources)
+    disputed = sum(1 for f in req.findings if f.disputed)
+    superseded = sum(1 for f in req.findings if f.superseded)
+    live = [f for f in req.findings if not f.superseded] or list(req.findings)
+    top = max(live, key=lambda f: (f.confidence, len(f.citations), -f.number))
+    cites = "".join(f"[{n}]" for n in top.citations)
+    lines = [
+        f"{_count(len(req.findings), 'finding is', 'findings are')} listed below, each quoted "
+        f"verbatim from {sources} cited source{'s' if sources != 1 else ''}.",
+        f"The best supported (confidence {top.confidence:.2f}) is: \u201c{top.text}\u201d {cites}",
+    ]
+    if disputed:
+        lines.append(f"{_count(disputed, 'finding is', 'findings are')} disputed between "
+                     "sources; both sides are cited under Disputed.")
+    if superseded:
+        lines.append(f"{_count(superseded, 'finding is', 'findings are')} superseded by newer "
+                     "sources and marked as such.")
+    return " ".join(lines)
+
+
+class ExtractiveSkills:
+    """Model-free skills. Every estimate and cost is zero, in any unit."""
+
+    name = NAME
+    uses_model = False
+
+    def estimate_plan(self, digest: Digest, unit: Unit) -> int:
+        return 0
+
+    def plan(self, digest: Digest, unit: Unit) -> Metered[list[PlannedQuestion]]:
+        # It plans once: without reading pages (which the planner must never do) there is
+        # nothing new for a model-free planner to ask in a later round.
+        planned = plan_questions(digest.question) if digest.round == 1 else []
+        return Metered(planned, model=NAME)
+
+    def estimate_mine(self, req: MineRequest, unit: Unit) -> int:
+        return 0
+
+    def mine(self, req: MineRequest, unit: Unit) -> Metered[list[ClaimDraft]]:
+        return Metered(mine_sentences(req), model=NAME)
+
+    def estimate_judge(self, pairs: list[tuple[str, str]], unit: Unit) -> int:
+        return 0
+
+    def judge(self, pairs: list[tuple[str, str]], unit: Unit) -> Metered[list[Verdict]]:
+        out = []
+        for i, (a, b) in enumerate(pairs):
+            v = judge_pair(a, b)
+            out.append(Verdict(i, v.relation, v.rationale))
+        return Metered(out, model=NAME)
+
+    def estimate_write(self, req: WriteRequest, unit: Unit) -> int:
+        return 0
+
+    def write(self, req: WriteRequest, unit: Unit) -> Metered[str]:
+        return Metered(write_body(req), model=NAME)

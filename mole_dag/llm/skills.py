@@ -1,0 +1,95 @@
+"""The four things the pipeline asks of a mind: plan, mine, judge, write.
+
+Two implementations: the model-free `extractive` one (the offline default) and one that prompts a
+language model through a provider. Stages depend on this protocol only, so the budget, quote
+check and claim graph treat both alike. Every call is priced in the session's unit, and every
+estimate is an upper bound, so the ledger can reserve it before the call is made."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from mole_dag.budget import Usage
+from mole_dag.core import ClaimDraft, Unit
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Metered(Generic[T]):
+    """A skill's answer with what it cost, in the session's unit."""
+
+    value: T
+    cost: int = 0
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class Digest:
+    """What the planner may see: wording it wrote itself and counts. Never page text, so there
+    is nothing from a page to inject into the planning prompt."""
+
+    question: str
+    round: int
+    sub_questions: tuple[tuple[str, int], ...] = ()  # (sub-question wording, claims found)
+    dead_ends: tuple[tuple[str, int], ...] = ()  # (cause, count)
+    contradictions: int = 0
+    budget_left: int = 0
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class PlannedQuestion:
+    text: str
+    query: str
+
+
+@dataclass(frozen=True)
+class MineRequest:
+    question: str
+    sub_question: str
+    chunk: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    index: int
+    relation: str  # contradicts | duplicate_of | neither (retired names normalised by the caller)
+    rationale: str = ""
+
+
+@dataclass(frozen=True)
+class FindingForWriter:
+    number: int  # the finding's position
+    text: str
+    citations: tuple[int, ...]  # source numbers, assigned before the writer runs
+    confidence: float
+    disputed: bool = False
+    superseded: bool = False
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    question: str
+    findings: tuple[FindingForWriter, ...]
+    sources: tuple[tuple[int, str], ...]  # (number, "title — publisher")
+
+
+class Skills(Protocol):
+    name: str
+    uses_model: bool
+
+    def estimate_plan(self, digest: Digest, unit: Unit) -> int: ...
+    def plan(self, digest: Digest, unit: Unit) -> Metered[list[PlannedQuestion]]: ...
+
+    def estimate_mine(self, req: MineRequest, unit: Unit) -> int: ...
+    def mine(self, req: MineRequest, unit: Unit) -> Metered[list[ClaimDraft]]: ...
+
+    def estimate_judge(self, pairs: list[tuple[str, str]], unit: Unit) -> int: ...
+    def judge(self, pairs: list[tuple[str, str]], unit: Unit) -> Metered[list[Verdict]]: ...
+
+    def estimate_write(self, req: WriteRequest, unit: Unit) -> int: ...
+    def write(self, req: WriteRequest, unit: Unit) -> Metered[str]: ...

@@ -1,0 +1,45 @@
+"""Citations are assigned mechanically. Sources are numbered before the writer runs, so every
+[n] the writer can legitimately use already maps to a real source; this module checks that the
+writer used only those."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+
+
+def cited_numbers(body: str) -> list[int]:
+    out: list[int] = []
+    for m in _CITE.finditer(body):
+        out.extend(int(x) for x in re.split(r"\s*[,;]\s*", m.group(1)))
+    return out
+
+
+@dataclass(frozen=True)
+class CitationCheck:
+    ok: bool
+    forged: tuple[int, ...] = ()  # numbers that map to no source
+    unsupported: tuple[int, ...] = ()  # sources that support no claim in the report
+    cited: tuple[int, ...] = ()
+
+    def explain(self) -> str:
+        if self.ok:
+            return f"{len(set(self.cited))} distinct citations, all valid"
+        parts = []
+        if self.forged:
+            parts.append(f"cites sources that do not exist: {list(self.forged)}")
+        if self.unsupported:
+            parts.append(f"cites sources that support no finding: {list(self.unsupported)}")
+        return "; ".join(parts)
+
+
+def check_body(body: str, numbered: set[int], supporting: set[int]) -> CitationCheck:
+    """`numbered`: every source number that exists. `supporting`: those that support at least
+    one finding in the report. A body citing outside either is rejected."""
+    cited = cited_numbers(body)
+    forged = sorted({n for n in cited if n not in numbered})
+    unsupported = sorted({n for n in cited if n in numbered and n not in supporting})
+    return CitationCheck(not forged and not unsupported, tuple(forged), tuple(unsupported),
+                         tuple(cited))

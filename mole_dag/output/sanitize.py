@@ -1,0 +1,25 @@
+"""Strip what a hostile page could use to rewrite what the reader sees: terminal control
+sequences (C0 and C1 controls, ANSI escapes) and bidirectional overrides and isolates. Applied at
+render time, to everything that reaches a report or a terminal."""
+
+from __future__ import annotations
+
+import re
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# C0 controls except tab and newline, DEL, C1 controls; bidi embeddings/overrides/isolates and
+# the marks; zero-width characters that can hide text; the BOM.
+_CONTROLS = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
+
+
+def strip_controls(text: str) -> str:
+    text = _ANSI.sub("", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROLS.sub("", text)
+
+
+def one_line(text: str) -> str:
+    """For table cells and list items: controls stripped, whitespace collapsed."""
+    return " ".join(strip_controls(text).split())

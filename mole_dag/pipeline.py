@@ -1,0 +1,41 @@
+"""The pipeline in plain Python: the same stages, in the same order, as the Dagster asset graph
+(assets/), for tests and for embedding without Dagster. The CLI runs the graph, not this."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mole_dag.actors.mine import MineResult, mine_claims
+from mole_dag.context import Run
+from mole_dag.executor import ExecResult, execute_leads
+from mole_dag.output.report import ReportResult, write_report
+from mole_dag.planner import PlanResult, plan_round
+from mole_dag.session import recover, should_run_another_round
+from mole_dag.verifier.confidence import score_session
+from mole_dag.verifier.graph import EdgeResult, build_edges
+
+
+@dataclass
+class RoundResult:
+    plan: PlanResult
+    executed: ExecResult
+    mined: MineResult
+    edges: EdgeResult
+    clusters: int
+
+
+def run_round(run: Run) -> RoundResult:
+    recover(run)
+    plan = plan_round(run)
+    executed = execute_leads(run)
+    mined = mine_claims(run)
+    edges = build_edges(run)
+    scores = score_session(run)
+    return RoundResult(plan, executed, mined, edges, len(scores))
+
+
+def run_session(run: Run) -> tuple[list[RoundResult], ReportResult]:
+    rounds = [run_round(run)]
+    while should_run_another_round(run):
+        rounds.append(run_round(run))
+    return rounds, write_report(run)

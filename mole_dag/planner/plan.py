@@ -1,0 +1,85 @@
+"""One planning round: digest -> skills.plan (paid, reserved first) -> sub-questions and leads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mole_dag.core import Role, SessionStatus, stable_id
+from mole_dag.context import Run
+from mole_dag.llm.skills import Digest
+from mole_dag.store import q, utcnow
+
+STAGE = "sub_questions"
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    round: int
+    sub_questions_added: int
+    leads_added: int
+    pending_leads: int
+    spent: int
+
+
+def build_digest(run: Run, round_no: int) -> Digest:
+    """Counts and the planner's own wording only: nothing a page wrote reaches the planner."""
+    store, sid = run.store, run.session_id
+    sess = run.session()
+    subs = store.named("digest_sub_questions", {"session_id": sid})
+    dead = store.named("digest_dead_ends", {"session_id": sid})
+    contradictions = store.scalar(q("digest_contradictions"), {"session_id": sid}) or 0
+    bal = run.ledger.balance(sid)
+    return Digest(
+        question=sess["question"],
+        round=round_no,
+        sub_questions=tuple((s["text"], int(s["claims"])) for s in subs),
+        dead_ends=tuple((d["cause"], int(d["n"])) for d in dead),
+        contradictions=int(contradictions),
+        budget_left=max(bal.available, 0),
+        unit=str(bal.unit),
+    )
+
+
+def plan_round(run: Run) -> PlanResult:
+    store, sid = run.store, run.session_id
+    sess = run.session()
+    if sess["status"] not in (SessionStatus.CREATED, SessionStatus.RUNNING):
+        raise RuntimeError(f"session {sid} is {sess['status']}; it cannot plan another round")
+    now = utcnow()
+    round_no = int(store.transact(lambda cur: cur.execute(
+        q("session_next_round"), {"session_id": sid, "now": now}).fetchone()[0]))
+    digest = build_digest(run, round_no)
+    unit = run.unit
+    estimate = run.skills.estimate_plan(digest, unit)
+    with run.ledger.hold(sid, Role.PLANNER, estimate, tool=f"{run.skills.name}:plan",
+                         stage=STAGE) as h:
+        planned = run.skills.plan(digest, unit)
+        h.settle(planned.cost, usage=planned.usage)
+
+    actors = [a.strip() for a in str(sess["actors"]).split(",") if a.strip()]
+    existing = {s[0].casefold() for s in digest.sub_questions}
+    added_sq = added_leads = 0
+
+    def write(cur) -> None:  # type: ignore[no-untyped-def]
+        nonlocal added_sq, added_leads
+        for ordinal, pq in enumerate(planned.value):
+            if pq.text.casefold() in existing:
+                continue
+            existing.add(pq.text.casefold())
+            sq_id = stable_id(sid, pq.text, prefix="sq-")
+            cur.execute(q("sub_question_insert"), {
+                "id": sq_id, "session_id": sid, "round": round_no, "ordinal": ordinal,
+                "text": pq.text, "query": pq.query, "now": now})
+            added_sq += 1
+            for actor in actors:
+                cur.execute(q("lead_insert"), {
+                    "id": stable_id(sq_id, actor, pq.query, prefix="lead-"),
+                    "session_id": sid, "sub_question_id": sq_id, "actor": actor,
+                    "query": pq.query, "depth": 0, "root_claim_id": None, "because": None,
+                    "now": now})
+                added_leads += 1
+
+    store.transact(write)
+    pending = int(store.scalar(q("pending_leads_count"), {"session_id": sid}) or 0)
+    run.progress(f"round {round_no}: planned {added_sq} sub-questions, {added_leads} leads")
+    return PlanResult(round_no, added_sq, added_leads, pending, planned.cost)

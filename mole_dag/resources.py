@@ -1,0 +1,69 @@
+"""The Dagster resources that wrap the library: the store, and the budget bound to it.
+
+The only module in mole_dag that imports Dagster. A resource opens the store once per run
+(setup_for_execution) and closes it when the run ends, so the file lock is held for one run,
+not for the life of the webserver."""
+
+
+import logging
+from collections.abc import Callable
+
+import dagster as dg
+from pydantic import PrivateAttr
+
+from mole_dag.budget import Ledger
+from mole_dag.context import Run
+from mole_dag.llm.registry import skills_for
+from mole_dag.paths import default_store_path
+from mole_dag.store import Store, q
+
+progress_log = logging.getLogger("mole.progress")
+
+
+class StoreResource(dg.ConfigurableResource):
+    """The DuckDB store (default `.mole/mole.duckdb`, or MOLE_DB)."""
+
+    database: str = str(default_store_path())
+    lock_wait_s: float = 120.0
+
+    _store: Store | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        log = context.log
+        self._store = Store(self.database, lock_wait_s=self.lock_wait_s,
+                            on_wait=(log.info if log else None))
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:  # used outside a run (tests, scripts)
+            self._store = Store(self.database, lock_wait_s=self.lock_wait_s)
+        return self._store
+
+
+class BudgetResource(dg.ConfigurableResource):
+    """The ledger, bound to the same store every asset writes to: every paid call inside an
+    asset reserves through this before dispatch and settles after."""
+
+    store: dg.ResourceDependency[StoreResource]
+
+    @property
+    def ledger(self) -> Ledger:
+        return Ledger(self.store.store)
+
+
+def make_run(
+    store: StoreResource, budget: BudgetResource, session_id: str, log: Callable[[str], None]
+) -> Run:
+    row = store.store.row(q("session_get"), {"session_id": session_id})
+    provider = row["provider"] if row else None
+
+    def progress(message: str) -> None:
+        log(message)
+        progress_log.info(message)
+
+    return Run(store.store, budget.ledger, skills_for(provider), session_id, progress)

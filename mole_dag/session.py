@@ -1,0 +1,117 @@
+"""A session's lifecycle outside any one stage: creation (with the budget and its escrow),
+recovery at start (expired reservations and leases returned), and whether another round should
+run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from mole_dag.budget import Balance, Ledger
+from mole_dag.context import Run
+from mole_dag.core import SessionStatus, Unit
+from mole_dag.executor import leases
+from mole_dag.store import Store, q
+
+# Rounds are plan -> execute -> mine -> verify -> score. A guess, flagged as one: the budget is
+# the real bound; this one stops a planner that keeps finding work from looping forever.
+MAX_ROUNDS = 4
+
+
+class BudgetSpecError(ValueError):
+    pass
+
+
+def parse_budget(usd: str | None, tokens: str | None) -> tuple[Unit, int]:
+    """Exactly one of usd and tokens; no default. USD becomes integer micro-dollars."""
+    if usd is None and tokens is None:
+        raise BudgetSpecError("a budget is required: pass --usd AMOUNT or --tokens N")
+    if usd is not None and tokens is not None:
+        raise BudgetSpecError("pass --usd or --tokens, not both")
+    if usd is not None:
+        try:
+            micros = Decimal(str(usd).strip().lstrip("$")) * 1_000_000
+        except InvalidOperation:
+            raise BudgetSpecError(f"--usd expects an amount like 0.50, got {usd!r}") from None
+        if micros != micros.to_integral_value():
+            raise BudgetSpecError(f"--usd {usd} is finer than a micro-dollar")
+        if micros <= 0:
+            raise BudgetSpecError(f"--usd must be positive, got {usd}")
+        return Unit.USD_MICROS, int(micros)
+    try:
+        n = int(str(tokens).strip().replace("_", ""))
+    except ValueError:
+        raise BudgetSpecError(f"--tokens expects a whole number, got {tokens!r}") from None
+    if n <= 0:
+        raise BudgetSpecError(f"--tokens must be positive, got {tokens}")
+    return Unit.TOKENS, n
+
+
+def create_session(
+    store: Store,
+    question: str,
+    unit: Unit,
+    total: int,
+    *,
+    corpus: str | None = None,
+    provider: str = "extractive",
+    actors: tuple[str, ...] = ("local",),
+    session_id: str | None = None,
+) -> Balance:
+    return Ledger(store).create_session(
+        question, unit, total, session_id=session_id, provider=provider, corpus=corpus,
+        actors=actors,
+    )
+
+
+@dataclass(frozen=True)
+class Recovery:
+    reservations_expired: int
+    leases_requeued: int
+
+
+def recover(run: Run) -> Recovery:
+    """What a process does before touching a session: return abandoned holds and leases."""
+    expired = run.ledger.expire_stale()
+    requeued = leases.requeue_expired(run.store, run.session_id)
+    return Recovery(expired, requeued)
+
+
+def should_run_another_round(run: Run) -> bool:
+    sess = run.session()
+    if sess["status"] not in (SessionStatus.CREATED, SessionStatus.RUNNING):
+        return False
+    if int(sess["rounds"]) >= MAX_ROUNDS:
+        return False
+    pending = int(run.store.scalar(q("pending_leads_count"), {"session_id": run.session_id}) or 0)
+    if pending == 0:
+        return False
+    return run.ledger.balance(run.session_id).available > 0
+
+
+class SessionMissing(LookupError):
+    pass
+
+
+def ensure_session(
+    store: Store,
+    session_id: str,
+    *,
+    question: str = "",
+    usd: str | None = None,
+    tokens: str | None = None,
+    corpus: str | None = None,
+    provider: str = "extractive",
+) -> Balance:
+    """The session row for a partition: found, or created from launch config (the UI path)."""
+    ledger = Ledger(store)
+    if store.row(q("session_get"), {"session_id": session_id}) is not None:
+        return ledger.balance(session_id)
+    if not question.strip():
+        raise SessionMissing(
+            f"no session {session_id!r} in {store.path}; start it with `mole research`, or "
+            "launch the `session` asset with config: question and one of usd / tokens"
+        )
+    unit, total = parse_budget(usd, tokens)
+    return create_session(store, question, unit, total, corpus=corpus, provider=provider,
+                          session_id=session_id)

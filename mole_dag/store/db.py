@@ -1,0 +1,203 @@
+"""The DuckDB store: one file, opened once per process, shared across threads.
+
+DuckDB lets one process write a file at a time. Within a process we share one database and give
+each thread its own cursor; writes are serialised by a process-wide lock, because DuckDB's
+optimistic concurrency would otherwise abort one of two transactions touching the same session
+row. Across processes (two `mole research` runs, the Dagster UI, the re-grounding schedule) the
+file lock is waited for with backoff and jitter instead of crashing, and the waiter is told which
+file it is waiting on. Opening costs tens of milliseconds (see BENCHMARKS.md), so we hold the
+connection for a unit of work (a CLI command, a Dagster run) rather than per transaction."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import duckdb
+
+from mole_dag.store import migrate
+from mole_dag.store.queries import q
+
+T = TypeVar("T")
+Params = Sequence[Any] | dict[str, Any] | None
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used; the message says why and what to do."""
+
+
+def utcnow() -> datetime:
+    """Naive UTC: DuckDB TIMESTAMP columns carry no zone, and every writer agrees on UTC."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    return "Could not set lock" in str(exc) or "Conflicting lock" in str(exc)
+
+
+def _is_conflict(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.TransactionException) or "Conflict" in str(exc)
+
+
+class Store:
+    """A handle on one DuckDB file. Thread-safe; use `write()` for transactions."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        lock_wait_s: float = 120.0,
+        on_wait: Callable[[str], None] | None = None,
+        migrate_schema: bool = True,
+    ) -> None:
+        self.path = Path(path).expanduser().resolve()
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._cursors: list[duckdb.DuckDBPyConnection] = []
+        self._cursors_lock = threading.Lock()
+        self._conn = self._open(lock_wait_s, on_wait)
+        if migrate_schema:
+            with self._write_lock:
+                migrate.apply(self._conn)
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def _open(
+        self, lock_wait_s: float, on_wait: Callable[[str], None] | None
+    ) -> duckdb.DuckDBPyConnection:
+        parent = self.path.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the store folder {parent}: {exc.strerror}; "
+                "set MOLE_DB or --db to a writable path"
+            ) from None
+        if not os.access(parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
+            raise StoreError(
+                f"the store {self.path} is not writable; set MOLE_DB or --db to a writable path"
+            )
+        deadline = time.monotonic() + lock_wait_s
+        delay = 0.05
+        told = False
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as exc:
+                if not _is_lock_error(exc):
+                    raise StoreError(f"cannot open the store {self.path}: {exc}") from None
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"the store {self.path} is held by another process (a running session, "
+                        f"the Dagster UI or a schedule) and was not released within {lock_wait_s:.0f}s; "
+                        "try again when it finishes"
+                    ) from None
+                if on_wait and not told:
+                    on_wait(f"waiting for the store {self.path}: another process is writing to it")
+                    told = True
+                time.sleep(delay + random.uniform(0, delay))
+                delay = min(delay * 2, 2.0)
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot open the store {self.path}: {exc}") from None
+
+    def close(self) -> None:
+        with self._cursors_lock:
+            for cur in self._cursors:
+                try:
+                    cur.close()
+                except duckdb.Error:
+                    pass
+            self._cursors.clear()
+        try:
+            self._conn.close()
+        except duckdb.Error:
+            pass
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- cursors and transactions -----------------------------------------------------------
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """This thread's cursor (DuckDB connections are not safe to share across threads)."""
+        cur = getattr(self._local, "cursor", None)
+        if cur is None:
+            cur = self._conn.cursor()
+            self._local.cursor = cur
+            with self._cursors_lock:
+                self._cursors.append(cur)
+        return cur
+
+    @contextmanager
+    def write(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One write transaction, serialised with every other writer in this process."""
+        with self._write_lock:
+            cur = self.cursor()
+            if getattr(self._local, "in_tx", False):
+                # Nested: join the outer transaction.
+                yield cur
+                return
+            cur.execute("BEGIN TRANSACTION")
+            self._local.in_tx = True
+            try:
+                yield cur
+            except BaseException:
+                self._local.in_tx = False
+                try:
+                    cur.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass
+                raise
+            else:
+                self._local.in_tx = False
+                cur.execute("COMMIT")
+
+    def transact(self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int = 8) -> T:
+        """Run `fn` in a write transaction, retrying DuckDB write-write conflicts (another
+        connection to the same file in this process) with backoff."""
+        delay = 0.005
+        for attempt in range(retries + 1):
+            try:
+                with self.write() as cur:
+                    return fn(cur)
+            except duckdb.Error as exc:
+                if not _is_conflict(exc) or attempt == retries:
+                    raise
+                time.sleep(delay + random.uniform(0, delay))
+                delay = min(delay * 2, 0.5)
+        raise AssertionError("unreachable")
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def rows(self, sql: str, params: Params = None) -> list[dict[str, Any]]:
+        cur = self.cursor()
+        res = cur.execute(sql, params) if params is not None else cur.execute(sql)
+        cols = [d[0] for d in res.description or []]
+        return [dict(zip(cols, r, strict=True)) for r in res.fetchall()]
+
+    def row(self, sql: str, params: Params = None) -> dict[str, Any] | None:
+        found = self.rows(sql, params)
+        return found[0] if found else None
+
+    def scalar(self, sql: str, params: Params = None) -> Any:
+        cur = self.cursor()
+        res = cur.execute(sql, params) if params is not None else cur.execute(sql)
+        got = res.fetchone()
+        return got[0] if got else None
+
+    def named(self, name: str, params: Params = None) -> list[dict[str, Any]]:
+        """Rows of a named query from sql/queries/."""
+        return self.rows(q(name), params)
+
+    def schema_version(self) -> int:
+        return migrate.current_version(self.cursor())

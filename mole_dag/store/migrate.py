@@ -1,0 +1,70 @@
+"""Ordered, idempotent schema migrations from sql/migrations/NNNN_name.sql.
+
+Each file runs once, inside one transaction together with the row that records it, so a
+failed migration leaves the schema at the previous version rather than half-applied."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from mole_dag.paths import sql_dir
+
+_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+
+def discover(directory: Path | None = None) -> list[Migration]:
+    directory = directory or sql_dir() / "migrations"
+    found: list[Migration] = []
+    for path in sorted(directory.glob("*.sql")):
+        m = _FILE.match(path.name)
+        if not m:
+            raise ValueError(f"{path}: migration files are named NNNN_name.sql")
+        found.append(Migration(int(m.group(1)), m.group(2), path))
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise ValueError(f"{directory}: two migrations share a version number")
+    return found
+
+
+def current_version(conn: duckdb.DuckDBPyConnection) -> int:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+    )
+    row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    return int(row[0]) if row else 0
+
+
+def apply(conn: duckdb.DuckDBPyConnection, directory: Path | None = None) -> list[int]:
+    """Apply every migration newer than the recorded version; return the versions applied."""
+    applied: list[int] = []
+    have = current_version(conn)
+    for mig in discover(directory):
+        if mig.version <= have:
+            continue
+        sql = mig.path.read_text(encoding="utf-8")
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            conn.execute(sql)
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                [mig.version, mig.name, datetime.now(UTC).replace(tzinfo=None)],
+            )
+            conn.execute("COMMIT")
+        except Exception:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(mig.version)
+    return applied

@@ -1,0 +1,92 @@
+-- The ledger's statements. Availability check and hold are one UPDATE: the WHERE clause is the
+-- check, the CHECK constraints on `sessions` are the last line of defence if it is ever wrong.
+
+-- name: session_insert
+INSERT INTO sessions
+    (id, question, unit, total, escrow, status, provider, corpus, actors, created_at, updated_at)
+VALUES ($id, $question, $unit, $total, $escrow, 'created', $provider, $corpus, $actors, $now, $now);
+
+-- name: reserve_hold
+UPDATE sessions
+SET held = held + $amount, updated_at = $now
+WHERE id = $session_id
+  AND status IN ('created', 'running', 'reporting')
+  AND spent + held + escrow + $amount <= total
+RETURNING held;
+
+-- name: call_insert
+INSERT INTO tool_calls (id, session_id, role, stage, tool, reserved, status, note, created_at, expires_at)
+VALUES ($id, $session_id, $role, $stage, $tool, $amount, 'reserved', $note, $now, $expires_at);
+
+-- name: call_get
+SELECT id, session_id, role, stage, tool, reserved, actual, status, expires_at
+FROM tool_calls WHERE id = $id;
+
+-- name: session_charge
+UPDATE sessions
+SET held = held - $unhold, spent = spent + $charged, overrun = overrun + $overrun, updated_at = $now
+WHERE id = $session_id;
+
+-- name: call_settle
+UPDATE tool_calls
+SET status = 'settled', actual = $actual, overrun = $overrun,
+    input_tokens = $input_tokens, output_tokens = $output_tokens,
+    cache_read_tokens = $cache_read_tokens, cache_write_tokens = $cache_write_tokens,
+    note = coalesce($note, note), completed_at = $now
+WHERE id = $id AND status IN ('reserved', 'expired');
+
+-- name: call_release
+UPDATE tool_calls
+SET status = 'released', note = coalesce($note, note), completed_at = $now
+WHERE id = $id AND status = 'reserved';
+
+-- name: stale_holds
+SELECT session_id, sum(reserved)::BIGINT AS amount, count(*) AS calls
+FROM tool_calls
+WHERE status = 'reserved' AND expires_at < $now
+GROUP BY session_id;
+
+-- name: session_unhold
+UPDATE sessions SET held = held - $amount, updated_at = $now WHERE id = $session_id;
+
+-- name: calls_expire
+UPDATE tool_calls
+SET status = 'expired', completed_at = $now, note = 'reservation expired before settle'
+WHERE status = 'reserved' AND expires_at < $now AND session_id = $session_id;
+
+-- name: session_release_escrow
+UPDATE sessions
+SET escrow = 0, escrow_released = true, status = 'reporting', updated_at = $now
+WHERE id = $session_id AND NOT escrow_released;
+
+-- name: session_get
+SELECT * FROM sessions WHERE id = $session_id;
+
+-- name: ledger_verify
+-- Recompute the materialised balances from the append-only ledger.
+SELECT
+    s.id AS session_id, s.total, s.spent, s.held, s.escrow, s.overrun,
+    coalesce(sum(c.actual - c.overrun) FILTER (WHERE c.status = 'settled'), 0)::BIGINT AS calls_spent,
+    coalesce(sum(c.reserved) FILTER (WHERE c.status = 'reserved'), 0)::BIGINT AS calls_held,
+    coalesce(sum(c.overrun), 0)::BIGINT AS calls_overrun,
+    count(c.id) AS calls
+FROM sessions s
+LEFT JOIN tool_calls c ON c.session_id = s.id
+WHERE s.id = $session_id
+GROUP BY ALL;
+
+-- name: spend_by_role
+SELECT role, count(*) AS calls,
+       coalesce(sum(actual), 0)::BIGINT AS spent,
+       coalesce(sum(reserved) FILTER (WHERE status = 'reserved'), 0)::BIGINT AS held
+FROM tool_calls
+WHERE session_id = $session_id
+GROUP BY role
+ORDER BY role;
+
+-- name: spend_by_stage
+SELECT stage, role, count(*) AS calls, coalesce(sum(actual), 0)::BIGINT AS spent
+FROM tool_calls
+WHERE session_id = $session_id
+GROUP BY stage, role
+ORDER BY stage, role;

@@ -1,0 +1,207 @@
+-- Statements the pipeline stages run, by stage.
+
+-- name: session_set_status
+UPDATE sessions SET status = $status, updated_at = $now WHERE id = $session_id;
+
+-- name: session_next_round
+UPDATE sessions SET rounds = rounds + 1, status = 'running', updated_at = $now
+WHERE id = $session_id RETURNING rounds;
+
+-- name: sessions_list
+SELECT id, status, unit, total, spent, held, escrow, overrun, rounds, provider, question, created_at,
+       (SELECT count(*) FROM claims c WHERE c.session_id = s.id) AS claims
+FROM sessions s ORDER BY created_at DESC, id;
+
+-- planner ----------------------------------------------------------------------------------
+
+-- name: digest_sub_questions
+SELECT sq.id, sq.text, count(c.id) AS claims
+FROM sub_questions sq LEFT JOIN claims c ON c.sub_question_id = sq.id
+WHERE sq.session_id = $session_id
+GROUP BY sq.id, sq.text, sq.round, sq.ordinal
+ORDER BY sq.round, sq.ordinal;
+
+-- name: digest_dead_ends
+SELECT cause, count(*) AS n FROM dead_ends WHERE session_id = $session_id GROUP BY cause ORDER BY cause;
+
+-- name: digest_contradictions
+SELECT count(*) FROM claim_edges WHERE session_id = $session_id AND kind = 'contradicts';
+
+-- name: sub_question_insert
+INSERT INTO sub_questions (id, session_id, round, ordinal, text, query, created_at)
+VALUES ($id, $session_id, $round, $ordinal, $text, $query, $now)
+ON CONFLICT DO NOTHING;
+
+-- name: lead_insert
+INSERT INTO leads (id, session_id, sub_question_id, actor, query, depth, root_claim_id, because, created_at)
+VALUES ($id, $session_id, $sub_question_id, $actor, $query, $depth, $root_claim_id, $because, $now)
+ON CONFLICT DO NOTHING;
+
+-- name: pending_leads_count
+SELECT count(*) FROM leads WHERE session_id = $session_id AND status IN ('pending', 'leased');
+
+-- executor ---------------------------------------------------------------------------------
+
+-- name: leases_requeue_expired
+UPDATE leads SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
+WHERE session_id = $session_id AND status = 'leased' AND lease_expires_at < $now
+RETURNING id;
+
+-- name: lease_next
+UPDATE leads
+SET status = 'leased', lease_owner = $owner, lease_expires_at = $expires_at,
+    heartbeat_at = $now, attempts = attempts + 1
+WHERE id = (
+    SELECT id FROM leads
+    WHERE session_id = $session_id AND status = 'pending'
+    ORDER BY depth, created_at, id
+    LIMIT 1
+)
+RETURNING id, sub_question_id, actor, query, depth;
+
+-- name: lease_heartbeat
+UPDATE leads SET lease_expires_at = $expires_at, heartbeat_at = $now
+WHERE id = $id AND status = 'leased' AND lease_owner = $owner;
+
+-- name: lease_finish
+UPDATE leads SET status = $status, lease_owner = NULL, lease_expires_at = NULL, finished_at = $now
+WHERE id = $id AND status = 'leased' AND lease_owner = $owner;
+
+-- name: source_by_url
+SELECT id FROM sources WHERE session_id = $session_id AND url = $url;
+
+-- name: source_insert
+INSERT INTO sources (id, session_id, url, title, publisher, publisher_name, author, published, doi,
+                     pmid, pmcid, arxiv_id, source_class, actor, provider_supplied,
+                     content_sha256, byte_length, fetched_at)
+VALUES ($id, $session_id, $url, $title, $publisher, $publisher_name, $author, $published, $doi,
+        $pmid, $pmcid, $arxiv_id, $source_class, $actor, $provider_supplied,
+        $content_sha256, $byte_length, $now);
+
+-- name: chunk_insert
+INSERT INTO chunks (id, session_id, source_id, ordinal, byte_start, byte_end, text)
+VALUES ($id, $session_id, $source_id, $ordinal, $byte_start, $byte_end, $text);
+
+-- name: lead_source_insert
+INSERT INTO lead_sources (session_id, lead_id, sub_question_id, source_id, rank, score, created_at)
+VALUES ($session_id, $lead_id, $sub_question_id, $source_id, $rank, $score, $now)
+ON CONFLICT DO NOTHING;
+
+-- name: dead_end_insert
+INSERT INTO dead_ends (id, session_id, sub_question_id, lead_id, url, cause, detail, created_at)
+VALUES ($id, $session_id, $sub_question_id, $lead_id, $url, $cause, $detail, $now);
+
+-- miner ------------------------------------------------------------------------------------
+
+-- name: unmined_lead_sources
+SELECT ls.lead_id, ls.source_id, ls.sub_question_id, sq.text AS sub_question, s.title
+FROM lead_sources ls
+JOIN sub_questions sq ON sq.id = ls.sub_question_id
+JOIN sources s ON s.id = ls.source_id
+WHERE ls.session_id = $session_id AND NOT ls.mined
+ORDER BY ls.lead_id, ls.rank;
+
+-- name: source_chunks
+SELECT id, ordinal, byte_start, byte_end, text FROM chunks WHERE source_id = $source_id ORDER BY ordinal;
+
+-- name: claim_exists
+SELECT count(*) FROM claims
+WHERE session_id = $session_id AND source_id = $source_id
+  AND quote_byte_start = $quote_byte_start AND quote_byte_end = $quote_byte_end;
+
+-- name: claim_insert
+INSERT INTO claims (id, session_id, source_id, chunk_id, sub_question_id, text, quote,
+                    quote_byte_start, quote_byte_end, created_by, created_at)
+VALUES ($id, $session_id, $source_id, $chunk_id, $sub_question_id, $text, $quote,
+        $quote_byte_start, $quote_byte_end, $created_by, $now);
+
+-- name: discarded_insert
+INSERT INTO discarded_claims (session_id, source_id, cause, n, created_at)
+VALUES ($session_id, $source_id, $cause, $n, $now);
+
+-- name: lead_source_mined
+UPDATE lead_sources SET mined = true WHERE lead_id = $lead_id AND source_id = $source_id;
+
+-- name: lead_claim_counts
+SELECT ls.lead_id, ls.sub_question_id, count(c.id) AS claims
+FROM lead_sources ls
+LEFT JOIN claims c ON c.source_id = ls.source_id
+WHERE ls.session_id = $session_id AND ls.lead_id IN (SELECT unnest($lead_ids))
+GROUP BY ls.lead_id, ls.sub_question_id;
+
+-- verifier ---------------------------------------------------------------------------------
+
+-- name: session_claims
+SELECT c.id, c.text, c.source_id, c.verified, c.created_at, s.published, s.publisher,
+       s.source_class, s.url
+FROM claims c JOIN sources s ON s.id = c.source_id
+WHERE c.session_id = $session_id
+ORDER BY c.id;
+
+-- name: judged_pairs
+SELECT a_claim_id, b_claim_id FROM pair_verdicts WHERE session_id = $session_id;
+
+-- name: verdict_insert
+INSERT INTO pair_verdicts (session_id, a_claim_id, b_claim_id, relation, decided_by, confirmed, rationale, created_at)
+VALUES ($session_id, $a, $b, $relation, $decided_by, $confirmed, $rationale, $now)
+ON CONFLICT DO NOTHING;
+
+-- name: edge_insert
+INSERT INTO claim_edges (id, session_id, src_claim_id, dst_claim_id, kind, weight, rationale, created_by, created_at)
+VALUES ($id, $session_id, $src, $dst, $kind, $weight, $rationale, $created_by, $now)
+ON CONFLICT DO NOTHING;
+
+-- name: claims_mark_verified
+UPDATE claims SET verified = true WHERE session_id = $session_id AND id IN (SELECT unnest($ids));
+
+-- name: session_edges
+SELECT src_claim_id, dst_claim_id, kind, rationale, created_by FROM claim_edges
+WHERE session_id = $session_id ORDER BY kind, src_claim_id, dst_claim_id;
+
+-- confidence -------------------------------------------------------------------------------
+
+-- name: scores_clear
+DELETE FROM confidence_scores WHERE session_id = $session_id;
+
+-- name: score_insert
+INSERT INTO confidence_scores (session_id, claim_id, cluster_id, representative, confidence,
+    publishers, contradictors, superseded, grounded, source_class, explanation, computed_at)
+VALUES ($session_id, $claim_id, $cluster_id, $representative, $confidence,
+    $publishers, $contradictors, $superseded, $grounded, $source_class, $explanation, $now);
+
+-- report -----------------------------------------------------------------------------------
+
+-- name: report_findings
+SELECT cs.cluster_id, cs.claim_id, cs.confidence, cs.publishers, cs.contradictors, cs.superseded,
+       cs.source_class, cs.explanation, c.text, c.sub_question_id
+FROM confidence_scores cs JOIN claims c ON c.id = cs.claim_id
+WHERE cs.session_id = $session_id AND cs.representative
+ORDER BY cs.confidence DESC, cs.publishers DESC, cs.claim_id;
+
+-- name: cluster_members
+SELECT cs.cluster_id, c.id AS claim_id, c.source_id, c.quote
+FROM confidence_scores cs JOIN claims c ON c.id = cs.claim_id
+WHERE cs.session_id = $session_id
+ORDER BY cs.cluster_id, c.id;
+
+-- name: session_sources
+SELECT id, url, title, publisher, publisher_name, published, source_class, doi, provider_supplied
+FROM sources WHERE session_id = $session_id;
+
+-- name: report_insert
+INSERT INTO reports (id, session_id, markdown, path, made_without_model, findings, citations, created_at)
+VALUES ($id, $session_id, $markdown, $path, $made_without_model, $findings, $citations, $now);
+
+-- name: report_latest
+SELECT * FROM reports WHERE session_id = $session_id ORDER BY created_at DESC LIMIT 1;
+
+-- name: session_counts
+SELECT
+    (SELECT count(*) FROM sub_questions WHERE session_id = $session_id) AS sub_questions,
+    (SELECT count(*) FROM leads WHERE session_id = $session_id) AS leads,
+    (SELECT count(*) FROM sources WHERE session_id = $session_id) AS sources,
+    (SELECT count(*) FROM chunks WHERE session_id = $session_id) AS chunks,
+    (SELECT count(*) FROM claims WHERE session_id = $session_id) AS claims,
+    (SELECT count(*) FROM claim_edges WHERE session_id = $session_id) AS edges,
+    (SELECT count(*) FROM dead_ends WHERE session_id = $session_id) AS dead_ends,
+    (SELECT count(*) FROM reports WHERE session_id = $session_id) AS reports;
