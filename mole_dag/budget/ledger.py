@@ -213,10 +213,10 @@ class Ledger:
         expires = now + (ttl or self.ttl)
 
         def tx(cur: duckdb.DuckDBPyConnection) -> bool:
-            got = cur.execute(
+            changed = cur.execute(
                 q("reserve_hold"), {"amount": amount, "now": now, "session_id": session_id}
-            ).fetchall()
-            if not got:
+            ).fetchone()[0]
+            if not changed:
                 return False
             cur.execute(
                 q("call_insert"),

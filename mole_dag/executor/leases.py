@@ -34,23 +34,25 @@ def new_owner() -> str:
 
 def requeue_expired(store: Store, session_id: str) -> int:
     now = utcnow()
-    got = store.transact(
+    return int(store.transact(
         lambda cur: cur.execute(
             q("leases_requeue_expired"), {"session_id": session_id, "now": now}
-        ).fetchall()
-    )
-    return len(got)
+        ).fetchone()[0]
+    ))
 
 
 def lease_next(store: Store, session_id: str, owner: str, ttl: timedelta = LEASE_TTL) -> Lease | None:
     now = utcnow()
 
     def tx(cur: Any) -> Lease | None:
-        row = cur.execute(
-            q("lease_next"),
-            {"session_id": session_id, "owner": owner, "expires_at": now + ttl, "now": now},
-        ).fetchone()
+        row = cur.execute(q("lead_next_pending"), {"session_id": session_id}).fetchone()
         if row is None:
+            return None
+        taken = cur.execute(
+            q("lease_take"),
+            {"id": row[0], "owner": owner, "expires_at": now + ttl, "now": now},
+        ).fetchone()[0]
+        if not taken:  # another worker got it between our read and write
             return None
         return Lease(row[0], owner, row[1], row[2], row[3], row[4])
 

@@ -46,8 +46,11 @@ def plan_round(run: Run) -> PlanResult:
     if sess["status"] not in (SessionStatus.CREATED, SessionStatus.RUNNING):
         raise RuntimeError(f"session {sid} is {sess['status']}; it cannot plan another round")
     now = utcnow()
-    round_no = int(store.transact(lambda cur: cur.execute(
-        q("session_next_round"), {"session_id": sid, "now": now}).fetchone()[0]))
+    def next_round(cur) -> int:  # type: ignore[no-untyped-def]
+        cur.execute(q("session_next_round"), {"session_id": sid, "now": now})
+        return int(cur.execute(q("session_rounds"), {"session_id": sid}).fetchone()[0])
+
+    round_no = store.transact(next_round)
     digest = build_digest(run, round_no)
     unit = run.unit
     estimate = run.skills.estimate_plan(digest, unit)

@@ -33,6 +33,17 @@ class StoreError(RuntimeError):
     """The store cannot be used; the message says why and what to do."""
 
 
+# One write lock per database file for the whole process: two Store objects on one file share
+# the DuckDB instance, and their writers must queue rather than conflict.
+_WRITE_LOCKS: dict[Path, threading.RLock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock_for(path: Path) -> threading.RLock:
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(path, threading.RLock())
+
+
 def utcnow() -> datetime:
     """Naive UTC: DuckDB TIMESTAMP columns carry no zone, and every writer agrees on UTC."""
     return datetime.now(UTC).replace(tzinfo=None)
@@ -58,7 +69,7 @@ class Store:
         migrate_schema: bool = True,
     ) -> None:
         self.path = Path(path).expanduser().resolve()
-        self._write_lock = threading.RLock()
+        self._write_lock = _write_lock_for(self.path)
         self._local = threading.local()
         self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._cursors_lock = threading.Lock()
@@ -162,7 +173,7 @@ class Store:
                 self._local.in_tx = False
                 cur.execute("COMMIT")
 
-    def transact(self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int = 8) -> T:
+    def transact(self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int = 40) -> T:
         """Run `fn` in a write transaction, retrying DuckDB write-write conflicts (another
         connection to the same file in this process) with backoff."""
         delay = 0.005
@@ -174,7 +185,7 @@ class Store:
                 if not _is_conflict(exc) or attempt == retries:
                     raise
                 time.sleep(delay + random.uniform(0, delay))
-                delay = min(delay * 2, 0.5)
+                delay = min(delay * 2, 0.1)
         raise AssertionError("unreachable")
 
     # -- reads ------------------------------------------------------------------------------

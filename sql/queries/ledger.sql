@@ -1,5 +1,9 @@
 -- The ledger's statements. Availability check and hold are one UPDATE: the WHERE clause is the
 -- check, the CHECK constraints on `sessions` are the last line of defence if it is ever wrong.
+--
+-- No UPDATE ... RETURNING anywhere: under concurrent write-write conflicts DuckDB (2.0.1) was seen
+-- to lose later committed updates on a cursor that had run one (tests/test_ledger_stress.py,
+-- four-stores-conflicting case, fails with it). The affected-row count that a plain UPDATE returns is enough.
 
 -- name: session_insert
 INSERT INTO sessions
@@ -11,8 +15,7 @@ UPDATE sessions
 SET held = held + $amount, updated_at = $now
 WHERE id = $session_id
   AND status IN ('created', 'running', 'reporting')
-  AND spent + held + escrow + $amount <= total
-RETURNING held;
+  AND spent + held + escrow + $amount <= total;
 
 -- name: call_insert
 INSERT INTO tool_calls (id, session_id, role, stage, tool, reserved, status, note, created_at, expires_at)

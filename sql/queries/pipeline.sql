@@ -5,7 +5,10 @@ UPDATE sessions SET status = $status, updated_at = $now WHERE id = $session_id;
 
 -- name: session_next_round
 UPDATE sessions SET rounds = rounds + 1, status = 'running', updated_at = $now
-WHERE id = $session_id RETURNING rounds;
+WHERE id = $session_id;
+
+-- name: session_rounds
+SELECT rounds FROM sessions WHERE id = $session_id;
 
 -- name: sessions_list
 SELECT id, status, unit, total, spent, held, escrow, overrun, rounds, provider, question, created_at,
@@ -44,20 +47,19 @@ SELECT count(*) FROM leads WHERE session_id = $session_id AND status IN ('pendin
 
 -- name: leases_requeue_expired
 UPDATE leads SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
-WHERE session_id = $session_id AND status = 'leased' AND lease_expires_at < $now
-RETURNING id;
+WHERE session_id = $session_id AND status = 'leased' AND lease_expires_at < $now;
 
--- name: lease_next
+-- name: lead_next_pending
+SELECT id, sub_question_id, actor, query, depth FROM leads
+WHERE session_id = $session_id AND status = 'pending'
+ORDER BY depth, created_at, id
+LIMIT 1;
+
+-- name: lease_take
 UPDATE leads
 SET status = 'leased', lease_owner = $owner, lease_expires_at = $expires_at,
     heartbeat_at = $now, attempts = attempts + 1
-WHERE id = (
-    SELECT id FROM leads
-    WHERE session_id = $session_id AND status = 'pending'
-    ORDER BY depth, created_at, id
-    LIMIT 1
-)
-RETURNING id, sub_question_id, actor, query, depth;
+WHERE id = $id AND status = 'pending';
 
 -- name: lease_heartbeat
 UPDATE leads SET lease_expires_at = $expires_at, heartbeat_at = $now

@@ -1,0 +1,67 @@
+"""Shared fixtures. Every test gets its own MOLE_HOME, so nothing touches the project's .mole/."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mole_dag.budget import Ledger
+from mole_dag.store import Store
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("mole-home")
+    monkeypatch.setenv("MOLE_HOME", str(home))
+    monkeypatch.delenv("MOLE_DB", raising=False)
+    monkeypatch.delenv("MOLE_PROVIDER", raising=False)
+    return home
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(tmp_path / "test.duckdb")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def ledger(store: Store) -> Ledger:
+    return Ledger(store)
+
+
+@pytest.fixture
+def mini_corpus(tmp_path: Path) -> Path:
+    """A small self-contained corpus with a planted duplicate, contradiction and supersession."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    docs = {
+        "a.md": ("https://www.alpha-news.com/tea", "2021-03-01",
+                 "Green tea and sleep. Drinking green tea in the evening raises the risk of "
+                 "poor sleep in adults who are sensitive to caffeine. Many people enjoy green "
+                 "tea with meals. The wire report said that green tea drinkers had a lower risk "
+                 "of stroke in a large cohort study of older adults."),
+        "b.md": ("https://www.beta-health.org/tea", "2021-06-01",
+                 "Evening tea. Drinking green tea in the evening does not raise the risk of poor "
+                 "sleep in adults who are sensitive to caffeine. The wire report said that green "
+                 "tea drinkers had a lower risk of stroke in a large cohort study of older "
+                 "adults."),
+        "c.txt": ("https://www.tea-agency.gov/classification", "2005-01-10",
+                  "Green tea extract is classified as a possible liver toxin because of reports "
+                  "of liver injury in green tea drinkers."),
+        "d.txt": ("https://www.tea-agency.gov/classification-2019", "2019-05-02",
+                  "Green tea extract is no longer classified as a possible liver toxin because "
+                  "the reports of liver injury in green tea drinkers were not confirmed."),
+        "e.md": ("https://gamma.github.io/tea", "2022-01-01",
+                 "Brewing notes. Green tea drinkers had a lower risk of stroke in a large cohort "
+                 "study of older adults, the wire report said. Water at eighty degrees makes a "
+                 "pleasant cup of green tea for most drinkers."),
+    }
+    for name, (url, date, body) in docs.items():
+        (root / name).write_text(
+            f"---\ntitle: {name}\nurl: {url}\npublished: {date}\n---\n{body}\n", "utf-8")
+    return root

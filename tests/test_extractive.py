@@ -1,0 +1,403 @@
+"""Tests for mole_dag.llm.extractive: the model-free plan/mine/judge/write skills."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mole_dag.actors.quote import MIN_QUOTE_CHARS, find_quote
+from mole_dag.core import ClaimDraft, Unit
+from mole_dag.llm.extractive import (
+    MADE_WITHOUT_MODEL,
+    MAX_CLAIMS_PER_CHUNK,
+    ExtractiveSkills,
+    judge_pair,
+    mine_sentences,
+    plan_questions,
+    topic_of,
+    write_body,
+)
+from mole_dag.llm.skills import (
+    Digest,
+    FindingForWriter,
+    MineRequest,
+    PlannedQuestion,
+    WriteRequest,
+)
+from mole_dag.output.citations import cited_numbers
+
+# --- judge -------------------------------------------------------------------------------------
+
+
+def test_negated_pair_contradicts() -> None:
+    a = "X raises the risk of high blood pressure in adults."
+    b = "X does not raise the risk of high blood pressure in adults."
+    v = judge_pair(a, b)
+    assert v.relation == "contradicts"
+    assert "negates" in v.rationale
+    assert judge_pair(b, a).relation == "contradicts"
+
+
+def test_no_longer_counts_as_negation() -> None:
+    a = "Green tea extract is classified as a possible liver toxin by the agency."
+    b = "Green tea extract is no longer classified as a possible liver toxin by the agency."
+    assert judge_pair(a, b).relation == "contradicts"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Coffee may raise the risk of heart disease in adults.",
+         "Coffee may lower the risk of heart disease in adults."),
+        ("Higher coffee intake was linked to higher heart disease risk in adults.",
+         "Higher coffee intake was linked to lower heart disease risk in adults."),
+        ("The treatment is effective for chronic back pain in older adults.",
+         "The treatment is ineffective for chronic back pain in older adults."),
+    ],
+)
+def test_antonym_pair_contradicts(a: str, b: str) -> None:
+    v = judge_pair(a, b)
+    assert v.relation == "contradicts"
+    assert "opposite directions" in v.rationale
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="text.stem turns 'raises'/'increases'/'increased'/'decreases' into 'rais'/'increas'/"
+    "'decreas', but _ANTONYMS lists base forms ('raise', 'increase'), so inflected antonym "
+    "pairs are judged 'neither'",
+)
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Coffee raises the risk of heart disease in adults.",
+         "Coffee lowers the risk of heart disease in adults."),
+        ("Coffee increases the risk of heart disease in adults.",
+         "Coffee decreases the risk of heart disease in adults."),
+        ("Coffee increased the risk of heart disease in adults.",
+         "Coffee decreased the risk of heart disease in adults."),
+    ],
+)
+def test_inflected_antonym_pair_contradicts(a: str, b: str) -> None:
+    assert judge_pair(a, b).relation == "contradicts"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="'more', 'above' and 'below' are in text.STOPWORDS, which terms() drops, so the "
+    "_ANTONYMS pairs (more, less) and (above, below) can never fire; the opposite pair is "
+    "judged duplicate_of",
+)
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Blood pressure stayed above the safe threshold in treated adults.",
+         "Blood pressure stayed below the safe threshold in treated adults."),
+        ("Children who drink soda get more cavities than other children.",
+         "Children who drink soda get less cavities than other children."),
+    ],
+)
+def test_stopword_antonym_pair_contradicts(a: str, b: str) -> None:
+    assert judge_pair(a, b).relation == "contradicts"
+
+
+def test_different_number_pair_contradicts() -> None:
+    a = "Coffee raises the risk of stroke by 20 percent in adults."
+    b = "Coffee raises the risk of stroke by 35 percent in adults."
+    v = judge_pair(a, b)
+    assert v.relation == "contradicts"
+    assert "different figures" in v.rationale
+    assert "20" in v.rationale and "35" in v.rationale
+
+
+def test_same_numbers_do_not_contradict() -> None:
+    a = "Coffee raises the risk of stroke by 20 percent in adults."
+    b = "Coffee raises the risk of stroke by 20 percent in older adults."
+    assert judge_pair(a, b).relation != "contradicts"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Green tea drinkers had a lower risk of stroke in a large cohort study.",
+         "Green tea drinkers had a lower risk of stroke in a large cohort study!"),
+        ("Green tea drinkers had a lower risk of stroke in a large cohort study.",
+         "green tea drinkers had a lower risk of stroke in the large cohort study"),
+    ],
+)
+def test_near_identical_is_duplicate(a: str, b: str) -> None:
+    v = judge_pair(a, b)
+    assert v.relation == "duplicate_of"
+    assert v.index == 0
+
+
+def test_unrelated_is_neither() -> None:
+    a = "Green tea contains antioxidants called catechins in its leaves."
+    b = "The stock market fell sharply on Monday after the announcement."
+    assert judge_pair(a, b).relation == "neither"
+
+
+def test_low_overlap_negation_is_neither() -> None:
+    # A polarity difference alone does not make unrelated sentences contradict.
+    a = "Green tea contains antioxidants called catechins in its leaves."
+    b = "The stock market did not fall on Monday after the announcement."
+    assert judge_pair(a, b).relation == "neither"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=120), st.text(max_size=120))
+def test_judge_is_total_and_symmetric(a: str, b: str) -> None:
+    v = judge_pair(a, b)
+    assert v.relation in {"contradicts", "duplicate_of", "neither"}
+    assert judge_pair(b, a).relation == v.relation
+    assert v.rationale.startswith("heuristic:")
+
+
+# --- mine --------------------------------------------------------------------------------------
+
+CHUNK = (
+    "Green tea and sleep.\n\n"
+    "Drinking green tea in the evening raises the risk of poor sleep in adults who are "
+    "sensitive to caffeine. Many people enjoy a cup of tea with their meals on weekends. "
+    "A large cohort study found that green tea drinkers had a 20 percent lower risk of stroke. "
+    "The weather in the valley was pleasant for most of the year. "
+    "Summary of findings:\n"
+    "# Green tea effects on risk of poor sleep in adults\n"
+)
+
+
+def _req(chunk: str, question: str = "Does green tea affect sleep or stroke risk?",
+         sub: str = "green tea sleep stroke risk") -> MineRequest:
+    return MineRequest(question=question, sub_question=sub, chunk=chunk)
+
+
+def test_mine_quotes_verbatim_relevant_sentences() -> None:
+    drafts = mine_sentences(_req(CHUNK))
+    quotes = [d.quote for d in drafts]
+    assert quotes == [
+        "Drinking green tea in the evening raises the risk of poor sleep in adults who are "
+        "sensitive to caffeine.",
+        "A large cohort study found that green tea drinkers had a 20 percent lower risk of "
+        "stroke.",
+    ]
+    for d in drafts:
+        assert d.quote in CHUNK
+        assert len(d.quote) >= MIN_QUOTE_CHARS
+        assert find_quote(CHUNK, d.quote) is not None
+        assert d.text == " ".join(d.quote.split())
+
+
+def test_mine_off_topic_chunk_gives_nothing() -> None:
+    chunk = ("The weather in the valley was pleasant for most of the year. Farmers planted "
+             "wheat and barley in the northern fields. The harvest festival drew large crowds "
+             "from nearby towns every autumn.")
+    assert mine_sentences(_req(chunk)) == []
+
+
+def test_mine_caps_claims_per_chunk_and_keeps_order() -> None:
+    sentences = [
+        f"Green tea study {i} found a lower risk of stroke among {i + 10} thousand adults."
+        for i in range(12)
+    ]
+    chunk = " ".join(sentences)
+    drafts = mine_sentences(_req(chunk))
+    assert len(drafts) == MAX_CLAIMS_PER_CHUNK
+    positions = [chunk.index(d.quote) for d in drafts]
+    assert positions == sorted(positions)
+
+
+def test_mine_collapses_whitespace_in_text_not_in_quote() -> None:
+    chunk = "Drinking green tea in the\n   evening raises the risk of poor sleep in adults."
+    drafts = mine_sentences(_req(chunk))
+    assert len(drafts) == 1
+    assert drafts[0].quote == chunk
+    assert drafts[0].text == ("Drinking green tea in the evening raises the risk of poor sleep "
+                              "in adults.")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="mine_sentences requires MIN_WORDS=6 words but no minimum length, so a short "
+    "6-word sentence yields a draft whose quote is under MIN_QUOTE_CHARS (24) and is "
+    "always rejected by the quote check",
+)
+def test_mine_never_proposes_a_quote_too_short_to_check() -> None:
+    chunk = "Tea is a risk to me. Nothing else is said here."
+    drafts = mine_sentences(_req(chunk, question="tea risk?", sub="tea risk"))
+    assert all(len(d.quote) >= MIN_QUOTE_CHARS for d in drafts)
+
+
+_VOCAB = ["green", "tea", "risk", "stroke", "sleep", "adults", "the", "of", "in", "a", "20",
+          "percent", "lower", "weather", "valley", "farmers", "wheat", "study", "found",
+          "caffeine", "evening", "cup", "3.5", "raises", "not", "绿茶", "😀"]
+
+
+@st.composite
+def _chunk(draw: st.DrawFn) -> str:
+    sentences = draw(st.lists(
+        st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=20), min_size=1, max_size=15))
+    seps = [". ", ".\n\n", "! ", "。", "? ", ", ", ".\n"]
+    out = []
+    for words_ in sentences:
+        s = " ".join(words_)
+        out.append(s[:1].upper() + s[1:] + draw(st.sampled_from(seps)))
+    return "".join(out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_chunk())
+def test_mine_property_verbatim_and_capped(chunk: str) -> None:
+    drafts = mine_sentences(_req(chunk))
+    assert len(drafts) <= MAX_CLAIMS_PER_CHUNK
+    last = -1
+    for d in drafts:
+        assert isinstance(d, ClaimDraft)
+        assert d.quote in chunk
+        assert d.quote == d.quote.strip()
+        assert 6 <= len(d.quote.split()) <= 90
+        pos = chunk.index(d.quote)
+        assert pos > last
+        last = pos
+        if len(d.quote) >= MIN_QUOTE_CHARS:
+            assert find_quote(chunk, d.quote) is not None
+
+
+# --- plan --------------------------------------------------------------------------------------
+
+
+def test_plan_question_first_and_facets() -> None:
+    q = "  What are the health effects of drinking green tea?  "
+    plan = plan_questions(q)
+    assert plan[0].text == q.strip()
+    assert len(plan) == 4
+    assert all(isinstance(p, PlannedQuestion) for p in plan)
+    topic = topic_of(q)
+    assert topic == "health effects of drinking green tea"
+    for p in plan[1:]:
+        assert topic in p.text
+    assert plan[0].query == "health effect drink green tea"
+    assert all(p.query.startswith(plan[0].query) for p in plan)
+    assert len({p.text for p in plan}) == 4
+
+
+def test_plan_is_deterministic() -> None:
+    q = "Is intermittent fasting safe for people with diabetes?"
+    assert plan_questions(q) == plan_questions(q)
+    assert [p.text for p in plan_questions(q)] == [p.text for p in plan_questions(q)]
+
+
+def test_topic_of_keeps_question_when_only_leading_words() -> None:
+    assert topic_of("What is?") == "What is"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=80).filter(lambda s: s.strip()))
+def test_plan_property(question: str) -> None:
+    plan = plan_questions(question)
+    assert plan[0].text == question.strip()
+    assert len(plan) == 4
+    assert plan == plan_questions(question)
+
+
+# --- skills object -----------------------------------------------------------------------------
+
+
+def _write_req(findings: tuple[FindingForWriter, ...]) -> WriteRequest:
+    numbers = sorted({n for f in findings for n in f.citations})
+    return WriteRequest("q?", findings, tuple((n, f"Source {n} — pub") for n in numbers))
+
+
+def test_extractive_skills_cost_nothing() -> None:
+    sk = ExtractiveSkills()
+    assert sk.uses_model is False
+    assert sk.name == "extractive"
+    digest = Digest(question="Does green tea affect sleep?", round=1)
+    req = _req(CHUNK)
+    pairs = [("a b c", "a b c"), (
+        "X raises the risk of high blood pressure in adults.",
+        "X does not raise the risk of high blood pressure in adults.")]
+    wreq = _write_req((FindingForWriter(1, "Tea helps.", (1,), 0.5),))
+    for unit in Unit:
+        assert sk.estimate_plan(digest, unit) == 0
+        assert sk.estimate_mine(req, unit) == 0
+        assert sk.estimate_judge(pairs, unit) == 0
+        assert sk.estimate_write(wreq, unit) == 0
+        for got in (sk.plan(digest, unit), sk.mine(req, unit), sk.judge(pairs, unit),
+                    sk.write(wreq, unit)):
+            assert got.cost == 0
+            assert got.model == "extractive"
+    assert sk.plan(digest, Unit.TOKENS).value == plan_questions(digest.question)
+    assert sk.plan(Digest(question="q", round=2), Unit.TOKENS).value == []
+    assert sk.mine(req, Unit.TOKENS).value == mine_sentences(req)
+    verdicts = sk.judge(pairs, Unit.TOKENS).value
+    assert [v.index for v in verdicts] == [0, 1]
+    assert verdicts[1].relation == "contradicts"
+    assert "without a language model" in MADE_WITHOUT_MODEL
+
+
+# --- write -------------------------------------------------------------------------------------
+
+
+def test_write_body_empty() -> None:
+    body = write_body(_write_req(()))
+    assert "nothing to report" in body
+    assert cited_numbers(body) == []
+
+
+def test_write_body_cites_best_finding_only_with_given_numbers() -> None:
+    findings = (
+        FindingForWriter(1, "Green tea lowers stroke risk.", (2, 3), 0.9),
+        FindingForWriter(2, "Green tea disturbs sleep.", (1,), 0.4, disputed=True),
+        FindingForWriter(3, "Old claim about tea.", (4,), 0.95, superseded=True),
+    )
+    body = write_body(_write_req(findings))
+    assert cited_numbers(body) == [2, 3]
+    assert "Green tea lowers stroke risk." in body
+    assert "confidence 0.90" in body
+    assert "3 findings are" in body
+    assert "1 finding is disputed" in body
+    assert "1 finding is superseded" in body
+    assert "4 cited sources" in body
+
+
+def test_write_body_all_superseded_still_cites() -> None:
+    findings = (FindingForWriter(1, "Old claim.", (5,), 0.3, superseded=True),)
+    assert cited_numbers(write_body(_write_req(findings))) == [5]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(
+    st.tuples(
+        st.text(st.characters(blacklist_characters="[]", blacklist_categories=("Cs",)),
+                max_size=40),
+        st.lists(st.integers(1, 50), min_size=1, max_size=4, unique=True),
+        st.floats(0, 1),
+        st.booleans(),
+        st.booleans(),
+    ),
+    min_size=1, max_size=8,
+))
+def test_write_body_cites_only_given_numbers(rows: list) -> None:
+    findings = tuple(
+        FindingForWriter(i + 1, text, tuple(cites), conf, disputed=d, superseded=s)
+        for i, (text, cites, conf, d, s) in enumerate(rows)
+    )
+    body = write_body(_write_req(findings))
+    given_numbers = {n for f in findings for n in f.citations}
+    cited = cited_numbers(body)
+    assert cited
+    assert set(cited) <= given_numbers
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="write_body pastes the top finding's text verbatim, so a bracketed reference "
+    "marker inside a quoted sentence (e.g. '[7]' from Wikipedia) becomes a citation of a "
+    "source number the request never gave; report.write_report uses write_body as the "
+    "unchecked fallback, so the forged number reaches the report",
+)
+def test_write_body_does_not_leak_reference_markers_as_citations() -> None:
+    findings = (FindingForWriter(1, "Green tea lowers stroke risk in adults.[7]", (1,), 0.9),)
+    body = write_body(_write_req(findings))
+    assert set(cited_numbers(body)) <= {1}

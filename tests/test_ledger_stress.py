@@ -1,0 +1,106 @@
+"""Sixteen workers reserving and settling against one session at once: the total is never
+exceeded, every refusal happens before its call, and `verify` holds at the end."""
+
+from __future__ import annotations
+
+import random
+import threading
+from pathlib import Path
+
+import pytest
+
+from mole_dag.budget import BudgetExhausted, Ledger
+from mole_dag.core import Role, Unit
+from mole_dag.store import Store, db
+
+WORKERS = 16
+OPS_PER_WORKER = 60
+
+
+def _hammer(stores: list[Store], sid: str, total: int, escrow: int) -> dict[str, int]:
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    counts = {"settled": 0, "refused": 0, "released": 0, "calls_made": 0, "samples": 0}
+    lock = threading.Lock()
+
+    def worker(i: int) -> None:
+        rng = random.Random(i)
+        ledger = Ledger(stores[i % len(stores)])
+        try:
+            for _ in range(OPS_PER_WORKER):
+                estimate = rng.randint(1, 4000)
+                try:
+                    with ledger.hold(sid, rng.choice(list(Role)), estimate, tool="llm:stress",
+                                     stage="stress") as h:
+                        with lock:
+                            counts["calls_made"] += 1
+                        if rng.random() < 0.15:
+                            raise ConnectionError("simulated provider failure")
+                        h.settle(rng.randint(0, estimate))
+                        with lock:
+                            counts["settled"] += 1
+                except BudgetExhausted:
+                    with lock:
+                        counts["refused"] += 1
+                except ConnectionError:
+                    with lock:
+                        counts["released"] += 1
+        except BaseException as exc:  # surfaced in the main thread
+            errors.append(exc)
+
+    def sampler() -> None:
+        ledger = Ledger(stores[0])
+        while not stop.is_set():
+            b = ledger.balance(sid)
+            if b.spent + b.held + b.escrow > total or b.spent < 0 or b.held < 0:
+                errors.append(AssertionError(f"ceiling broken: {b}"))
+            counts["samples"] += 1
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(WORKERS)]
+    watch = threading.Thread(target=sampler)
+    watch.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stop.set()
+    watch.join()
+    assert not errors, errors[:3]
+    return counts
+
+
+@pytest.mark.parametrize(
+    ("connections", "serialized"),
+    [(1, True), (4, True), (4, False)],
+    ids=["shared-store", "four-stores", "four-stores-conflicting"],
+)
+def test_sixteen_workers_never_exceed_the_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, connections: int, serialized: bool
+) -> None:
+    """The conflicting case gives each store its own write lock, so DuckDB's optimistic
+    concurrency aborts colliding transactions and the retry path runs for real. It is also the
+    case that lost updates when the ledger used UPDATE ... RETURNING (see sql/queries/ledger.sql)."""
+    if not serialized:
+        monkeypatch.setattr(db, "_write_lock_for", lambda path: threading.RLock())
+    path = tmp_path / "stress.duckdb"
+    stores = [Store(path) for _ in range(connections)]
+    try:
+        total = 200_000  # far less than 16 x 60 x the mean estimate: refusals must happen
+        bal = Ledger(stores[0]).create_session("stress?", Unit.TOKENS, total)
+        counts = _hammer(stores, bal.session_id, total, bal.escrow)
+        ledger = Ledger(stores[0])
+        final = ledger.balance(bal.session_id)
+        v = ledger.verify(bal.session_id)
+        assert v.ok, v.explain()
+        assert final.held == 0
+        assert final.spent <= total - bal.escrow
+        assert counts["refused"] > 0 and counts["settled"] > 0 and counts["released"] > 0
+        assert counts["samples"] > 0
+        # Every call that was made has exactly one ledger row; refused ones have none.
+        rows = stores[0].scalar("SELECT count(*) FROM tool_calls WHERE session_id = ?",
+                                [bal.session_id])
+        assert rows == counts["calls_made"] == counts["settled"] + counts["released"]
+        assert counts["calls_made"] + counts["refused"] == WORKERS * OPS_PER_WORKER
+    finally:
+        for s in stores:
+            s.close()

@@ -1,0 +1,239 @@
+"""Tests for mole_dag.actors.quote: verbatim quote check after whitespace collapsing only."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from mole_dag.actors.quote import (
+    MIN_QUOTE_CHARS,
+    CollapsedText,
+    QuoteRejected,
+    collapse,
+    find_quote,
+)
+from mole_dag.llm.chunk import chunk_text
+
+_WS = [" ", "  ", "\t", "\n", "\r\n", "\n\n", "\u00a0", "\u3000", "\u2009", " \t\n "]
+_WORDS = [
+    "tea", "Tea", "green", "risk", "stroke", "adults", "lowers", "the", "of", "a", "3.5%",
+    "绿茶", "中风的风险", "。", "😀", "👍🏽", "café", "cafe\u0301", "naïve", "Zürich", "x" * 12,
+    "(2021)", "[7]", "don't", "—",
+]
+_token = st.one_of(
+    st.sampled_from(_WORDS),
+    st.text(st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")), min_size=1,
+            max_size=6),
+)
+
+
+@st.composite
+def _source(draw: st.DrawFn) -> str:
+    toks = draw(st.lists(_token, min_size=16, max_size=60))
+    seps = draw(st.lists(st.sampled_from(_WS), min_size=len(toks), max_size=len(toks)))
+    lead = draw(st.sampled_from(["", " ", "\n"]))
+    return lead + "".join(t + s for t, s in zip(toks, seps, strict=True))
+
+
+def _oracle(source: str, quote: str) -> re.Match[str] | None:
+    """Independent model of the match: the quote's tokens separated by any whitespace run."""
+    pattern = r"\s+".join(re.escape(t) for t in quote.split())
+    return re.search(pattern, source)
+
+
+def _substring_bounds(source: str, data: st.DataObject) -> tuple[int, int]:
+    """A random [i, j) long enough that its collapsed form usually reaches MIN_QUOTE_CHARS."""
+    span = 3 * MIN_QUOTE_CHARS
+    assume(len(source) >= span)
+    i = data.draw(st.integers(0, len(source) - span))
+    j = data.draw(st.integers(i + span, len(source)))
+    return i, j
+
+
+def _bytes(s: str) -> int:
+    return len(s.encode("utf-8"))
+
+
+def _overlapping_count(hay: str, needle: str) -> int:
+    return sum(1 for k in range(len(hay)) if hay.startswith(needle, k))
+
+
+def test_str_split_and_regex_agree_on_whitespace() -> None:
+    # The module collapses with str.split and tokenises with \S+; they must agree or offsets
+    # would drift. Checked over the BMP, which holds every whitespace character.
+    for cp in range(0x10000):
+        ch = chr(cp)
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        assert ch.isspace() == bool(re.fullmatch(r"\s", ch)), hex(cp)
+
+
+@settings(max_examples=250, deadline=None)
+@given(_source(), st.data())
+def test_any_substring_is_found_at_first_occurrence(source: str, data: st.DataObject) -> None:
+    i, j = _substring_bounds(source, data)
+    quote = source[i:j].strip()
+    needle = collapse(quote)
+    assume(len(needle) >= MIN_QUOTE_CHARS)
+
+    ct = CollapsedText(source)
+    assert ct.text == collapse(source)
+
+    got = find_quote(source, quote)
+    assert got is not None
+    raw = source.encode("utf-8")
+    span = raw[got.byte_start : got.byte_end].decode("utf-8")
+    assert collapse(span) == needle
+    # The span is trimmed: it starts and ends on the quote's own characters.
+    assert span == span.strip()
+
+    m = _oracle(source, quote)
+    assert m is not None
+    assert got.byte_start == _bytes(source[: m.start()])
+    assert got.byte_end == _bytes(source[: m.end()])
+    lead = len(source[i:j]) - len(source[i:j].lstrip())
+    assert got.byte_start <= _bytes(source[: i + lead])
+    assert got.occurrences == _overlapping_count(collapse(source), needle) >= 1
+    # The same answer from a reused CollapsedText.
+    assert ct.find(quote) == got
+
+
+@settings(max_examples=250, deadline=None)
+@given(_source(), st.data())
+def test_one_changed_character_is_not_found(source: str, data: st.DataObject) -> None:
+    i, j = _substring_bounds(source, data)
+    quote = source[i:j].strip()
+    assume(len(collapse(quote)) >= MIN_QUOTE_CHARS)
+    positions = [k for k, ch in enumerate(quote) if not ch.isspace()]
+    k = data.draw(st.sampled_from(positions))
+    new = data.draw(
+        st.characters(blacklist_categories=("Cs",)).filter(
+            lambda c: not c.isspace() and c != quote[k]
+        )
+    )
+    mutated = quote[:k] + new + quote[k + 1 :]
+    assume(_oracle(source, mutated) is None)
+    assert collapse(mutated) not in collapse(source)
+    assert find_quote(source, mutated) is None
+
+
+@pytest.mark.parametrize(
+    "quote",
+    ["", "   ", "short quote", "a" * (MIN_QUOTE_CHARS - 1),
+     "twenty  three\n\n\tchars  ok",  # 23 after collapsing, longer before
+     "  " + "b" * (MIN_QUOTE_CHARS - 1) + "  \n"],
+)
+def test_short_quote_rejected(quote: str) -> None:
+    source = "a" * 100 + " twenty three chars ok " + "b" * 50
+    assert len(collapse(quote)) < MIN_QUOTE_CHARS
+    with pytest.raises(QuoteRejected) as exc:
+        find_quote(source, quote)
+    assert exc.value.cause == "quote_too_short"
+    assert isinstance(exc.value, ValueError)
+
+
+def test_exactly_min_chars_is_accepted() -> None:
+    quote = "c" * MIN_QUOTE_CHARS
+    assert find_quote("x " + quote + " y", quote) is not None
+    assert find_quote("x y z", quote) is None
+
+
+SOURCE = (
+    "Background.\n"
+    "The committee found that\n    green tea\tlowers\u00a0the  risk of stroke in adults.\r\n"
+    "Other text follows here."
+)
+
+
+def test_quote_spanning_line_break_tabs_and_nbsp() -> None:
+    quote = "found that green tea lowers the risk of stroke"
+    got = find_quote(SOURCE, quote)
+    assert got is not None
+    span = SOURCE.encode()[got.byte_start : got.byte_end].decode()
+    assert span == "found that\n    green tea\tlowers\u00a0the  risk of stroke"
+    assert got.occurrences == 1
+
+
+def test_quote_with_its_own_odd_whitespace() -> None:
+    quote = "  found   that green\n\ntea lowers the\u2003risk of stroke  "
+    got = find_quote(SOURCE, quote)
+    assert got is not None
+    assert got.byte_start == SOURCE.encode().index(b"found")
+
+
+def test_repeated_quote_counts_and_returns_first() -> None:
+    sentence = "Green tea lowers the risk of stroke in adults."
+    source = f"Intro. {sentence}\nMiddle text here. {sentence}  Tail. {sentence}"
+    got = find_quote(source, sentence)
+    assert got is not None
+    assert got.occurrences == 3
+    first = source.index(sentence)
+    assert (got.byte_start, got.byte_end) == (first, first + len(sentence))
+
+
+def test_case_difference_is_not_found() -> None:
+    assert find_quote(SOURCE, "Found that green tea lowers the risk of stroke") is None
+    assert find_quote(SOURCE, "FOUND THAT GREEN TEA LOWERS THE RISK OF STROKE") is None
+
+
+@pytest.mark.parametrize("ctrl", ["\u202e", "\u202a", "\u2066", "\u2069", "\u200f", "\u200b"])
+def test_bidi_or_zero_width_char_inside_quote_is_not_found(ctrl: str) -> None:
+    quote = f"found that green tea lo{ctrl}wers the risk of stroke"
+    assert find_quote(SOURCE, quote) is None
+
+
+def test_no_unicode_normalisation() -> None:
+    source = "The caf\u00e9 on the corner serves green tea to everyone."
+    precomposed = "caf\u00e9 on the corner serves green tea"
+    decomposed = "cafe\u0301 on the corner serves green tea"
+    assert find_quote(source, precomposed) is not None
+    assert find_quote(source, decomposed) is None
+
+
+def test_cjk_and_emoji_byte_offsets() -> None:
+    prefix = "前言😀。\n"
+    quote = "绿茶可以降低中风的风险，这是一项大型队列研究的发现👍🏽"
+    source = prefix + quote + "。后记🙂"
+    assert len(collapse(quote)) >= MIN_QUOTE_CHARS
+    got = find_quote(source, quote)
+    assert got is not None
+    assert got.byte_start == len(prefix.encode("utf-8"))
+    assert got.byte_end == got.byte_start + len(quote.encode("utf-8"))
+    assert source.encode()[got.byte_start : got.byte_end].decode() == quote
+
+
+def test_quote_starting_mid_token() -> None:
+    source = "prefixGreen tea lowers the risk of stroke in adults."
+    got = find_quote(source, "Green tea lowers the risk of stroke")
+    assert got is not None
+    assert got.byte_start == len("prefix")
+
+
+def test_quote_spanning_two_chunks_is_found_in_whole_text() -> None:
+    sentences = [
+        f"Sentence number {i} says that green tea was studied in cohort {i}." for i in range(40)
+    ]
+    text = " ".join(sentences)
+    chunks = chunk_text(text, 200)
+    assert len(chunks) > 2
+    boundary = chunks[1].byte_end  # a cut between chunk 1 and chunk 2
+    raw = text.encode()
+    start = raw.rindex(b" ", 0, boundary - 20) + 1
+    end = raw.index(b" ", boundary + 20)
+    quote = raw[start:end].decode()
+    assert start < boundary < end
+    # Neither chunk holds it, so a per-chunk check would miss it ...
+    assert all(find_quote(c.text, quote) is None for c in chunks)
+    # ... but the check against the whole text finds it at the right place.
+    got = find_quote(text, quote)
+    assert got is not None
+    assert (got.byte_start, got.byte_end) == (start, end)
+    assert got.occurrences == 1
+
+
+def test_absent_quote_returns_none() -> None:
+    assert find_quote(SOURCE, "a quote that is nowhere in the source text") is None
+    assert find_quote("", "a quote that is nowhere in the source text") is None
