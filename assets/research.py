@@ -41,7 +41,8 @@ def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: Budget
 
 
 @dg.asset(partitions_def=sessions_partitions, group_name=GROUP,
-          description="The session's ledger row (budget, 15% escrow); recovers abandoned holds and leases.")
+          description="The session's ledger row (budget, 15% escrow); recovers abandoned holds "
+                      "and leases.")
 def session(context: dg.AssetExecutionContext, config: SessionConfig, store: StoreResource,
             budget: BudgetResource) -> dg.MaterializeResult:
     ensure_session(store.store, context.partition_key, question=config.question, usd=config.usd,
@@ -69,7 +70,8 @@ def sub_questions(context: dg.AssetExecutionContext, store: StoreResource,
 
 
 @dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[sub_questions],
-          description="Executor: leased leads searched and fetched; sources stored as byte-offset chunks.")
+          description="Executor: leased leads searched and fetched; sources stored as "
+                      "byte-offset chunks.")
 def fetched_chunks(context: dg.AssetExecutionContext, store: StoreResource,
                    budget: BudgetResource) -> dg.MaterializeResult:
     run = _run(context, store, budget)
@@ -96,7 +98,8 @@ def mined_claims(context: dg.AssetExecutionContext, store: StoreResource,
 
 
 @dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[mined_claims],
-          description="Verifier: candidate pairs over all the session's claims, adjudicated in batches.")
+          description="Verifier: candidate pairs over all the session's claims, adjudicated "
+                      "in batches.")
 def claim_edges(context: dg.AssetExecutionContext, store: StoreResource,
                 budget: BudgetResource) -> dg.MaterializeResult:
     run = _run(context, store, budget)
@@ -111,7 +114,8 @@ def claim_edges(context: dg.AssetExecutionContext, store: StoreResource,
 
 
 @dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[claim_edges],
-          description="Confidence derived from the claim graph (publishers, classes, edges), never asked of a model.")
+          description="Confidence derived from the claim graph (publishers, classes, edges), "
+                      "never asked of a model.")
 def confidence_scores(context: dg.AssetExecutionContext, store: StoreResource,
                       budget: BudgetResource) -> dg.MaterializeResult:
     run = _run(context, store, budget)
@@ -123,12 +127,14 @@ def confidence_scores(context: dg.AssetExecutionContext, store: StoreResource,
         "clusters_with_duplicates": sum(1 for s in scores if len(s.members) > 1),
         "disputed_clusters": sum(1 for s in scores if s.contradictors),
         "superseded_clusters": sum(1 for s in scores if s.superseded),
-        "top_explanations": dg.MetadataValue.md("\n".join(f"- {s.explanation}" for s in top) or "-"),
+        "top_explanations": dg.MetadataValue.md(
+            "\n".join(f"- {s.explanation}" for s in top) or "-"),
         **stage_spend(run, SCORE_STAGE)})
 
 
 @dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[confidence_scores],
-          description="The report, from escrow: findings, disputes, citations assigned mechanically.")
+          description="The report, from escrow: findings, disputes, citations assigned "
+                      "mechanically.")
 def report(context: dg.AssetExecutionContext, store: StoreResource,
            budget: BudgetResource) -> dg.MaterializeResult:
     run = _run(context, store, budget)
@@ -141,5 +147,7 @@ def report(context: dg.AssetExecutionContext, store: StoreResource,
         **stage_spend(run, REPORT_STAGE), **session_summary(run)})
 
 
-ROUND_ASSETS = [session, sub_questions, fetched_chunks, mined_claims, claim_edges, confidence_scores]
+ROUND_ASSETS = [
+    session, sub_questions, fetched_chunks, mined_claims, claim_edges, confidence_scores,
+]
 ALL_ASSETS = [*ROUND_ASSETS, report]

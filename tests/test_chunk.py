@@ -136,7 +136,7 @@ def test_boundary_too_close_to_start_is_not_taken() -> None:
     # chunker hard-cuts at the window's end instead.
     text = "a " + "b" * 200
     max_bytes = 50
-    assert 2 < max_bytes * MIN_FRACTION
+    assert max_bytes * MIN_FRACTION > 2
     spans = chunk_text(text, max_bytes)
     assert spans[0].byte_end == max_bytes
 

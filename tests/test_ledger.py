@@ -180,7 +180,8 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(total=st.integers(min_value=1, max_value=2000), script=ops)
 def test_invariants_hold_under_any_sequence(tmp_path: Path, total: int, script: list) -> None:
     now = [utcnow()]

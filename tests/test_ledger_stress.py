@@ -79,7 +79,8 @@ def test_sixteen_workers_never_exceed_the_total(
 ) -> None:
     """The conflicting case gives each store its own write lock, so DuckDB's optimistic
     concurrency aborts colliding transactions and the retry path runs for real. It is also the
-    case that lost updates when the ledger used UPDATE ... RETURNING (see sql/queries/ledger.sql)."""
+    case that lost updates when the ledger used UPDATE ... RETURNING (see
+    sql/queries/ledger.sql)."""
     if not serialized:
         monkeypatch.setattr(db, "_write_lock_for", lambda path: threading.RLock())
     path = tmp_path / "stress.duckdb"

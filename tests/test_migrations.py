@@ -38,7 +38,8 @@ def test_failed_migration_leaves_previous_version(tmp_path: Path) -> None:
         with pytest.raises(duckdb.Error):
             apply(conn, mdir)
         assert current_version(conn) == 1
-        tables = {r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        tables = {r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables").fetchall()}
         assert "t" in tables and "u" not in tables
     finally:
         conn.close()

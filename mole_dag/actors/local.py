@@ -57,10 +57,15 @@ def _decode(raw: bytes) -> str:
         pass
     from charset_normalizer import from_bytes
 
-    best = from_bytes(raw).best()
-    if best is None:
+    matches = list(from_bytes(raw))
+    if not matches:
         raise ExtractionError("not text in any encoding we can detect")
-    return str(best)
+    # Short Western text often ties between several single-byte code pages; among the equally
+    # good guesses prefer windows-1252, which is what "latin-1" means on the web (WHATWG).
+    best_key = min((m.percent_chaos, -m.percent_coherence) for m in matches)
+    tied = [m for m in matches if (m.percent_chaos, -m.percent_coherence) == best_key]
+    pick = next((m for m in tied if m.encoding == "cp1252"), tied[0])
+    return str(pick)
 
 
 def load_document(path: Path, relpath: str) -> Document:

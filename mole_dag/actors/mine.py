@@ -11,11 +11,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from mole_dag.actors.base import DeadEnd
 from mole_dag.actors.quote import CollapsedText, QuoteRejected
 from mole_dag.budget import BudgetExhausted
 from mole_dag.context import Run
 from mole_dag.core import DeadEndCause, Role, stable_id
-from mole_dag.actors.base import DeadEnd
 from mole_dag.executor.ingest import store_dead_end
 from mole_dag.llm.skills import MineRequest
 from mole_dag.store import q, utcnow
@@ -69,7 +69,7 @@ def mine_claims(run: Run) -> MineResult:
                 drafts.extend(got.value)
         except BudgetExhausted as exc:
             result.budget_stopped = True
-            store.transact(lambda cur, e=exc: store_dead_end(
+            store.transact(lambda cur, e=exc, item=item: store_dead_end(
                 cur, sid, DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(e)),
                 sub_question_id=item["sub_question_id"], lead_id=item["lead_id"]))
             break
@@ -92,7 +92,8 @@ def mine_claims(run: Run) -> MineResult:
         now = utcnow()
 
         def write(cur: Any, item: dict[str, Any] = item, accepted: list = accepted,
-                  causes: Counter[str] = causes) -> tuple[int, int]:
+                  causes: Counter[str] = causes, source_text: str = source_text,
+                  chunks: list[dict[str, Any]] = chunks, now: Any = now) -> tuple[int, int]:
             added = skipped = 0
             for d, m in accepted:
                 exists = cur.execute(q("claim_exists"), {

@@ -236,7 +236,8 @@ class Ledger:
 
         if not self.store.transact(tx):
             bal = self.balance(session_id)  # raises for an unknown session
-            if bal.status not in (SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING):
+            open_states = (SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING)
+            if bal.status not in open_states:
                 raise LedgerError(f"session {session_id} is {bal.status}; it takes no more calls")
             raise BudgetExhausted(session_id, role, amount, max(bal.available, 0), str(bal.unit))
         return Reservation(rid, session_id, role, amount, tool, stage, expires)
@@ -375,7 +376,8 @@ class Ledger:
             raise
         if not h.done:
             self.release(res, note="closed without settling")
-            raise LedgerError(f"reservation {res.id} for {res.tool} was neither settled nor released")
+            raise LedgerError(
+                f"reservation {res.id} for {res.tool} was neither settled nor released")
 
     # -- checks and reports -----------------------------------------------------------------
 
@@ -419,7 +421,9 @@ class Hold:
         self.done = False
         self.settlement: Settlement | None = None
 
-    def settle(self, actual: int, *, usage: Usage | None = None, note: str | None = None) -> Settlement:
+    def settle(
+        self, actual: int, *, usage: Usage | None = None, note: str | None = None
+    ) -> Settlement:
         self.settlement = self.ledger.settle(self.reservation, actual, usage=usage, note=note)
         self.done = True
         return self.settlement

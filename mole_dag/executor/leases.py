@@ -41,7 +41,9 @@ def requeue_expired(store: Store, session_id: str) -> int:
     ))
 
 
-def lease_next(store: Store, session_id: str, owner: str, ttl: timedelta = LEASE_TTL) -> Lease | None:
+def lease_next(
+    store: Store, session_id: str, owner: str, ttl: timedelta = LEASE_TTL
+) -> Lease | None:
     now = utcnow()
 
     def tx(cur: Any) -> Lease | None:

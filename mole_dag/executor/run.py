@@ -88,7 +88,7 @@ def _worker(run: Run, actors: dict[str, Actor], result: ExecResult, lock: Lock) 
                 _run_lead(run, actor, lease, result, lock)
         except BudgetExhausted as exc:
             status = LeadStatus.DEAD
-            run.store.transact(lambda cur, e=exc: store_dead_end(
+            run.store.transact(lambda cur, e=exc, lease=lease: store_dead_end(
                 cur, run.session_id, DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(e)),
                 sub_question_id=lease.sub_question_id, lead_id=lease.lead_id))
         except Exception as exc:  # one bad lead must not lose the others
@@ -96,7 +96,7 @@ def _worker(run: Run, actors: dict[str, Actor], result: ExecResult, lock: Lock) 
             status = LeadStatus.DEAD
             with lock:
                 result.failed += 1
-            run.store.transact(lambda cur, e=exc: store_dead_end(
+            run.store.transact(lambda cur, e=exc, lease=lease: store_dead_end(
                 cur, run.session_id,
                 DeadEnd(DeadEndCause.FETCH_FAILED, detail=f"{type(e).__name__}: {e}"),
                 sub_question_id=lease.sub_question_id, lead_id=lease.lead_id))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from mole_dag.actors.quote import MIN_QUOTE_CHARS, collapse
 from mole_dag.core import ClaimDraft, Unit
 from mole_dag.llm.skills import (
     Digest,
@@ -23,7 +24,8 @@ from mole_dag.llm.skills import (
     Verdict,
     WriteRequest,
 )
-from mole_dag.text import NEGATIONS, sentence_spans, terms, words
+from mole_dag.output.citations import strip_reference_markers
+from mole_dag.text import NEGATIONS, sentence_spans, stem, terms, words
 
 NAME = "extractive"
 MADE_WITHOUT_MODEL = (
@@ -51,11 +53,14 @@ _LEADING = re.compile(
 _FACETS = (
     ("What benefits are reported for {topic}?", "benefit lower reduced protective improve"),
     ("What risks or harms are reported for {topic}?", "risk increase harm adverse raise"),
-    ("Where do sources disagree about {topic}?", "disputed conflicting contrary mixed unclear debate"),
+    ("Where do sources disagree about {topic}?",
+     "disputed conflicting contrary mixed unclear debate"),
+    ("What has been revised or overturned about {topic}?",
+     "revised updated longer reclassified overturned earlier review"),
 )
 
 _ANTONYMS = {
-    frozenset(p)
+    frozenset(stem(w) for w in p)
     for p in [
         ("raise", "lower"), ("raise", "reduce"), ("increase", "decrease"), ("increase", "reduce"),
         ("increase", "lower"), ("higher", "lower"), ("more", "less"), ("above", "below"),
@@ -67,9 +72,12 @@ _ANTONYMS = {
 # Words that mark a sentence as asserting an effect or a quantity rather than setting a scene.
 # Stems, as `terms` produces them.
 _EFFECT = frozenset(
-    "risk increase decrease raise lower reduce reduced cause associated link linked protect "
-    "protective improve worsen higher more less percent effect benefit harm safe unsafe "
-    "classified evidence found show".split()
+    stem(w)
+    for w in (
+        "risk increase decrease raise lower reduce cause associated link protect protective "
+        "improve worsen higher more less percent effect benefit harm safe unsafe classified "
+        "evidence found show"
+    ).split()
 )
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 
@@ -102,6 +110,8 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
         n_words = len(sentence.split())
         if not (MIN_WORDS <= n_words <= MAX_WORDS) or len(sentence) > MAX_CLAIM_CHARS:
             continue
+        if len(collapse(sentence)) < MIN_QUOTE_CHARS:  # could never pass the quote check
+            continue
         if sentence.rstrip()[-1:] in {":", ",", ";"} or sentence.lstrip().startswith("#"):
             continue
         have = _stems(sentence)
@@ -126,7 +136,9 @@ def _signals(a: str, b: str) -> tuple[float, list[str]]:
     neg_b = any(w in NEGATIONS for w in wb) or "no longer" in " ".join(wb)
     if neg_a != neg_b:
         why.append("one states it, the other negates it")
-    only_a, only_b = ta - tb, tb - ta
+    # Direction words include stopwords ("more", "above"), so they are read from all words.
+    sa, sb = {stem(w) for w in wa}, {stem(w) for w in wb}
+    only_a, only_b = sa - sb, sb - sa
     for pair in _ANTONYMS:
         x, y = tuple(pair)
         if (x in only_a and y in only_b) or (y in only_a and x in only_b):
@@ -165,10 +177,11 @@ def write_body(req: WriteRequest) -> str:
     live = [f for f in req.findings if not f.superseded] or list(req.findings)
     top = max(live, key=lambda f: (f.confidence, len(f.citations), -f.number))
     cites = "".join(f"[{n}]" for n in top.citations)
+    text = strip_reference_markers(top.text)
     lines = [
         f"{_count(len(req.findings), 'finding is', 'findings are')} listed below, each quoted "
         f"verbatim from {sources} cited source{'s' if sources != 1 else ''}.",
-        f"The best supported (confidence {top.confidence:.2f}) is: \u201c{top.text}\u201d {cites}",
+        f"The best supported (confidence {top.confidence:.2f}) is: \u201c{text}\u201d {cites}",
     ]
     if disputed:
         lines.append(f"{_count(disputed, 'finding is', 'findings are')} disputed between "

@@ -10,6 +10,12 @@ from dataclasses import dataclass
 _CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 
+def strip_reference_markers(text: str) -> str:
+    """Remove bracketed numbers a source carried ("... in adults.[7]"): quoted into a report they
+    would read as citations that the report did not assign."""
+    return " ".join(_CITE.sub(" ", text).split())
+
+
 def cited_numbers(body: str) -> list[int]:
     out: list[int] = []
     for m in _CITE.finditer(body):

@@ -18,7 +18,7 @@ from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, SourceClass, stable_id
 from mole_dag.llm.extractive import MADE_WITHOUT_MODEL, write_body
 from mole_dag.llm.skills import FindingForWriter, WriteRequest
-from mole_dag.output.citations import CitationCheck, check_body
+from mole_dag.output.citations import CitationCheck, check_body, strip_reference_markers
 from mole_dag.output.sanitize import one_line, strip_controls
 from mole_dag.paths import reports_dir
 from mole_dag.store import q, utcnow
@@ -88,7 +88,8 @@ def _select_findings(run: Run, max_findings: int) -> tuple[list[Finding], dict[s
     chosen.sort(key=lambda r: rank[r["cluster_id"]])
 
     findings = [
-        Finding(i + 1, r["cluster_id"], r["claim_id"], r["text"], r["confidence"],
+        Finding(i + 1, r["cluster_id"], r["claim_id"], strip_reference_markers(r["text"]),
+                r["confidence"],
                 r["explanation"], r["publishers"], r["source_class"], r["superseded"])
         for i, r in enumerate(chosen)
     ]
@@ -124,7 +125,9 @@ def _select_findings(run: Run, max_findings: int) -> tuple[list[Finding], dict[s
     return findings, numbered
 
 
-def _writer_request(question: str, findings: list[Finding], numbered: dict[int, Any]) -> WriteRequest:
+def _writer_request(
+    question: str, findings: list[Finding], numbered: dict[int, Any]
+) -> WriteRequest:
     return WriteRequest(
         question=question,
         findings=tuple(
@@ -156,7 +159,8 @@ def render(
     unit = session["unit"]
     out: list[str] = [f"# {one_line(session['question'])}", ""]
     out.append(f"Session `{session['id']}` · provider `{session['provider']}` · "
-               f"budget {_fmt_amount(session['total'], unit)} · generated {utcnow():%Y-%m-%d %H:%M} UTC")
+               f"budget {_fmt_amount(session['total'], unit)} · "
+               f"generated {utcnow():%Y-%m-%d %H:%M} UTC")
     out.append("")
     if made_without_model:
         out += [f"> {MADE_WITHOUT_MODEL}", ""]
@@ -217,16 +221,23 @@ def render(
     out += ["## Spend", ""]
     if spend_by_role:
         for r in spend_by_role:
-            out.append(f"- {r['role']}: {_fmt_amount(int(r['spent']), unit)} over {r['calls']} calls")
+            spent = _fmt_amount(int(r["spent"]), unit)
+            out.append(f"- {r['role']}: {spent} over {r['calls']} calls")
     else:
         out.append("- no calls recorded")
     out.append("")
     return strip_controls("\n".join(out))
 
 
-def write_report(run: Run, *, max_findings: int = MAX_FINDINGS, out_dir: Path | None = None) -> ReportResult:
+def write_report(
+    run: Run, *, max_findings: int = MAX_FINDINGS, out_dir: Path | None = None
+) -> ReportResult:
     store, sid = run.store, run.session_id
     released = run.ledger.release_escrow(sid)
+    if run.session()["status"] == SessionStatus.DONE:
+        # A re-run of the report (re-materialising a finished session): reopen for the writer.
+        store.transact(lambda cur: cur.execute(q("session_set_status"), {
+            "status": str(SessionStatus.REPORTING), "now": utcnow(), "session_id": sid}))
     session = run.session()
     findings, numbered = _select_findings(run, max_findings)
     req = _writer_request(session["question"], findings, numbered)

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import re
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# CSI with parameters; OSC up to BEL/ST, or to the end of the line when unterminated; any other
+# escape sequence (ESC c resets a terminal). Lone C1 bytes in decoded text are almost always
+# mojibake, so they are dropped by themselves (below) without eating the text after them.
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?"
+    r"|\x1b[ -/]*[0-~]"
+)
 # C0 controls except tab and newline, DEL, C1 controls; bidi embeddings/overrides/isolates and
 # the marks; zero-width characters that can hide text; the BOM.
 _CONTROLS = re.compile(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mole_dag.core import Role, SessionStatus, stable_id
 from mole_dag.context import Run
+from mole_dag.core import Role, SessionStatus, stable_id
 from mole_dag.llm.skills import Digest
 from mole_dag.store import q, utcnow
 
@@ -44,7 +44,11 @@ def plan_round(run: Run) -> PlanResult:
     store, sid = run.store, run.session_id
     sess = run.session()
     if sess["status"] not in (SessionStatus.CREATED, SessionStatus.RUNNING):
-        raise RuntimeError(f"session {sid} is {sess['status']}; it cannot plan another round")
+        # Re-materialising a finished session is allowed (a re-run of the graph); it just has
+        # nothing left to plan.
+        pending = int(store.scalar(q("pending_leads_count"), {"session_id": sid}) or 0)
+        run.progress(f"session is {sess['status']}: no new round planned")
+        return PlanResult(int(sess["rounds"]), 0, 0, pending, 0)
     now = utcnow()
     def next_round(cur) -> int:  # type: ignore[no-untyped-def]
         cur.execute(q("session_next_round"), {"session_id": sid, "now": now})

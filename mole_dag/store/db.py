@@ -15,7 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,6 +47,10 @@ def _write_lock_for(path: Path) -> threading.RLock:
 def utcnow() -> datetime:
     """Naive UTC: DuckDB TIMESTAMP columns carry no zone, and every writer agrees on UTC."""
     return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def _is_lock_error(exc: BaseException) -> bool:
@@ -91,7 +95,8 @@ class Store:
                 f"cannot create the store folder {parent}: {exc.strerror}; "
                 "set MOLE_DB or --db to a writable path"
             ) from None
-        if not os.access(parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
+        exists = self.path.exists()
+        if not os.access(parent, os.W_OK) or (exists and not os.access(self.path, os.W_OK)):
             raise StoreError(
                 f"the store {self.path} is not writable; set MOLE_DB or --db to a writable path"
             )
@@ -103,11 +108,13 @@ class Store:
                 return duckdb.connect(str(self.path))
             except duckdb.IOException as exc:
                 if not _is_lock_error(exc):
-                    raise StoreError(f"cannot open the store {self.path}: {exc}") from None
+                    raise StoreError(
+                        f"cannot open the store {self.path}: {_one_line(exc)}") from None
                 if time.monotonic() >= deadline:
                     raise StoreError(
                         f"the store {self.path} is held by another process (a running session, "
-                        f"the Dagster UI or a schedule) and was not released within {lock_wait_s:.0f}s; "
+                        "the Dagster UI or a schedule) and was not released within "
+                        f"{lock_wait_s:.0f}s; "
                         "try again when it finishes"
                     ) from None
                 if on_wait and not told:
@@ -116,20 +123,16 @@ class Store:
                 time.sleep(delay + random.uniform(0, delay))
                 delay = min(delay * 2, 2.0)
             except duckdb.Error as exc:
-                raise StoreError(f"cannot open the store {self.path}: {exc}") from None
+                raise StoreError(f"cannot open the store {self.path}: {_one_line(exc)}") from None
 
     def close(self) -> None:
         with self._cursors_lock:
             for cur in self._cursors:
-                try:
+                with suppress(duckdb.Error):
                     cur.close()
-                except duckdb.Error:
-                    pass
             self._cursors.clear()
-        try:
+        with suppress(duckdb.Error):
             self._conn.close()
-        except duckdb.Error:
-            pass
 
     def __enter__(self) -> Store:
         return self
@@ -164,10 +167,8 @@ class Store:
                 yield cur
             except BaseException:
                 self._local.in_tx = False
-                try:
+                with suppress(duckdb.Error):
                     cur.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass
                 raise
             else:
                 self._local.in_tx = False

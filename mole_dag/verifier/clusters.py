@@ -26,7 +26,9 @@ class UnionFind:
             self.parent[hi] = lo
 
 
-def clusters(claim_ids: Iterable[str], duplicate_edges: Iterable[tuple[str, str]]) -> list[list[str]]:
+def clusters(
+    claim_ids: Iterable[str], duplicate_edges: Iterable[tuple[str, str]]
+) -> list[list[str]]:
     """Groups of claim ids, each sorted, ordered by their smallest id."""
     ids = list(claim_ids)
     uf = UnionFind(ids)

@@ -92,7 +92,8 @@ def derive(
         members = [by_id[c] for c in g]
         publishers = sorted({m.publisher for m in members})
         strongest = max(members, key=lambda m: STRENGTH[m.source_class]).source_class
-        rep = min(members, key=lambda m: (-STRENGTH[m.source_class], m.created_at or datetime.min, m.id))
+        rep = min(members, key=lambda m: (-STRENGTH[m.source_class],
+                                          m.created_at or datetime.min, m.id))
         against = sorted({by_id[c].publisher for c in contra.get(g[0], set())} - set(publishers))
         n_for, n_against = len(publishers), len(against)
         cls_w = weight(strongest)

@@ -46,6 +46,8 @@ def public_suffix(url_or_host: str) -> str | None:
 
 
 _ARXIV_VERSION = re.compile(r"v\d+$")
+_DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:)", re.IGNORECASE)
+_ARXIV_PREFIX = re.compile(r"^(?:https?://arxiv\.org/abs/|arxiv:)", re.IGNORECASE)
 
 
 def paper_key(
@@ -56,13 +58,13 @@ def paper_key(
 ) -> str | None:
     """The identity of a paper, strongest identifier first."""
     if doi:
-        return "doi:" + doi.strip().lower().removeprefix("https://doi.org/").removeprefix("doi:")
+        return "doi:" + _DOI_PREFIX.sub("", doi.strip()).lower()
     if pmid:
         return "pmid:" + pmid.strip()
     if pmcid:
         return "pmc:" + pmcid.strip().upper().removeprefix("PMC")
     if arxiv_id:
-        return "arxiv:" + _ARXIV_VERSION.sub("", arxiv_id.strip().lower())
+        return "arxiv:" + _ARXIV_VERSION.sub("", _ARXIV_PREFIX.sub("", arxiv_id.strip()).lower())
     return None
 
 

@@ -62,7 +62,9 @@ class LexicalRetriever:
             a, b = b, a
         return sum(v * b.get(t, 0.0) for t, v in a.items())
 
-    def candidates(self, target_index: int, k: int = DEFAULT_MAX_CANDIDATES) -> list[tuple[int, float]]:
+    def candidates(
+        self, target_index: int, k: int = DEFAULT_MAX_CANDIDATES
+    ) -> list[tuple[int, float]]:
         scored = []
         for j in range(len(self.pool)):
             if j == target_index:
@@ -75,7 +77,10 @@ class LexicalRetriever:
 
 
 def candidate_pairs(
-    pool: Sequence[ClaimText], target_ids: set[str], judged: set[Pair], k: int = DEFAULT_MAX_CANDIDATES
+    pool: Sequence[ClaimText],
+    target_ids: set[str],
+    judged: set[Pair],
+    k: int = DEFAULT_MAX_CANDIDATES,
 ) -> list[Pair]:
     """Pairs to settle this pass: up to k per target claim, against the whole session's claims,
     canonical, deduplicated, and never one already judged."""

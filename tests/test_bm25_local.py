@@ -1,0 +1,395 @@
+"""Tests for mole_dag.actors.bm25 (ranking) and mole_dag.actors.local (the folder corpus)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import date
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mole_dag.actors.local as local_mod
+from mole_dag.actors.base import DeadEnd, Found
+from mole_dag.actors.bm25 import BM25
+from mole_dag.actors.local import CorpusError, LocalCorpus
+from mole_dag.core import DeadEndCause
+
+# --- BM25 --------------------------------------------------------------------------------------
+
+
+def test_bm25_rare_term_ranks_first() -> None:
+    docs = [
+        ["tea", "health", "study", "tea"],
+        ["tea", "sleep", "caffeine", "tea", "health"],
+        ["tea", "health", "catechin", "study"],  # the only one with the rare term
+        ["coffee", "health", "study"],
+    ]
+    bm = BM25.build(docs)
+    top = bm.top(["tea", "catechin"], 4)
+    assert top[0][0] == 2
+    assert all(s > 0 for _, s in top)
+    assert [s for _, s in top] == sorted((s for _, s in top), reverse=True)
+    assert bm.idf("catechin") > bm.idf("tea") > 0
+
+
+def test_bm25_unknown_terms_and_empty() -> None:
+    bm = BM25.build([["a", "b"], ["c"]])
+    assert bm.top(["zzz"], 5) == []
+    assert bm.scores([]) == [0.0, 0.0]
+    empty = BM25.build([])
+    assert empty.n == 0
+    assert empty.scores(["a"]) == []
+    assert empty.top(["a"], 3) == []
+
+
+def test_bm25_top_k_and_tie_break_by_index() -> None:
+    bm = BM25.build([["x", "y"], ["x", "y"], ["x", "y"], ["z"]])
+    assert [i for i, _ in bm.top(["x"], 2)] == [0, 1]
+    assert len(bm.top(["x"], 10)) == 3
+
+
+def test_bm25_shorter_document_scores_higher_for_same_tf() -> None:
+    bm = BM25.build([["tea"] + ["filler"] * 50, ["tea", "filler"], ["other"]])
+    scores = bm.scores(["tea"])
+    assert scores[1] > scores[0] > 0
+    assert scores[2] == 0
+
+
+def test_bm25_duplicate_query_terms_count_once() -> None:
+    bm = BM25.build([["tea", "sleep"], ["tea"], ["coffee"]])
+    assert bm.scores(["tea", "tea", "tea"]) == bm.scores(["tea"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from("abcdefg"), max_size=12), min_size=1, max_size=8),
+    st.lists(st.sampled_from("abcdefgh"), max_size=5),
+    st.integers(0, 10),
+)
+def test_bm25_property(docs: list[list[str]], query: list[str], k: int) -> None:
+    bm = BM25.build(docs)
+    scores = bm.scores(query)
+    assert len(scores) == len(docs)
+    for doc, s in zip(docs, scores, strict=True):
+        assert s >= 0
+        assert (s > 0) == bool(set(doc) & set(query))
+    top = bm.top(query, k)
+    assert len(top) <= k
+    assert [i for i, _ in top] == [i for i, _ in sorted(
+        ((i, s) for i, s in enumerate(scores) if s > 0), key=lambda p: (-p[1], p[0]))][:k]
+
+
+# --- corpus fixtures ---------------------------------------------------------------------------
+
+MD = """---
+title: "Volcanic ash and jet engines"
+url: https://www.aviation-safety.example.org/ash
+published: 2019-07-04
+doi: 10.4242/ash.2019.7
+publisher: Aviation Safety Review
+author: R. Pilot
+---
+Volcanic ash melts inside the hot section of a jet engine and coats the turbine blades with
+glass, which can stall the engine within minutes of exposure.
+"""
+
+TXT = """---
+title: Sourdough starter notes
+date: 2021-02-03
+---
+A sourdough starter is a culture of wild yeast and lactobacilli kept alive with flour and
+water. Feeding the starter twice a day keeps the yeast active and the bread rising well.
+"""
+
+PLAIN = """Tidal power plants turn the rise and fall of the sea into electricity. Barrages hold
+back water at high tide and release it through turbines as the tide falls again.
+"""
+
+HTML = """<!DOCTYPE html>
+<html><head><title>Migrating monarch butterflies</title>
+<link rel="canonical" href="https://www.nature-notes.example.com/monarchs">
+<meta property="article:published_time" content="2020-04-15">
+<meta name="citation_doi" content="10.1234/monarch.2020.15">
+</head><body><article><h1>Migrating monarch butterflies</h1>
+<p>Monarch butterflies migrate thousands of kilometres from Canada to central Mexico every
+autumn, navigating with a time-compensated sun compass in their antennae.</p>
+<p>The overwintering colonies gather in oyamel fir forests high in the mountains, where the
+cool air slows the butterflies' metabolism until spring.</p>
+<p>Conservation groups count the colonies each winter to estimate the size of the eastern
+population and track its decline over the decades.</p>
+</article></body></html>
+"""
+
+LATIN1_DE = ("Die Straße führt über die Brücke zum Schloß. Müller und Größe sind häufige Wörter "
+             "im Deutschen, außerdem schöne Grüße aus München.\n")
+LATIN1_FR = ("Le café crème est servi très chaud dans la brasserie. La crème brûlée est "
+             "délicieuse après le dîner, et le gâteau à la française aussi.\n")
+
+
+@pytest.fixture
+def corpus_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    (root / "sub").mkdir(parents=True)
+    (root / "ash.md").write_text(MD, "utf-8")
+    (root / "sub" / "sourdough.txt").write_text(TXT, "utf-8")
+    (root / "tides.txt").write_text(PLAIN, "utf-8")
+    (root / "monarchs.html").write_text(HTML, "utf-8")
+    (root / "german.txt").write_bytes(LATIN1_DE.encode("latin-1"))
+    (root / "binary.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    (root / "ignored.pdf").write_bytes(b"%PDF-1.4 not indexed")
+    (root / ".hidden.md").write_text("Hidden notes about tidal barrages and turbines.", "utf-8")
+    (root / ".git").mkdir()
+    (root / ".git" / "notes.txt").write_text("Tidal barrages in a hidden folder.", "utf-8")
+    return root
+
+
+def _open(root: Path, tmp_path: Path) -> LocalCorpus:
+    return LocalCorpus.open(root, cache_dir=tmp_path / "idx")
+
+
+def _by_path(c: LocalCorpus) -> dict[str, object]:
+    return {d.metadata["path"]: d for d in c.documents}
+
+
+# --- LocalCorpus.open errors ------------------------------------------------------------------
+
+
+def test_open_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(CorpusError, match="does not exist"):
+        _open(tmp_path / "nope", tmp_path)
+
+
+def test_open_file_path(tmp_path: Path) -> None:
+    f = tmp_path / "doc.md"
+    f.write_text("Some text about tea and sleep.", "utf-8")
+    with pytest.raises(CorpusError, match="not a folder"):
+        _open(f, tmp_path)
+
+
+def test_open_empty_folder(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(CorpusError, match="no .html, .md or .txt"):
+        _open(empty, tmp_path)
+
+
+def test_open_folder_with_only_unsupported_files(tmp_path: Path) -> None:
+    root = tmp_path / "pdfs"
+    root.mkdir()
+    (root / "a.pdf").write_bytes(b"%PDF")
+    (root / ".hidden.md").write_text("hidden text", "utf-8")
+    with pytest.raises(CorpusError):
+        _open(root, tmp_path)
+
+
+def test_open_folder_with_only_unreadable_documents(tmp_path: Path) -> None:
+    root = tmp_path / "bin"
+    root.mkdir()
+    (root / "a.txt").write_bytes(b"\x00\x01\x02binary")
+    (root / "b.md").write_text("---\ntitle: empty\n---\n\n", "utf-8")
+    with pytest.raises(CorpusError, match="no document had extractable text"):
+        _open(root, tmp_path)
+    assert not (tmp_path / "idx").exists() or not list((tmp_path / "idx").glob("*.json"))
+
+
+def test_corpus_error_is_value_error() -> None:
+    assert issubclass(CorpusError, ValueError)
+
+
+# --- documents --------------------------------------------------------------------------------
+
+
+def test_files_found_and_skipped(corpus_dir: Path, tmp_path: Path) -> None:
+    c = _open(corpus_dir, tmp_path)
+    paths = set(_by_path(c))
+    assert paths == {"ash.md", "sub/sourdough.txt", "tides.txt", "monarchs.html", "german.txt"}
+    assert [(s.path, s.reason) for s in c.skipped] == [("binary.txt", "binary content")]
+    assert c.root == corpus_dir.resolve()
+
+
+def test_front_matter_parsed_and_removed(corpus_dir: Path, tmp_path: Path) -> None:
+    doc = _by_path(_open(corpus_dir, tmp_path))["ash.md"]
+    assert doc.url == "https://www.aviation-safety.example.org/ash"
+    assert doc.title == "Volcanic ash and jet engines"
+    assert doc.published == date(2019, 7, 4)
+    assert doc.doi == "10.4242/ash.2019.7"
+    assert doc.publisher == "Aviation Safety Review"
+    assert doc.author == "R. Pilot"
+    assert doc.text.startswith("Volcanic ash melts")
+    assert "---" not in doc.text
+    assert "title:" not in doc.text and "publisher:" not in doc.text
+
+
+def test_front_matter_date_key_and_fallback_url(corpus_dir: Path, tmp_path: Path) -> None:
+    docs = _by_path(_open(corpus_dir, tmp_path))
+    sour = docs["sub/sourdough.txt"]
+    assert sour.title == "Sourdough starter notes"
+    assert sour.published == date(2021, 2, 3)
+    assert sour.url == "corpus:sub/sourdough.txt"
+    assert sour.text.startswith("A sourdough starter")
+    tides = docs["tides.txt"]
+    assert tides.title == "tides"  # the file stem
+    assert tides.url == "corpus:tides.txt"
+    assert tides.published is None and tides.doi is None
+    assert tides.text == PLAIN.strip("\n")
+
+
+def test_html_metadata(corpus_dir: Path, tmp_path: Path) -> None:
+    doc = _by_path(_open(corpus_dir, tmp_path))["monarchs.html"]
+    assert doc.title == "Migrating monarch butterflies"
+    assert doc.url == "https://www.nature-notes.example.com/monarchs"
+    assert doc.published == date(2020, 4, 15)
+    assert doc.doi == "10.1234/monarch.2020.15"
+    assert "time-compensated sun compass" in doc.text
+    assert "<p>" not in doc.text
+
+
+def test_html_without_canonical_gets_corpus_url(tmp_path: Path) -> None:
+    root = tmp_path / "h"
+    root.mkdir()
+    (root / "page.htm").write_text(HTML.replace(
+        '<link rel="canonical" href="https://www.nature-notes.example.com/monarchs">', ""),
+        "utf-8")
+    doc = _open(root, tmp_path).documents[0]
+    assert doc.url == "corpus:page.htm"
+
+
+def test_latin1_text_is_read(corpus_dir: Path, tmp_path: Path) -> None:
+    doc = _by_path(_open(corpus_dir, tmp_path))["german.txt"]
+    assert doc.text == LATIN1_DE.strip("\n")
+
+
+def test_latin1_french_text_decoded_correctly(tmp_path: Path) -> None:
+    root = tmp_path / "fr"
+    root.mkdir()
+    (root / "fr.txt").write_bytes(LATIN1_FR.encode("latin-1"))
+    doc = _open(root, tmp_path).documents[0]
+    assert doc.text == LATIN1_FR.strip("\n")
+
+
+def test_utf8_bom_is_stripped(tmp_path: Path) -> None:
+    root = tmp_path / "bom"
+    root.mkdir()
+    (root / "a.md").write_bytes("\ufeff---\ntitle: With BOM\n---\nBody text here.".encode())
+    doc = _open(root, tmp_path).documents[0]
+    assert doc.title == "With BOM"
+    assert doc.text == "Body text here."
+
+
+# --- search -----------------------------------------------------------------------------------
+
+
+def test_search_ranks_rare_terms_first(corpus_dir: Path, tmp_path: Path) -> None:
+    c = _open(corpus_dir, tmp_path)
+    hits = c.search("turbine blades glass", 3)
+    assert hits[0][0].metadata["path"] == "ash.md"
+    hits = c.search("sourdough yeast", 3)
+    assert hits[0][0].metadata["path"] == "sub/sourdough.txt"
+    hits = c.search("monarch butterflies migrate", 3)
+    assert hits[0][0].metadata["path"] == "monarchs.html"
+    # The title is indexed too.
+    assert c.search("Sourdough starter notes", 1)[0][0].metadata["path"] == "sub/sourdough.txt"
+
+
+def test_search_limit_and_no_match(corpus_dir: Path, tmp_path: Path) -> None:
+    c = _open(corpus_dir, tmp_path)
+    assert len(c.search("the water turbines", 1)) == 1
+    assert c.search("quantum chromodynamics", 5) == []
+
+
+def test_gather(corpus_dir: Path, tmp_path: Path) -> None:
+    c = _open(corpus_dir, tmp_path)
+    got = list(c.gather("tidal barrages turbines", 5))
+    assert all(isinstance(g, Found) for g in got)
+    assert got[0].document.metadata["path"] == "tides.txt"
+    assert [g.rank for g in got] == list(range(len(got)))
+    none = list(c.gather("quantum chromodynamics", 5))
+    assert len(none) == 1 and isinstance(none[0], DeadEnd)
+    assert none[0].cause == DeadEndCause.NO_RESULTS
+
+
+# --- cache ------------------------------------------------------------------------------------
+
+
+def _fail_build(root: Path) -> None:
+    raise AssertionError("build_index called although the cache is fresh")
+
+
+def test_index_cached_and_reused(corpus_dir: Path, tmp_path: Path,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _open(corpus_dir, tmp_path)
+    caches = list((tmp_path / "idx").glob("corpus-*.json"))
+    assert len(caches) == 1
+    payload = json.loads(caches[0].read_text("utf-8"))
+    assert payload["version"] == local_mod.INDEX_VERSION
+
+    monkeypatch.setattr(local_mod, "build_index", _fail_build)
+    second = _open(corpus_dir, tmp_path)
+    assert [d.url for d in second.documents] == [d.url for d in first.documents]
+    assert [d.published for d in second.documents] == [d.published for d in first.documents]
+    assert [(s.path, s.reason) for s in second.skipped] == [
+        (s.path, s.reason) for s in first.skipped]
+    assert second.search("turbine blades glass", 1)[0][0].metadata["path"] == "ash.md"
+
+
+def test_touching_a_file_triggers_rebuild(corpus_dir: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _open(corpus_dir, tmp_path)
+    target = corpus_dir / "tides.txt"
+    st_ = target.stat()
+    os.utime(target, ns=(st_.st_atime_ns, st_.st_mtime_ns + 5_000_000_000))
+    calls: list[Path] = []
+    real = local_mod.build_index
+
+    def counting(root: Path) -> local_mod.CorpusIndex:
+        calls.append(root)
+        return real(root)
+
+    monkeypatch.setattr(local_mod, "build_index", counting)
+    _open(corpus_dir, tmp_path)
+    assert len(calls) == 1
+    _open(corpus_dir, tmp_path)  # the rebuilt index was cached again
+    assert len(calls) == 1
+
+
+def test_modifying_a_file_triggers_rebuild_with_new_content(
+    corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _open(corpus_dir, tmp_path)
+    target = corpus_dir / "tides.txt"
+    old = target.stat().st_mtime_ns
+    target.write_text(PLAIN + "Geothermal springs heat the zeolite caverns.\n", "utf-8")
+    os.utime(target, ns=(old + 7_000_000_000, old + 7_000_000_000))
+    c = _open(corpus_dir, tmp_path)
+    assert c.search("zeolite caverns", 1)[0][0].metadata["path"] == "tides.txt"
+
+
+def test_adding_and_removing_files_triggers_rebuild(corpus_dir: Path, tmp_path: Path) -> None:
+    _open(corpus_dir, tmp_path)
+    (corpus_dir / "new.md").write_text("Axolotls regrow their limbs completely.", "utf-8")
+    c = _open(corpus_dir, tmp_path)
+    assert c.search("axolotls regrow limbs", 1)[0][0].metadata["path"] == "new.md"
+    (corpus_dir / "new.md").unlink()
+    c = _open(corpus_dir, tmp_path)
+    assert c.search("axolotls regrow limbs", 1) == []
+
+
+def test_corrupt_or_old_cache_is_rebuilt(corpus_dir: Path, tmp_path: Path) -> None:
+    _open(corpus_dir, tmp_path)
+    cache = next((tmp_path / "idx").glob("corpus-*.json"))
+    cache.write_text("{not json", "utf-8")
+    assert len(_open(corpus_dir, tmp_path).documents) == 5
+    payload = json.loads(cache.read_text("utf-8"))
+    payload["version"] = -1
+    cache.write_text(json.dumps(payload), "utf-8")
+    assert len(_open(corpus_dir, tmp_path).documents) == 5
+    assert json.loads(cache.read_text("utf-8"))["version"] == local_mod.INDEX_VERSION
+
+
+def test_default_cache_dir_under_mole_home(corpus_dir: Path) -> None:
+    LocalCorpus.open(corpus_dir)
+    home = Path(os.environ["MOLE_HOME"])
+    assert list((home / "index").glob("corpus-*.json"))

@@ -1,0 +1,145 @@
+"""The `mole` CLI: bad input is one clear line and a non-zero exit with nothing written; a real
+session runs through the Dagster instance; `dagster asset materialize` works on a session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mole_dag.cli import main
+from mole_dag.paths import PROJECT_ROOT
+from mole_dag.store import Store
+
+BIN = Path(sys.executable).parent
+
+
+def _sessions_in(db: Path) -> int:
+    if not db.exists():
+        return 0
+    with Store(db) as st:
+        return int(st.scalar("SELECT count(*) FROM sessions"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["research", "q?"], "a budget is required: pass --usd AMOUNT or --tokens N"),
+        (["research", "q?", "--usd", "1", "--tokens", "5"], "not both"),
+        (["research", "   ", "--usd", "1"], "the question is empty"),
+        (["research", "q?", "--usd", "abc"], "--usd expects an amount"),
+        (["research", "q?", "--usd", "-1"], "--usd must be positive"),
+        (["research", "q?", "--tokens", "1.5"], "--tokens expects a whole number"),
+        (["research", "q?", "--usd", "1", "--corpus", "/definitely/not/here"], "does not exist"),
+        (["research", "q?", "--usd", "1", "--provider", "oracle"], "unknown provider"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "cli.duckdb"
+    code = main(["--db", str(db), *argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert message in err
+    assert len(err.splitlines()) == 1
+    assert _sessions_in(db) == 0
+
+
+def test_unknown_flag_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["research", "q?", "--usd", "1", "--colour", "red"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "unrecognized arguments: --colour red" in err and len(err.splitlines()) == 1
+
+
+def test_unwritable_store_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root can write anywhere; the read-only check cannot be exercised")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        code = main(["--db", str(ro / "x.duckdb"), "research", "q?", "--usd", "1"])
+    finally:
+        ro.chmod(0o700)
+    assert code == 2
+    assert "not writable" in capsys.readouterr().err
+
+
+def test_store_path_that_is_a_file_parent_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code = main(["--db", str(blocker / "x.duckdb"), "research", "q?", "--usd", "1"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot create the store folder" in err and len(err.splitlines()) == 1
+
+
+def test_show_unknown_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--db", str(tmp_path / "s.duckdb"), "show", "nope"]) == 2
+    assert "no session 'nope'" in capsys.readouterr().err
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "dagster-home"
+    home.mkdir(exist_ok=True)
+    shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+    env = dict(os.environ)
+    env.update({"MOLE_HOME": str(tmp_path / "mole-home"), "DAGSTER_HOME": str(home),
+                "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"})
+    env.pop("MOLE_DB", None)
+    return env
+
+
+def test_research_end_to_end_in_the_dagster_instance(tmp_path: Path, mini_corpus: Path) -> None:
+    env = _env(tmp_path)
+    out = subprocess.run(
+        [str(BIN / "mole"), "research", "Does green tea affect sleep and stroke risk?",
+         "--tokens", "20000", "--corpus", str(mini_corpus)],
+        capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    sid = next(line.split()[1] for line in lines if line.startswith("session "))
+    assert "made without a language model" in out.stdout
+    assert "[1]" in out.stdout and "## Sources" in out.stdout
+    assert any(line.startswith("report ") and line.endswith(f"{sid}.md") for line in lines)
+    assert "ledger consistent" in out.stdout
+    assert "round 1" in out.stderr and "mined" in out.stderr  # progress while it runs
+    # The runs are in the same Dagster instance the UI reads.
+    runs = list((tmp_path / "dagster-home" / ".mole" / "dagster" / "storage").iterdir())
+    assert runs, "no run storage under DAGSTER_HOME"
+
+    shown = subprocess.run([str(BIN / "mole"), "show", sid], capture_output=True, text=True,
+                           env=env, timeout=120, check=False)
+    assert shown.returncode == 0 and f"session {sid}" in shown.stdout
+    assert "status    done" in shown.stdout
+    listed = subprocess.run([str(BIN / "mole"), "sessions"], capture_output=True, text=True,
+                            env=env, timeout=120, check=False)
+    assert sid in listed.stdout
+
+    # Re-materialising the whole graph for the finished session works from Dagster's own CLI.
+    again = subprocess.run(
+        [str(BIN / "dagster"), "asset", "materialize", "-m", "assets.definitions",
+         "--select", "*", "--partition", sid],
+        capture_output=True, text=True, env=env, cwd=env["DAGSTER_HOME"], timeout=300,
+        check=False)
+    assert again.returncode == 0, again.stderr[-2000:]
+    with Store(Path(env["MOLE_HOME"]) / "mole.duckdb") as st:
+        assert st.scalar("SELECT count(*) FROM reports WHERE session_id = ?", [sid]) == 2
+
+
+def test_store_path_that_is_a_directory_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--db", str(tmp_path), "research", "q?", "--usd", "1"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot open the store" in err and len(err.splitlines()) == 1

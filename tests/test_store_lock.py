@@ -1,0 +1,56 @@
+"""Two processes meeting on one store file: the second waits (and says so) instead of crashing,
+and gives up with a clear message when the first does not let go."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mole_dag.store import Store, StoreError
+
+HOLDER = """
+import sys, time
+from mole_dag.store import Store
+s = Store(sys.argv[1])
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+s.close()
+"""
+
+
+def _hold(path: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(seconds)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "holding"
+    return proc
+
+
+def test_second_process_waits_for_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "shared.duckdb"
+    proc = _hold(path, 1.5)
+    try:
+        said: list[str] = []
+        t0 = time.monotonic()
+        store = Store(path, lock_wait_s=30, on_wait=said.append)
+        waited = time.monotonic() - t0
+        store.close()
+    finally:
+        proc.wait(timeout=30)
+    assert said and "another process" in said[0]
+    assert waited > 0.2  # it really waited rather than failing or opening concurrently
+
+
+def test_gives_up_with_a_clear_message(tmp_path: Path) -> None:
+    path = tmp_path / "held.duckdb"
+    proc = _hold(path, 5)
+    try:
+        with pytest.raises(StoreError, match="held by another process"):
+            Store(path, lock_wait_s=0.3)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
