@@ -132,3 +132,18 @@ def test_settled_call_needs_actual(store: Store) -> None:
         cur.execute("INSERT INTO tool_calls (id, session_id, role, stage, tool, reserved, status,"
                     " created_at, expires_at, completed_at) VALUES ('t', 's1', 'planner', 'x',"
                     " 'x', 5, 'settled', $n, $n, $n)", {"n": utcnow()})
+
+
+def test_a_lower_numbered_migration_added_later_still_runs(tmp_path: Path) -> None:
+    mdir = tmp_path / "migs"
+    mdir.mkdir()
+    (mdir / "0001_a.sql").write_text("CREATE TABLE a (x INTEGER);")
+    (mdir / "0003_c.sql").write_text("CREATE TABLE c (x INTEGER);")
+    conn = duckdb.connect(str(tmp_path / "y.duckdb"))
+    try:
+        assert apply(conn, mdir) == [1, 3]
+        (mdir / "0002_b.sql").write_text("CREATE TABLE b (x INTEGER);")  # merged from a branch
+        assert apply(conn, mdir) == [2]
+        assert apply(conn, mdir) == []
+    finally:
+        conn.close()

@@ -47,12 +47,19 @@ def current_version(conn: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
+def applied_versions(conn: duckdb.DuckDBPyConnection) -> set[int]:
+    current_version(conn)  # creates the bookkeeping table if missing
+    return {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+
+
 def apply(conn: duckdb.DuckDBPyConnection, directory: Path | None = None) -> list[int]:
-    """Apply every migration newer than the recorded version; return the versions applied."""
+    """Apply, in order, every migration not yet recorded; return the versions applied. By set
+    rather than by "newer than the maximum", so a migration merged in with a lower number than
+    one already applied still runs."""
     applied: list[int] = []
-    have = current_version(conn)
+    have = applied_versions(conn)
     for mig in discover(directory):
-        if mig.version <= have:
+        if mig.version in have:
             continue
         sql = mig.path.read_text(encoding="utf-8")
         conn.execute("BEGIN TRANSACTION")
