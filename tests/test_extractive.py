@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from mole_dag.actors.quote import MIN_QUOTE_CHARS, find_quote
 from mole_dag.core import ClaimDraft, Unit
 from mole_dag.llm.extractive import (
+    _FACETS,
     MADE_WITHOUT_MODEL,
     MAX_CLAIMS_PER_CHUNK,
     ExtractiveSkills,
@@ -251,7 +252,7 @@ def test_plan_question_first_and_facets() -> None:
     q = "  What are the health effects of drinking green tea?  "
     plan = plan_questions(q)
     assert plan[0].text == q.strip()
-    assert len(plan) == 4
+    assert len(plan) == 1 + len(_FACETS)
     assert all(isinstance(p, PlannedQuestion) for p in plan)
     topic = topic_of(q)
     assert topic == "health effects of drinking green tea"
@@ -259,7 +260,7 @@ def test_plan_question_first_and_facets() -> None:
         assert topic in p.text
     assert plan[0].query == "health effect drink green tea"
     assert all(p.query.startswith(plan[0].query) for p in plan)
-    assert len({p.text for p in plan}) == 4
+    assert len({p.text for p in plan}) == 1 + len(_FACETS)
 
 
 def test_plan_is_deterministic() -> None:
@@ -277,7 +278,7 @@ def test_topic_of_keeps_question_when_only_leading_words() -> None:
 def test_plan_property(question: str) -> None:
     plan = plan_questions(question)
     assert plan[0].text == question.strip()
-    assert len(plan) == 4
+    assert len(plan) == 1 + len(_FACETS)
     assert plan == plan_questions(question)
 
 

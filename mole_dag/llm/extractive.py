@@ -18,6 +18,7 @@ from mole_dag.actors.quote import MIN_QUOTE_CHARS, collapse
 from mole_dag.core import ClaimDraft, Unit
 from mole_dag.llm.skills import (
     Digest,
+    GroundRequest,
     Metered,
     MineRequest,
     PlannedQuestion,
@@ -162,6 +163,13 @@ def judge_pair(a: str, b: str) -> Verdict:
     return Verdict(0, "neither", f"heuristic: word overlap {overlap:.2f}")
 
 
+def ground_claim(req: GroundRequest) -> str:
+    """Without a model, support can only be judged where the claim says what the passage says:
+    an extractive claim is its own quote, so finding it verbatim again is support. Anything
+    else is undecided, never unsupported: a heuristic must not sink a claim."""
+    return "supported" if collapse(req.claim) in collapse(req.passage) else "undecided"
+
+
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
@@ -228,3 +236,9 @@ class ExtractiveSkills:
 
     def write(self, req: WriteRequest, unit: Unit) -> Metered[str]:
         return Metered(write_body(req), model=NAME)
+
+    def estimate_ground(self, req: GroundRequest, unit: Unit) -> int:
+        return 0
+
+    def ground(self, req: GroundRequest, unit: Unit) -> Metered[str]:
+        return Metered(ground_claim(req), model=NAME)

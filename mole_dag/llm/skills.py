@@ -78,6 +78,17 @@ class WriteRequest:
     sources: tuple[tuple[int, str], ...]  # (number, "title — publisher")
 
 
+@dataclass(frozen=True)
+class GroundRequest:
+    """Does this passage (re-read from the source just now) support the claim?"""
+
+    claim: str
+    passage: str
+
+
+GROUND_VERDICTS = ("supported", "unsupported", "undecided")
+
+
 class Skills(Protocol):
     name: str
     uses_model: bool
@@ -93,3 +104,6 @@ class Skills(Protocol):
 
     def estimate_write(self, req: WriteRequest, unit: Unit) -> int: ...
     def write(self, req: WriteRequest, unit: Unit) -> Metered[str]: ...
+
+    def estimate_ground(self, req: GroundRequest, unit: Unit) -> int: ...
+    def ground(self, req: GroundRequest, unit: Unit) -> Metered[str]: ...

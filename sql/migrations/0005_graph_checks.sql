@@ -35,3 +35,7 @@ CREATE TABLE report_citations (
 
 -- Confirm pass bookkeeping and follow-up provenance are already columns
 -- (pair_verdicts.confirmed, leads.root_claim_id / leads.because / leads.depth).
+
+-- Research sessions and the maintenance sessions the re-grounding schedule opens to pay for its
+-- checks (same ledger, same constraints, its own budget).
+ALTER TABLE sessions ADD COLUMN kind VARCHAR DEFAULT 'research';

@@ -207,3 +207,29 @@ SELECT
     (SELECT count(*) FROM claim_edges WHERE session_id = $session_id) AS edges,
     (SELECT count(*) FROM dead_ends WHERE session_id = $session_id) AS dead_ends,
     (SELECT count(*) FROM reports WHERE session_id = $session_id) AS reports;
+
+-- follow-ups --------------------------------------------------------------------------------
+
+-- name: claim_lead_info
+-- Each claim with the shallowest lead that found its source, and that lead's follow-up root.
+SELECT c.id, c.text, c.sub_question_id,
+       coalesce(min(l.depth), 0) AS depth,
+       arg_min(l.root_claim_id, l.depth) AS root
+FROM claims c
+LEFT JOIN lead_sources ls ON ls.source_id = c.source_id AND ls.session_id = c.session_id
+LEFT JOIN leads l ON l.id = ls.lead_id
+WHERE c.session_id = $session_id
+GROUP BY c.id, c.text, c.sub_question_id;
+
+-- name: follow_ups_per_root
+SELECT root_claim_id, count(DISTINCT query) AS n
+FROM leads WHERE session_id = $session_id AND root_claim_id IS NOT NULL
+GROUP BY root_claim_id;
+
+-- name: followed_contradictions
+SELECT DISTINCT because FROM leads WHERE session_id = $session_id AND because IS NOT NULL;
+
+-- name: live_contradictions
+SELECT src_claim_id, dst_claim_id FROM claim_edges
+WHERE session_id = $session_id AND kind = 'contradicts'
+ORDER BY src_claim_id, dst_claim_id;

@@ -1,0 +1,91 @@
+"""Batched adjudication: pairs of claims in, one verdict per pair out.
+
+Batching is the difference between verification costing a third of a session and a twentieth:
+the instruction block dominates a single-pair call, so amortising it over several pairs is where
+nearly all of the saving comes from. Partial output is salvaged per verdict; a pair the batch did
+not answer stays unjudged (and is retried by a later pass), never guessed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mole_dag.core import Unit
+from mole_dag.llm.skills import Metered, Skills, Verdict
+from mole_dag.verifier.relations import normalize_relation
+from mole_dag.verifier.retriever import Pair
+
+# How many pairs go into one adjudication call. A trade-off, not an optimum: larger batches
+# amortise the instructions further, but a small model's attention and output ceiling give out
+# sooner. Partial output is salvaged per verdict, so an over-long batch degrades, not fails.
+DEFAULT_BATCH_SIZE = 8
+
+
+@dataclass(frozen=True)
+class Judged:
+    pair: Pair
+    relation: str
+    decided_by: str
+    rationale: str = ""
+
+
+@dataclass
+class BatchOutcome:
+    judged: list[Judged]
+    unjudged: list[Pair]
+    calls: int = 0
+    spent: int = 0
+    stopped_for_budget: list[Pair] | None = None
+
+
+def batches(items: Sequence[Pair], size: int) -> list[list[Pair]]:
+    if size < 1:
+        raise ValueError("batch size must be at least 1")
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def parse_verdicts(got: Metered[list[Verdict]], batch: list[Pair], decided_by: str) -> BatchOutcome:
+    seen: dict[int, Judged] = {}
+    for v in got.value:
+        rel = normalize_relation(v.relation)
+        if rel is None or not (0 <= v.index < len(batch)) or v.index in seen:
+            continue
+        seen[v.index] = Judged(batch[v.index], rel, decided_by, v.rationale)
+    judged = [seen[i] for i in sorted(seen)]
+    unjudged = [p for i, p in enumerate(batch) if i not in seen]
+    return BatchOutcome(judged, unjudged)
+
+
+def judge_pairs(
+    skills: Skills,
+    pairs: Sequence[Pair],
+    texts: dict[str, str],
+    unit: Unit,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    swap: bool = False,
+    pay: Callable[[int, Callable[[], Metered[list[Verdict]]]], Metered[list[Verdict]] | None]
+    | None = None,
+) -> BatchOutcome:
+    """Adjudicate `pairs` in batches. `pay(estimate, call)` wraps each call in the ledger and
+    returns None when the budget refuses it (the remaining pairs are then reported as stopped).
+    Without `pay` nothing is recorded: the evaluation path, whose cost is the evaluator's, not a
+    session's. `swap` presents each pair as (b, a), for the confirm pass."""
+    out = BatchOutcome([], [])
+    for i, batch in enumerate(batches(pairs, batch_size)):
+        shown = [(texts[p.b], texts[p.a]) if swap else (texts[p.a], texts[p.b]) for p in batch]
+        estimate = skills.estimate_judge(shown, unit)
+
+        def call(shown: list[tuple[str, str]] = shown) -> Metered[list[Verdict]]:
+            return skills.judge(shown, unit)
+
+        got = pay(estimate, call) if pay else call()
+        if got is None:
+            out.stopped_for_budget = [p for b in batches(pairs, batch_size)[i:] for p in b]
+            break
+        out.calls += 1
+        out.spent += got.cost
+        parsed = parse_verdicts(got, batch, got.model or skills.name)
+        out.judged.extend(parsed.judged)
+        out.unjudged.extend(parsed.unjudged)
+    return out
