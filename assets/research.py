@@ -10,8 +10,8 @@ from mole_dag.actors.mine import mine_claims
 from mole_dag.context import Run
 from mole_dag.executor import execute_leads
 from mole_dag.executor.run import STAGE as EXEC_STAGE
+from mole_dag.output.finish import finish_session
 from mole_dag.output.report import STAGE as REPORT_STAGE
-from mole_dag.output.report import write_report
 from mole_dag.planner import plan_round
 from mole_dag.planner.plan import STAGE as PLAN_STAGE
 from mole_dag.resources import BudgetResource, StoreResource, make_run
@@ -21,6 +21,7 @@ from mole_dag.verifier.confidence import STAGE as SCORE_STAGE
 from mole_dag.verifier.confidence import score_session
 from mole_dag.verifier.graph import STAGE as EDGE_STAGE
 from mole_dag.verifier.graph import build_edges
+from mole_dag.verifier.grounding import STAGE as GROUND_STAGE
 
 GROUP = "research"
 
@@ -138,10 +139,14 @@ def confidence_scores(context: dg.AssetExecutionContext, store: StoreResource,
 def report(context: dg.AssetExecutionContext, store: StoreResource,
            budget: BudgetResource) -> dg.MaterializeResult:
     run = _run(context, store, budget)
-    res = write_report(run)
+    done = finish_session(run)
+    res = done.report
     return dg.MaterializeResult(metadata={
         "findings": res.findings, "sources_cited": res.sources, "writer": res.writer,
-        "rejected_summaries": len(res.rejected_bodies), "escrow_released": res.escrow_released,
+        "rejected_summaries": len(res.rejected_bodies), "escrow_released": done.escrow_released,
+        "final_pass_claims_verified": done.final_pass.claims_verified,
+        **{f"grounding_{k}": v for k, v in done.grounding.summary().items()},
+        "grounding_stage_spent": stage_spend(run, GROUND_STAGE)["stage_spent"],
         "path": str(res.path) if res.path else "-",
         "report": dg.MetadataValue.md(res.markdown),
         **stage_spend(run, REPORT_STAGE), **session_summary(run)})

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from mole_dag.actors.mine import MineResult, mine_claims
 from mole_dag.context import Run
 from mole_dag.executor import ExecResult, execute_leads
-from mole_dag.output.report import ReportResult, write_report
+from mole_dag.output.finish import FinishResult, finish_session
 from mole_dag.planner import PlanResult, plan_round
 from mole_dag.session import recover, should_run_another_round
 from mole_dag.verifier.confidence import score_session
@@ -34,8 +34,8 @@ def run_round(run: Run) -> RoundResult:
     return RoundResult(plan, executed, mined, edges, len(scores))
 
 
-def run_session(run: Run) -> tuple[list[RoundResult], ReportResult]:
+def run_session(run: Run) -> tuple[list[RoundResult], FinishResult]:
     rounds = [run_round(run)]
     while should_run_another_round(run):
         rounds.append(run_round(run))
-    return rounds, write_report(run)
+    return rounds, finish_session(run)

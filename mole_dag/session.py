@@ -11,7 +11,7 @@ from mole_dag.budget import Balance, Ledger
 from mole_dag.context import Run
 from mole_dag.core import SessionStatus, Unit
 from mole_dag.executor import leases
-from mole_dag.store import Store, q
+from mole_dag.store import Store, q, utcnow
 
 # Rounds are plan -> execute -> mine -> verify -> score. A guess, flagged as one: the budget is
 # the real bound; this one stops a planner that keeps finding work from looping forever.
@@ -115,3 +115,14 @@ def ensure_session(
     unit, total = parse_budget(usd, tokens)
     return create_session(store, question, unit, total, corpus=corpus, provider=provider,
                           session_id=session_id)
+
+
+def begin_reporting(run: Run) -> int:
+    """Hand the escrow to the report stage (once) and put the session in `reporting`. Also the
+    way back in for a finished session whose graph is materialised again."""
+    released = run.ledger.release_escrow(run.session_id)
+    if run.session()["status"] == SessionStatus.DONE:
+        now = utcnow()
+        run.store.transact(lambda cur: cur.execute(q("session_set_status"), {
+            "status": str(SessionStatus.REPORTING), "now": now, "session_id": run.session_id}))
+    return released

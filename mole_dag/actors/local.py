@@ -28,7 +28,7 @@ HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".rst"}
 # A guess, flagged as one: a local document larger than this is almost certainly not prose.
 MAX_FILE_BYTES = 8 * 1024 * 1024
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 
 
 class CorpusError(ValueError):
@@ -132,6 +132,7 @@ def build_index(root: Path) -> CorpusIndex:
             idx.skipped.append(Skipped(rel, "no text after extraction"))
             continue
         doc.metadata["path"] = rel
+        doc.metadata["locator"] = f"corpus:{rel}"
         idx.docs.append(_doc_to_json(doc))
         idx.terms.append(terms(f"{doc.title}\n{doc.text}"))
     return idx

@@ -14,6 +14,16 @@ from mole_dag.verifier.publisher import publisher_of
 from mole_dag.verifier.source_class import class_of
 
 
+def locator_of(doc: Document) -> str | None:
+    """Where grounding can read this source again. A page a search provider supplied has no
+    locator: re-fetching it would compare against different text and manufacture a mismatch."""
+    if doc.provider_supplied:
+        return None
+    if doc.metadata.get("locator"):
+        return doc.metadata["locator"]
+    return doc.url if doc.url.startswith(("http://", "https://")) else None
+
+
 def store_source(cur: Any, session_id: str, actor: str, doc: Document) -> tuple[str, int]:
     """Insert the source and its chunks unless this session already has the URL. Returns the
     source id and how many chunks were written."""
@@ -31,7 +41,7 @@ def store_source(cur: Any, session_id: str, actor: str, doc: Document) -> tuple[
         "source_class": str(class_of(doc.url, **ids)), "actor": actor,
         "provider_supplied": doc.provider_supplied,
         "content_sha256": hashlib.sha256(data).hexdigest(), "byte_length": len(data),
-        "now": now,
+        "now": now, "locator": locator_of(doc),
     })
     spans = chunk_text(doc.text)
     for span in spans:

@@ -21,6 +21,7 @@ from mole_dag.llm.skills import FindingForWriter, WriteRequest
 from mole_dag.output.citations import CitationCheck, check_body, strip_reference_markers
 from mole_dag.output.sanitize import one_line, strip_controls
 from mole_dag.paths import reports_dir
+from mole_dag.session import begin_reporting
 from mole_dag.store import q, utcnow
 from mole_dag.verifier.source_class import STRENGTH
 
@@ -233,11 +234,7 @@ def write_report(
     run: Run, *, max_findings: int = MAX_FINDINGS, out_dir: Path | None = None
 ) -> ReportResult:
     store, sid = run.store, run.session_id
-    released = run.ledger.release_escrow(sid)
-    if run.session()["status"] == SessionStatus.DONE:
-        # A re-run of the report (re-materialising a finished session): reopen for the writer.
-        store.transact(lambda cur: cur.execute(q("session_set_status"), {
-            "status": str(SessionStatus.REPORTING), "now": utcnow(), "session_id": sid}))
+    released = begin_reporting(run)
     session = run.session()
     findings, numbered = _select_findings(run, max_findings)
     req = _writer_request(session["question"], findings, numbered)
@@ -302,6 +299,9 @@ def write_report(
             "path": str(path) if path else None,
             "made_without_model": not run.skills.uses_model or writer == "deterministic",
             "findings": len(findings), "citations": n_cites, "now": now})
+        for n, src in sorted(numbered.items()):
+            cur.execute(q("report_citation_insert"), {"report_id": report_id, "session_id": sid,
+                                                      "number": n, "source_id": src["id"]})
         cur.execute(q("session_set_status"), {"status": str(SessionStatus.DONE), "now": now,
                                               "session_id": sid})
 

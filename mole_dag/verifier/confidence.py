@@ -133,7 +133,9 @@ def score_session(run: Run) -> list[Score]:
              for r in rows]
     edges = [(e["src_claim_id"], e["dst_claim_id"], e["kind"])
              for e in store.named("session_edges", {"session_id": sid})]
-    scores = derive(nodes, edges)
+    grounded = {r["claim_id"]: r["outcome"] == "confirmed"
+                for r in store.named("grounded_claims", {"session_id": sid})}
+    scores = derive(nodes, edges, grounded)
     now = utcnow()
 
     def write(cur: Any) -> None:

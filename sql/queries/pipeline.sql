@@ -75,10 +75,10 @@ SELECT id FROM sources WHERE session_id = $session_id AND url = $url;
 -- name: source_insert
 INSERT INTO sources (id, session_id, url, title, publisher, publisher_name, author, published, doi,
                      pmid, pmcid, arxiv_id, source_class, actor, provider_supplied,
-                     content_sha256, byte_length, fetched_at)
+                     content_sha256, byte_length, fetched_at, locator)
 VALUES ($id, $session_id, $url, $title, $publisher, $publisher_name, $author, $published, $doi,
         $pmid, $pmcid, $arxiv_id, $source_class, $actor, $provider_supplied,
-        $content_sha256, $byte_length, $now);
+        $content_sha256, $byte_length, $now, $locator);
 
 -- name: chunk_insert
 INSERT INTO chunks (id, session_id, source_id, ordinal, byte_start, byte_end, text)
@@ -233,3 +233,54 @@ SELECT DISTINCT because FROM leads WHERE session_id = $session_id AND because IS
 SELECT src_claim_id, dst_claim_id FROM claim_edges
 WHERE session_id = $session_id AND kind = 'contradicts'
 ORDER BY src_claim_id, dst_claim_id;
+
+-- grounding ---------------------------------------------------------------------------------
+
+-- name: ground_candidates
+-- Cluster representatives not yet settled by a re-read: disputed ones first (a check there can
+-- decide the dispute), then the most confident (a wrong confident claim costs the most).
+SELECT c.id AS claim_id, c.session_id, c.text, c.quote, c.source_id, cs.confidence,
+       cs.contradictors
+FROM confidence_scores cs
+JOIN claims c ON c.id = cs.claim_id
+WHERE cs.session_id = $session_id AND cs.representative
+  AND c.id NOT IN (
+      SELECT claim_id FROM grounding_checks
+      WHERE session_id = $session_id
+        AND outcome IN ('confirmed', 'unsupported', 'vanished', 'not_refetchable'))
+ORDER BY (cs.contradictors > 0) DESC, cs.confidence DESC, c.id
+LIMIT $limit;
+
+-- name: reground_candidates
+-- Across research sessions: never-checked claims first, then the oldest checks.
+SELECT c.id AS claim_id, c.session_id, c.text, c.quote, c.source_id,
+       max(g.checked_at) AS last_checked
+FROM claims c
+JOIN sessions s ON s.id = c.session_id AND coalesce(s.kind, 'research') = 'research'
+JOIN confidence_scores cs ON cs.claim_id = c.id AND cs.representative
+LEFT JOIN grounding_checks g ON g.claim_id = c.id
+GROUP BY c.id, c.session_id, c.text, c.quote, c.source_id
+ORDER BY last_checked ASC NULLS FIRST, c.session_id, c.id
+LIMIT $limit;
+
+-- name: source_get
+SELECT * FROM sources WHERE id = $source_id;
+
+-- name: ground_insert
+INSERT INTO grounding_checks (id, session_id, claim_id, source_id, paid_by, outcome, note,
+                              decided_by, checked_at)
+VALUES ($id, $session_id, $claim_id, $source_id, $paid_by, $outcome, $note, $decided_by, $now);
+
+-- name: grounded_claims
+-- The latest decisive re-read per claim (vanished/unreachable/undecided teach nothing).
+SELECT claim_id, arg_max(outcome, checked_at) AS outcome
+FROM grounding_checks
+WHERE session_id = $session_id AND outcome IN ('confirmed', 'unsupported')
+GROUP BY claim_id;
+
+-- name: session_kind_set
+UPDATE sessions SET kind = $kind WHERE id = $session_id;
+
+-- name: report_citation_insert
+INSERT INTO report_citations (report_id, session_id, number, source_id)
+VALUES ($report_id, $session_id, $number, $source_id);

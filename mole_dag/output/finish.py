@@ -1,0 +1,53 @@
+"""The end of a session: release the escrow, run the final verification pass, ground the claims
+most worth checking from part of the escrow, re-derive confidence, and write the report. The
+order matters: grounding changes confidence, and the report shows confidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mole_dag.budget import escrow_for
+from mole_dag.context import Run
+from mole_dag.output.report import ReportResult, write_report
+from mole_dag.session import begin_reporting
+from mole_dag.verifier.confidence import score_session
+from mole_dag.verifier.graph import EdgeResult, build_edges
+from mole_dag.verifier.grounding import (
+    DEFAULT_MAX_CHECKS,
+    DEFAULT_SHARE_OF_ESCROW,
+    GroundReport,
+    ground_session,
+)
+
+
+@dataclass
+class FinishResult:
+    escrow_released: int
+    final_pass: EdgeResult
+    grounding: GroundReport
+    report: ReportResult
+
+
+def finish_session(
+    run: Run,
+    *,
+    max_ground_checks: int = DEFAULT_MAX_CHECKS,
+    ground_share: float = DEFAULT_SHARE_OF_ESCROW,
+) -> FinishResult:
+    released = begin_reporting(run)
+    # The last claims a round mined have not met the rest of the graph yet. No follow-ups now:
+    # there is no round left to run them.
+    final = build_edges(run, queue_follow_ups=False)
+    total = run.ledger.balance(run.session_id).total
+    allowance = int(escrow_for(total) * ground_share)
+    grounding = ground_session(run.store, run.ledger, run.skills, run.session_id, allowance,
+                               max_checks=max_ground_checks)
+    if grounding.checked:
+        s = grounding.summary()
+        run.progress(f"grounding: {s['checked']} claims re-read from {s['fetches']} sources: "
+                     f"{s['confirmed']} confirmed, {s['unsupported']} unsupported, "
+                     f"{s['vanished']} vanished, {s['unreachable']} unreachable")
+    score_session(run)
+    report = write_report(run)
+    report.escrow_released = report.escrow_released or released
+    return FinishResult(released, final, grounding, report)

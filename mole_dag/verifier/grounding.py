@@ -1,0 +1,177 @@
+"""Grounding: re-read the sources behind the claims most worth checking.
+
+The quote was checked verbatim when the claim was mined, so a re-read asks a different question:
+does the passage around it support what the claim says? Outcomes:
+- confirmed / unsupported: the only two that change confidence;
+- vanished: the quote is gone, so the page changed. NOT evidence against the claim;
+- unreachable / undecided: nothing was learned; a check that failed is not a claim that failed;
+- not_refetchable: a search provider supplied the text, and re-fetching would manufacture a
+  mismatch.
+Each source is read once for all the claims it backs. Grounding is the most expensive check, and
+it spends the escrow the report needs, so it runs against an explicit allowance and a count cap."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from mole_dag.actors.quote import CollapsedText, QuoteRejected
+from mole_dag.actors.reread import NotRefetchable, Unreachable, reread
+from mole_dag.budget import BudgetExhausted, Ledger
+from mole_dag.core import Role, Unit, stable_id
+from mole_dag.llm.skills import GroundRequest, Skills
+from mole_dag.store import Store, q, utcnow
+
+STAGE = "grounding"
+# Small, and the count is the point rather than the value: a pass that grounds everything
+# produces a well-checked set of claims and no report to put them in.
+DEFAULT_MAX_CHECKS = 5
+# The fraction of released escrow grounding may spend. A guess, flagged as one; what it protects
+# is not: the report must still be affordable afterwards.
+DEFAULT_SHARE_OF_ESCROW = 0.3
+# The window of re-read text around the quote that reaches the judge. A page is attacker-
+# controlled, so its length must not decide the size of a call.
+MAX_PASSAGE_CHARS = 2400
+
+OUTCOME = {"supported": "confirmed", "unsupported": "unsupported", "undecided": "undecided"}
+
+
+@dataclass
+class GroundResult:
+    claim_id: str
+    session_id: str
+    outcome: str
+    note: str
+
+
+@dataclass
+class GroundReport:
+    checked: int = 0
+    fetches: int = 0
+    calls: int = 0
+    spent: int = 0
+    skipped_for_budget: int = 0
+    results: list[GroundResult] = field(default_factory=list)
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for r in self.results if r.outcome == outcome)
+
+    def summary(self) -> dict[str, int]:
+        out = {k: self.count(k) for k in ("confirmed", "unsupported", "vanished", "unreachable",
+                                         "undecided", "not_refetchable")}
+        return out | {"checked": self.checked, "fetches": self.fetches, "calls": self.calls,
+                      "spent": self.spent, "skipped_for_budget": self.skipped_for_budget}
+
+
+def passage_around(
+    text: str, byte_start: int, byte_end: int, limit: int = MAX_PASSAGE_CHARS
+) -> str:
+    data = text.encode("utf-8")
+    quote = data[byte_start:byte_end].decode("utf-8", errors="ignore")
+    room = max(0, limit - len(quote)) // 2
+    before = data[:byte_start].decode("utf-8", errors="ignore")[-room:]
+    after = data[byte_end:].decode("utf-8", errors="ignore")[:room]
+    return (before + quote + after)[:limit]
+
+
+def check_claims(
+    store: Store,
+    ledger: Ledger,
+    skills: Skills,
+    claims: list[dict[str, Any]],
+    *,
+    paid_by: str,
+    unit: Unit,
+    allowance: int,
+) -> GroundReport:
+    """Ground `claims` (rows with claim_id, session_id, text, quote, source_id), paying from the
+    `paid_by` session's ledger, never more than `allowance` in total."""
+    report = GroundReport()
+    by_source: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in claims:
+        by_source[c["source_id"]].append(c)
+    sessions: dict[str, dict[str, Any]] = {}
+    now = utcnow()
+    for source_id in sorted(by_source):
+        group = by_source[source_id]
+        source = store.row(q("source_get"), {"source_id": source_id}) or {}
+        sid = group[0]["session_id"]
+        if sid not in sessions:
+            sessions[sid] = store.row(q("session_get"), {"session_id": sid}) or {}
+        try:
+            text = reread(sessions[sid], source)
+            report.fetches += 1
+        except NotRefetchable as exc:
+            report.results += [GroundResult(c["claim_id"], c["session_id"], "not_refetchable",
+                                            str(exc)) for c in group]
+            continue
+        except Unreachable as exc:
+            report.fetches += 1
+            report.results += [GroundResult(c["claim_id"], c["session_id"], "unreachable",
+                                            str(exc)[:300]) for c in group]
+            continue
+        haystack = CollapsedText(text)
+        for c in group:
+            try:
+                match = haystack.find(c["quote"])
+            except QuoteRejected:
+                match = None
+            if match is None:
+                report.results.append(GroundResult(
+                    c["claim_id"], c["session_id"], "vanished",
+                    "the quote is no longer in the source: the page changed"))
+                continue
+            req = GroundRequest(c["text"], passage_around(text, match.byte_start, match.byte_end))
+            estimate = skills.estimate_ground(req, unit)
+            if report.spent + estimate > allowance and estimate > 0:
+                report.skipped_for_budget += 1
+                continue
+            try:
+                with ledger.hold(paid_by, Role.VERIFIER, estimate, tool=f"{skills.name}:ground",
+                                 stage=STAGE) as h:
+                    got = skills.ground(req, unit)
+                    h.settle(got.cost, usage=got.usage)
+            except BudgetExhausted:
+                report.skipped_for_budget += 1
+                continue
+            report.calls += 1
+            report.spent += got.cost
+            verdict = got.value if got.value in OUTCOME else "undecided"
+            report.results.append(GroundResult(
+                c["claim_id"], c["session_id"], OUTCOME[verdict],
+                f"{got.model or skills.name}: the re-read passage "
+                + {"supported": "supports the claim", "unsupported": "does not support the claim",
+                   "undecided": "could not be judged"}[verdict]))
+    report.checked = len(report.results)
+
+    def write(cur: Any) -> None:
+        for r in report.results:
+            src = next(c["source_id"] for c in claims if c["claim_id"] == r.claim_id)
+            cur.execute(q("ground_insert"), {
+                "id": stable_id(r.claim_id, paid_by, now.isoformat(), prefix="g-"),
+                "session_id": r.session_id, "claim_id": r.claim_id, "source_id": src,
+                "paid_by": paid_by, "outcome": r.outcome, "note": r.note[:300],
+                "decided_by": skills.name, "now": now})
+
+    if report.results:
+        store.transact(write)
+    return report
+
+
+def ground_session(
+    store: Store,
+    ledger: Ledger,
+    skills: Skills,
+    session_id: str,
+    allowance: int,
+    *,
+    max_checks: int = DEFAULT_MAX_CHECKS,
+) -> GroundReport:
+    """One grounding pass over a research session, paid from its own (released) escrow."""
+    if max_checks <= 0 or allowance < 0:
+        return GroundReport()
+    claims = store.named("ground_candidates", {"session_id": session_id, "limit": max_checks})
+    unit = ledger.balance(session_id).unit
+    return check_claims(store, ledger, skills, claims, paid_by=session_id, unit=unit,
+                        allowance=allowance)
