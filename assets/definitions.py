@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from assets.maintenance import reground_job, reground_schedule, regrounding
 from assets.research import ALL_ASSETS, ROUND_ASSETS, report
 from mole_dag.resources import BudgetResource, StoreResource
 
@@ -20,8 +21,9 @@ research_report = dg.define_asset_job(
 _store = StoreResource()
 
 defs = dg.Definitions(
-    assets=ALL_ASSETS,
-    jobs=[research_round, research_report],
+    assets=[*ALL_ASSETS, regrounding],
+    jobs=[research_round, research_report, reground_job],
+    schedules=[reground_schedule],
     resources={"store": _store, "budget": BudgetResource(store=_store)},
     # DuckDB allows one writing process per file: steps of a run execute in the run's own
     # process, one after another.

@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("sessions", help="list sessions")
     s = sub.add_parser("show", help="status, spend, counts and report of a session")
     s.add_argument("session")
+    t = sub.add_parser("trace", help="clusters, edges, scores, follow-ups and grounding")
+    t.add_argument("session")
     return p
 
 
@@ -75,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_sessions(args)
         if args.command == "show":
             return cmd_show(args)
+        if args.command == "trace":
+            return cmd_trace(args)
     except CliError as exc:
         print(f"mole {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -247,7 +251,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     for r in rows:
         print(f"{r['id']}  {r['status']:<9}  {_fmt(int(r['spent']), r['unit']):>16} of "
               f"{_fmt(int(r['total']), r['unit']):<16}  {int(r['claims']):>4} claims  "
-              f"{r['question'][:60]}")
+              f"{'[maintenance] ' if r['kind'] == 'maintenance' else ''}{r['question'][:60]}")
     return 0
 
 
@@ -286,6 +290,20 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(rep["markdown"])
     else:
         print("report    not written yet")
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from mole_dag.output.trace import render_trace
+    from mole_dag.store import q
+
+    store = _open_store()
+    try:
+        if store.row(q("session_get"), {"session_id": args.session}) is None:
+            raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
+        print(render_trace(store, args.session), end="")
+    finally:
+        store.close()
     return 0
 
 

@@ -19,6 +19,7 @@ from mole_dag.core import ClaimDraft, Unit
 from mole_dag.llm.skills import (
     Digest,
     GroundRequest,
+    GroundVerdict,
     Metered,
     MineRequest,
     PlannedQuestion,
@@ -163,11 +164,14 @@ def judge_pair(a: str, b: str) -> Verdict:
     return Verdict(0, "neither", f"heuristic: word overlap {overlap:.2f}")
 
 
-def ground_claim(req: GroundRequest) -> str:
+def ground_claim(req: GroundRequest) -> GroundVerdict:
     """Without a model, support can only be judged where the claim says what the passage says:
-    an extractive claim is its own quote, so finding it verbatim again is support. Anything
-    else is undecided, never unsupported: a heuristic must not sink a claim."""
-    return "supported" if collapse(req.claim) in collapse(req.passage) else "undecided"
+    an extractive claim is its own quote, so finding it verbatim again is support (of a narrow
+    kind: the page still says it). Anything else is undecided, never unsupported: a heuristic
+    must not sink a claim."""
+    if collapse(req.claim) in collapse(req.passage):
+        return GroundVerdict("supported", "the claim is its quote, and the page still says it")
+    return GroundVerdict("undecided", "without a model, only a verbatim claim can be judged")
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -240,5 +244,5 @@ class ExtractiveSkills:
     def estimate_ground(self, req: GroundRequest, unit: Unit) -> int:
         return 0
 
-    def ground(self, req: GroundRequest, unit: Unit) -> Metered[str]:
+    def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]:
         return Metered(ground_claim(req), model=NAME)

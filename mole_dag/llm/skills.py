@@ -89,6 +89,12 @@ class GroundRequest:
 GROUND_VERDICTS = ("supported", "unsupported", "undecided")
 
 
+@dataclass(frozen=True)
+class GroundVerdict:
+    verdict: str  # one of GROUND_VERDICTS
+    rationale: str = ""
+
+
 class Skills(Protocol):
     name: str
     uses_model: bool
@@ -106,4 +112,4 @@ class Skills(Protocol):
     def write(self, req: WriteRequest, unit: Unit) -> Metered[str]: ...
 
     def estimate_ground(self, req: GroundRequest, unit: Unit) -> int: ...
-    def ground(self, req: GroundRequest, unit: Unit) -> Metered[str]: ...
+    def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]: ...

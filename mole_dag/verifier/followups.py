@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mole_dag.text import terms
+from mole_dag.text import STOPWORDS, stem, words
 
 # A follow-up of a follow-up of a follow-up is drift, not diligence.
 DEFAULT_MAX_DEPTH = 3
@@ -39,13 +39,21 @@ class FollowUp:
     because: str
 
 
+def _content_words(text: str) -> list[str]:
+    return list(dict.fromkeys(w for w in words(text) if w not in STOPWORDS and len(w) > 1
+                              or w.isdigit()))
+
+
 def follow_up_query(a: str, b: str) -> str:
     """Words both claims use (the topic) first, then the words they differ on: a search for the
-    evidence that would settle which one holds."""
-    ta, tb = terms(a), terms(b)
-    shared = [t for t in dict.fromkeys(ta) if t in set(tb)]
-    differ = [t for t in dict.fromkeys(ta + tb) if t not in shared]
-    return " ".join((shared + differ)[:QUERY_TERMS])
+    evidence that would settle which one holds. Surface words, not stems: this goes to search
+    engines."""
+    wa, wb = _content_words(a), _content_words(b)
+    stems_a, stems_b = {stem(w) for w in wa}, {stem(w) for w in wb}
+    shared = [w for w in wa if stem(w) in stems_b]
+    differ = [w for w in wa if stem(w) not in stems_b] + [w for w in wb if stem(w) not in stems_a]
+    keep_differ = differ[:3]  # the crux: the figure or the direction they disagree on
+    return " ".join(shared[: QUERY_TERMS - len(keep_differ)] + keep_differ)
 
 
 def propose(

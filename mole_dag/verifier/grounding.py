@@ -21,6 +21,7 @@ from mole_dag.actors.reread import NotRefetchable, Unreachable, reread
 from mole_dag.budget import BudgetExhausted, Ledger
 from mole_dag.core import Role, Unit, stable_id
 from mole_dag.llm.skills import GroundRequest, Skills
+from mole_dag.output.sanitize import one_line
 from mole_dag.store import Store, q, utcnow
 
 STAGE = "grounding"
@@ -137,12 +138,10 @@ def check_claims(
                 continue
             report.calls += 1
             report.spent += got.cost
-            verdict = got.value if got.value in OUTCOME else "undecided"
+            verdict = got.value.verdict if got.value.verdict in OUTCOME else "undecided"
             report.results.append(GroundResult(
                 c["claim_id"], c["session_id"], OUTCOME[verdict],
-                f"{got.model or skills.name}: the re-read passage "
-                + {"supported": "supports the claim", "unsupported": "does not support the claim",
-                   "undecided": "could not be judged"}[verdict]))
+                f"{got.model or skills.name}: {one_line(got.value.rationale) or verdict}"))
     report.checked = len(report.results)
 
     def write(cur: Any) -> None:

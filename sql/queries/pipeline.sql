@@ -12,6 +12,7 @@ SELECT rounds FROM sessions WHERE id = $session_id;
 
 -- name: sessions_list
 SELECT id, status, unit, total, spent, held, escrow, overrun, rounds, provider, question, created_at,
+       coalesce(kind, 'research') AS kind,
        (SELECT count(*) FROM claims c WHERE c.session_id = s.id) AS claims
 FROM sessions s ORDER BY created_at DESC, id;
 
@@ -284,3 +285,39 @@ UPDATE sessions SET kind = $kind WHERE id = $session_id;
 -- name: report_citation_insert
 INSERT INTO report_citations (report_id, session_id, number, source_id)
 VALUES ($report_id, $session_id, $number, $source_id);
+
+-- trace -------------------------------------------------------------------------------------
+
+-- name: trace_clusters
+SELECT cs.cluster_id, cs.claim_id, cs.representative, cs.confidence, cs.publishers,
+       cs.contradictors, cs.superseded, cs.grounded, cs.source_class, cs.explanation,
+       c.text, s.publisher
+FROM confidence_scores cs
+JOIN claims c ON c.id = cs.claim_id
+JOIN sources s ON s.id = c.source_id
+WHERE cs.session_id = $session_id
+ORDER BY cs.confidence DESC, cs.cluster_id, cs.representative DESC, cs.claim_id;
+
+-- name: trace_edges
+SELECT e.kind, e.src_claim_id, e.dst_claim_id, e.created_by, e.rationale, pv.confirmed
+FROM claim_edges e
+LEFT JOIN pair_verdicts pv ON pv.session_id = e.session_id
+    AND pv.a_claim_id = least(e.src_claim_id, e.dst_claim_id)
+    AND pv.b_claim_id = greatest(e.src_claim_id, e.dst_claim_id)
+WHERE e.session_id = $session_id
+ORDER BY e.kind, e.src_claim_id, e.dst_claim_id;
+
+-- name: trace_verdict_counts
+SELECT relation, decided_by, confirmed, count(*) AS n
+FROM pair_verdicts WHERE session_id = $session_id
+GROUP BY ALL ORDER BY relation, decided_by, confirmed;
+
+-- name: trace_follow_ups
+SELECT id, query, depth, root_claim_id, because, status FROM leads
+WHERE session_id = $session_id AND because IS NOT NULL
+ORDER BY depth, created_at, id;
+
+-- name: trace_grounding
+SELECT g.claim_id, g.outcome, g.note, g.decided_by, g.paid_by, g.checked_at
+FROM grounding_checks g WHERE g.session_id = $session_id
+ORDER BY g.checked_at, g.claim_id;
