@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dagster as dg
 
+from assets.checks import ALL_CHECKS
 from assets.maintenance import reground_job, reground_schedule, regrounding
+from assets.models import MODEL_ASSETS
 from assets.research import ALL_ASSETS, ROUND_ASSETS, report
 from mole_dag.resources import BudgetResource, StoreResource
 
@@ -21,7 +23,8 @@ research_report = dg.define_asset_job(
 _store = StoreResource()
 
 defs = dg.Definitions(
-    assets=[*ALL_ASSETS, regrounding],
+    assets=[*ALL_ASSETS, regrounding, *MODEL_ASSETS],
+    asset_checks=ALL_CHECKS,
     jobs=[research_round, research_report, reground_job],
     schedules=[reground_schedule],
     resources={"store": _store, "budget": BudgetResource(store=_store)},

@@ -12,6 +12,7 @@ written."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -60,8 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("sessions", help="list sessions")
     s = sub.add_parser("show", help="status, spend, counts and report of a session")
     s.add_argument("session")
+    s.add_argument("--html", nargs="?", const="", metavar="PATH",
+                   help="also write the report as HTML (default: next to the Markdown file)")
     t = sub.add_parser("trace", help="clusters, edges, scores, follow-ups and grounding")
     t.add_argument("session")
+    e = sub.add_parser("eval", help="the scorecard of a session")
+    e.add_argument("session")
+    e.add_argument("--pairs", metavar="FILE",
+                   help="labelled claim pairs (JSON) for contradiction precision")
+    e.add_argument("--json", action="store_true", help="machine-readable output")
     return p
 
 
@@ -79,9 +87,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_show(args)
         if args.command == "trace":
             return cmd_trace(args)
+        if args.command == "eval":
+            return cmd_eval(args)
     except CliError as exc:
         print(f"mole {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # `mole show ... | head`: the reader left, nothing to report
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("mole: interrupted; the session can be resumed with `dagster asset materialize`",
               file=sys.stderr)
@@ -204,6 +218,12 @@ def cmd_research(args: argparse.Namespace) -> int:
 
 def _report_failure(result: Any, sid: str) -> None:
     for ev in result.all_events:
+        if ev.event_type_value == "ASSET_CHECK_EVALUATION":
+            data = ev.asset_check_evaluation_data
+            if not data.passed:
+                why = data.description or ""
+                print(f"mole research: check {data.check_name} failed{': ' + why if why else ''}",
+                      file=sys.stderr)
         if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
             err = ev.step_failure_data.error
             cause = err.cause or err
@@ -272,6 +292,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         by_role = ledger.spend_by_role(args.session)
         check = ledger.verify(args.session)
         rep = store.row(q("report_latest"), {"session_id": args.session})
+        stages = ledger.spend_by_stage(args.session)
+        dead = store.named("digest_dead_ends", {"session_id": args.session})
     finally:
         store.close()
     unit = str(bal.unit)
@@ -285,12 +307,34 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"  {r['role']:<9} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls")
     print(f"ledger    {check.explain()}")
     print("counts    " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    print("by stage  " + "; ".join(
+        f"{r['stage']}/{r['role']} {_fmt(int(r['spent']), unit)} x{r['calls']}"
+        for r in stages))
+    if dead:
+        print("dead ends " + ", ".join(f"{r['cause']} {r['n']}" for r in dead))
     if rep:
-        print(f"report    {rep['path'] or '(in the store only)'}\n")
+        print(f"report    {rep['path'] or '(in the store only)'}")
+        if args.html is not None:
+            print(f"html      {_write_html(rep, args.html, args.session)}")
+        print()
         print(rep["markdown"])
     else:
         print("report    not written yet")
     return 0
+
+
+def _write_html(rep: dict[str, Any], target: str, sid: str) -> Path:
+    from mole_dag.output.html import render_html
+    from mole_dag.paths import reports_dir
+
+    path = Path(target).expanduser() if target else (
+        Path(rep["path"]).with_suffix(".html") if rep["path"] else reports_dir() / f"{sid}.html")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_html(rep["markdown"], title=f"mole report {sid}"), "utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror}") from None
+    return path
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
@@ -304,6 +348,26 @@ def cmd_trace(args: argparse.Namespace) -> int:
         print(render_trace(store, args.session), end="")
     finally:
         store.close()
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from mole_dag.evals.scorecard import LabelsError, as_json, as_text, scorecard
+    from mole_dag.store import q
+
+    pairs = Path(args.pairs).expanduser() if args.pairs else None
+    store = _open_store()
+    try:
+        if store.row(q("session_get"), {"session_id": args.session}) is None:
+            raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
+        try:
+            metrics = scorecard(store, args.session, pairs)
+        except LabelsError as exc:
+            raise CliError(str(exc)) from None
+    finally:
+        store.close()
+    print(as_json(metrics, args.session) if args.json else as_text(metrics, args.session),
+          end="" if not args.json else "\n")
     return 0
 
 

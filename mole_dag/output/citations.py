@@ -34,10 +34,14 @@ class CitationCheck:
         if self.ok:
             return f"{len(set(self.cited))} distinct citations, all valid"
         parts = []
+        # Numbers without brackets: this text can end up in a report, where "[99]" would itself
+        # read as a citation.
         if self.forged:
-            parts.append(f"cites sources that do not exist: {list(self.forged)}")
+            parts.append("cites source numbers that do not exist: "
+                         + ", ".join(map(str, self.forged)))
         if self.unsupported:
-            parts.append(f"cites sources that support no finding: {list(self.unsupported)}")
+            parts.append("cites source numbers that support no finding: "
+                         + ", ".join(map(str, self.unsupported)))
         return "; ".join(parts)
 
 

@@ -321,3 +321,25 @@ ORDER BY depth, created_at, id;
 SELECT g.claim_id, g.outcome, g.note, g.decided_by, g.paid_by, g.checked_at
 FROM grounding_checks g WHERE g.session_id = $session_id
 ORDER BY g.checked_at, g.claim_id;
+
+-- evals --------------------------------------------------------------------------------------
+
+-- name: integrity_claims
+SELECT id, source_id, quote, quote_byte_start, quote_byte_end FROM claims
+WHERE session_id = $session_id ORDER BY source_id, id;
+
+-- name: report_citation_map
+SELECT number, source_id FROM report_citations WHERE report_id = $report_id ORDER BY number;
+
+-- name: sources_with_claims
+SELECT DISTINCT source_id FROM claims WHERE session_id = $session_id;
+
+-- name: grounding_counts
+SELECT outcome, count(*) AS n FROM grounding_checks WHERE session_id = $session_id GROUP BY outcome;
+
+-- name: contradiction_edges_with_text
+SELECT e.kind, e.src_claim_id, e.dst_claim_id, a.text AS src_text, b.text AS dst_text
+FROM claim_edges e
+JOIN claims a ON a.id = e.src_claim_id
+JOIN claims b ON b.id = e.dst_claim_id
+WHERE e.session_id = $session_id AND e.kind IN ('contradicts', 'supersedes');

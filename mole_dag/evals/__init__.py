@@ -1,0 +1,1 @@
+"""Checks and the scorecard: mole grading its own runs."""

@@ -1,0 +1,14 @@
+-- Each duplicate cluster with the distinct publishers that state it: the corroboration count
+-- confidence is derived from.
+SELECT
+    cs.session_id,
+    cs.cluster_id,
+    any_value(c.text) FILTER (WHERE cs.representative)  AS representative_text,
+    count(*)                                             AS claims,
+    count(DISTINCT s.publisher)                          AS publishers,
+    string_agg(DISTINCT s.publisher, ', ' ORDER BY s.publisher) AS publisher_list,
+    max(cs.confidence)                                   AS confidence
+FROM confidence_scores cs
+JOIN claims c ON c.id = cs.claim_id
+JOIN sources s ON s.id = c.source_id
+GROUP BY cs.session_id, cs.cluster_id
