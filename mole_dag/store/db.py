@@ -81,6 +81,10 @@ class Store:
         if migrate_schema:
             with self._write_lock:
                 migrate.apply(self._conn)
+            # The dbt-style views are part of the product: every store a user opens has them.
+            from mole_dag.store.models import materialize_all
+
+            materialize_all(self)
 
     # -- opening ---------------------------------------------------------------------------
 
