@@ -68,12 +68,12 @@ def page_document(fetched: Fetched) -> Document | DeadEnd:
         if len(text.strip()) < JS_SHELL_MAX_TEXT and needs_javascript(fetched.text):
             return DeadEnd(DeadEndCause.JS_REQUIRED, fetched.url,
                            "the page renders its text with JavaScript")
-        if not text.strip():
+        if not any(ch.isalnum() for ch in text):
             return DeadEnd(DeadEndCause.NO_TEXT, fetched.url, "no main text after extraction")
         return replace(doc, url=fetched.url, text=text, title=_meta(doc.title) or "",
                        author=_meta(doc.author), publisher=_meta(doc.publisher))
     text = (clean(fetched.text) or "").strip("\n")
-    if not text.strip():
+    if not any(ch.isalnum() for ch in text):
         return DeadEnd(DeadEndCause.NO_TEXT, fetched.url, "empty text document")
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
     # A web text file's own front matter is not trusted: the URL is where we fetched it.
