@@ -35,6 +35,8 @@ class Seen:
 class FakeWeb:
     def __init__(self) -> None:
         self.routes: dict[str, Route] = {}
+        # Paths whose answer depends on the request (a fake search API reading `q`).
+        self.handlers: dict[str, Callable[[Seen], Route]] = {}
         self.seen: list[Seen] = []
         self.bytes_sent: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -53,7 +55,8 @@ class FakeWeb:
                 with web._lock:
                     web.seen.append(Seen(self.command, parts.path, parse_qs(parts.query),
                                          {k.lower(): v for k, v in self.headers.items()}, body))
-                route = web.routes.get(parts.path)
+                handler = web.handlers.get(parts.path)
+                route = handler(web.seen[-1]) if handler else web.routes.get(parts.path)
                 if route is None:
                     route = Route(b"not found", 404, {"Content-Type": "text/plain"})
                 if route.delay_s:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from mole_dag.actors.base import DeadEnd, Found
@@ -111,6 +111,9 @@ class WebActor:
     provider: Provider
     fetcher: Fetcher
     price_usd_micros: int = 0
+    # Whether this session already stored a URL: another lead found it first, so it is linked
+    # to this lead without being fetched again (the executor's ingest keeps the stored copy).
+    known: Callable[[str], bool] | None = None
 
     @property
     def name(self) -> str:
@@ -130,11 +133,14 @@ class WebActor:
             if hit.url in seen:
                 continue
             seen.add(hit.url)
+            score = hit.score if hit.score is not None else 1.0 / (rank + 1)
+            if self.known is not None and self.known(hit.url):
+                yield Found(Document(url=hit.url, title=hit.title, text=""), rank, score)
+                continue
             got = self.document(hit)
             if isinstance(got, DeadEnd):
                 yield got
                 continue
-            score = hit.score if hit.score is not None else 1.0 / (rank + 1)
             yield Found(document=got, rank=rank, score=score)
 
     def document(self, hit: Hit) -> Document | DeadEnd:

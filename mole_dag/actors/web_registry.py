@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mole_dag.actors.fetch import Fetcher, Policy
+from mole_dag.actors.fetch import Fetcher, FetchLimits, Policy
 from mole_dag.actors.search import SPECS, build
 from mole_dag.actors.search_settings import (
     SearchSettings,
@@ -18,9 +18,11 @@ from mole_dag.actors.search_settings import (
     read_config,
 )
 from mole_dag.actors.web import WebActor
-from mole_dag.store import Store
+from mole_dag.store import Store, q
 
 log = logging.getLogger("mole.web")
+# The limits every session's fetcher gets (module-level so a test can shorten the timeouts).
+FETCH_LIMITS = FetchLimits()
 
 
 def web_actor_for(name: str, session: dict[str, Any], store: Store | None) -> WebActor | None:
@@ -36,5 +38,12 @@ def web_actor_for(name: str, session: dict[str, Any], store: Store | None) -> We
         return None
     provider = build(name, key=api_key(name, config), searxng_url=searxng_url,
                      contact_email=contact_email(config))
-    return WebActor(provider, Fetcher(Policy.of(allow_hosts)),
-                    price_usd_micros=SPECS[name].price_usd_micros)
+    known = None
+    if store is not None:
+        sid = str(session["id"])
+
+        def known(url: str) -> bool:
+            return store.scalar(q("source_by_url"), {"session_id": sid, "url": url}) is not None
+
+    return WebActor(provider, Fetcher(Policy.of(allow_hosts), FETCH_LIMITS),
+                    price_usd_micros=SPECS[name].price_usd_micros, known=known)

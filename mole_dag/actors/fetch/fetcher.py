@@ -253,6 +253,13 @@ class Fetcher:
         cached = self.robots.get(url)
         if cached is not None:
             return cached
+        with self.robots.lock_for(url):
+            cached = self.robots.get(url)
+            if cached is not None:
+                return cached
+            return self._fetch_rules(url, deadline)
+
+    def _fetch_rules(self, url: str, deadline: float) -> robots_mod.Rules:
         target = robots_mod.robots_url(url)
         try:
             hop, _ = self._follow(target, max_bytes=robots_mod.MAX_ROBOTS_BYTES, deadline=deadline,

@@ -65,6 +65,13 @@ class RobotsCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[float, Rules]] = {}
+        self._origin_locks: dict[str, threading.Lock] = {}
+
+    def lock_for(self, url: str) -> threading.Lock:
+        """Held while one worker fetches an origin's robots.txt, so the others wait for its
+        answer instead of asking the site the same question at once."""
+        with self._lock:
+            return self._origin_locks.setdefault(origin_of(url), threading.Lock())
 
     def get(self, url: str) -> Rules | None:
         key = origin_of(url)
