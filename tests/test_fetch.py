@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import random
 import time
+import tracemalloc
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,8 +185,15 @@ def test_gzip_bomb_is_stopped_at_the_decoded_cap(tmp_path: Path, web: FakeWeb,
     bomb = _gzip_bomb(200 * 1024 * 1024)
     assert len(bomb) < 1024 * 1024  # small on the wire...
     web.route("/bomb", bomb, headers={"Content-Encoding": "gzip"})
-    err = refused(fetcher(tmp_path, max_bytes=2 * 1024 * 1024), web.url("/bomb", PAGES))
+    tracemalloc.start()
+    try:
+        err = refused(fetcher(tmp_path, max_bytes=2 * 1024 * 1024), web.url("/bomb", PAGES))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     assert err.cause == DeadEndCause.TOO_LARGE and "decoded" in err.detail  # ...huge decoded
+    # Decompressed in bounded steps: one 64 KB chunk of this bomb inflates to ~64 MB at once.
+    assert peak < 24 * 1024 * 1024
 
 
 def test_gzipped_page_within_the_cap_is_decoded(tmp_path: Path, web: FakeWeb, dns: dict) -> None:
