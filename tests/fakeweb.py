@@ -32,6 +32,11 @@ class Seen:
     body: bytes
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # clients that hang up mid-body are the point of several tests
+
+
 class FakeWeb:
     def __init__(self) -> None:
         self.routes: dict[str, Route] = {}
@@ -88,7 +93,7 @@ class FakeWeb:
             do_GET = _serve
             do_POST = _serve
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -214,10 +214,23 @@ def test_binary_served_as_html_is_wrong_type(tmp_path: Path, web: FakeWeb, dns: 
     assert err.cause == DeadEndCause.WRONG_TYPE and "served as text/html" in err.detail
 
 
-def test_disallowed_content_type_is_not_read(tmp_path: Path, web: FakeWeb, dns: dict) -> None:
-    web.route("/paper.pdf", b"%PDF-1.4 ...", content_type="application/pdf")
-    err = refused(fetcher(tmp_path), web.url("/paper.pdf", PAGES))
-    assert err.cause == DeadEndCause.WRONG_TYPE and "application/pdf" in err.detail
+@pytest.mark.parametrize("ctype", ["application/pdf", "application/json", "image/svg+xml"])
+def test_disallowed_content_type_is_not_read(tmp_path: Path, web: FakeWeb, dns: dict,
+                                             ctype: str) -> None:
+    web.route("/thing", b'{"text": "looks like text but is not a page"}', content_type=ctype)
+    err = refused(fetcher(tmp_path), web.url("/thing", PAGES))
+    assert err.cause == DeadEndCause.WRONG_TYPE and ctype in err.detail
+
+
+def test_small_gzip_with_a_huge_tail_is_cut_on_the_wire(tmp_path: Path, web: FakeWeb,
+                                                         dns: dict) -> None:
+    """Bytes after the end of the gzip stream decode to nothing, so only the wire count sees
+    them."""
+    body = gzip.compress(page("Tea", PROSE))
+    web.route("/tail", lambda: iter([body] + [b"\0" * 65536] * 160),
+              headers={"Content-Encoding": "gzip"})
+    err = refused(fetcher(tmp_path, max_bytes=1024 * 1024), web.url("/tail", PAGES))
+    assert err.cause == DeadEndCause.TOO_LARGE and "on the wire" in err.detail
 
 
 def test_malformed_html_is_contained(tmp_path: Path, web: FakeWeb, dns: dict) -> None:
@@ -245,6 +258,16 @@ def test_bidi_and_terminal_controls_are_stripped(tmp_path: Path, web: FakeWeb, d
                 "\u200f"):
         assert bad not in doc.text and bad not in doc.title
     assert PROSE in doc.text
+
+
+def test_controls_in_plain_text_pages_are_stripped(tmp_path: Path, web: FakeWeb,
+                                                   dns: dict) -> None:
+    web.route("/notes.txt", f"Notes \u202eevil\n\x1b[2J{PROSE}\x07\n".encode(),
+              content_type="text/plain; charset=utf-8")
+    doc = page_document(fetcher(tmp_path).fetch(web.url("/notes.txt", PAGES)))
+    assert isinstance(doc, Document) and PROSE in doc.text
+    for bad in ("\u202e", "\x1b", "\x07"):
+        assert bad not in doc.text and bad not in doc.title
 
 
 def test_js_shell_is_js_required(tmp_path: Path, web: FakeWeb, dns: dict) -> None:

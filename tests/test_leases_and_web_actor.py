@@ -135,6 +135,15 @@ def test_provider_text_is_used_without_fetching(tmp_path: Path, web: FakeWeb) ->
     assert web.seen == []
 
 
+def test_provider_text_loses_its_controls(tmp_path: Path) -> None:
+    hit = Hit("https://example.org/p", "T\u202eitle\x1b[1m",
+              content=f"\u202e{PROSE}\x1b]0;pwned\x07 {PROSE}")
+    (found,) = list(WebActor(Listed([hit]), _fetcher(tmp_path)).gather("q", 5))
+    assert isinstance(found, Found)
+    for bad in ("\u202e", "\x1b", "\x07"):
+        assert bad not in found.document.text and bad not in found.document.title
+
+
 def test_short_provider_text_is_a_snippet_and_the_page_is_fetched(tmp_path: Path,
                                                                    web: FakeWeb) -> None:
     web.route("/page", page("Page", PROSE))
