@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 Body = bytes | Callable[[], Iterable[bytes]]
 
@@ -55,6 +55,7 @@ class FakeWeb:
 
             def _serve(self) -> None:
                 parts = urlsplit(self.path)
+                parts = parts._replace(path=unquote(parts.path))
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
                 with web._lock:
