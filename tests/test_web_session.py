@@ -411,3 +411,42 @@ def test_provider_supplied_text_skips_the_fetch_and_its_price_is_reserved(
     for table in ("sources", "dead_ends", "tool_calls", "session_search", "sessions"):
         dump = json.dumps(store.rows(f"SELECT * FROM {table}"), default=str)
         assert "tvly-test-key" not in dump, table
+
+
+# --- the front door ---------------------------------------------------------------------------
+
+def test_mole_research_with_search_flags_runs_through_dagster(web: FakeWeb,
+                                                              tmp_path: Path) -> None:
+    """`mole research --search searxng --searxng-url URL --allow-host 127.0.0.1`, in its own
+    process with its own Dagster home, against the fake SearXNG and pages here."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    urls = serve_tea(web)
+    sx = searxng(web, "/sx", urls)
+    root = Path(__file__).resolve().parent.parent
+    shutil.copy(root / "dagster.yaml", tmp_path / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "MOLE_HOME": str(tmp_path / "home"),
+           "MOLE_CONFIG": str(tmp_path / "config.json")}
+    env.pop("MOLE_DB", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mole_dag.cli", "research", QUESTION, "--usd", "0.20",
+         "--search", "searxng", "--searxng-url", sx, "--allow-host", "127.0.0.1",
+         "--no-report-print"],
+        capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "via searxng: done" in proc.stderr
+    sid = proc.stdout.split("session ", 1)[1].split()[0]
+    store = Store(tmp_path / "home" / "mole.duckdb")
+    try:
+        got = {r["url"] for r in store.rows(
+            "SELECT url FROM sources WHERE session_id = $s", {"s": sid})}
+        assert got == set(urls)
+        assert store.scalar("SELECT count(*) FROM claims WHERE session_id = $s", {"s": sid}) > 0
+        assert store.row("SELECT * FROM session_search WHERE session_id = $s", {"s": sid}) == {
+            "session_id": sid, "searxng_url": sx, "allow_hosts": "127.0.0.1",
+            "created_at": store.scalar("SELECT created_at FROM session_search")}
+    finally:
+        store.close()
