@@ -53,7 +53,8 @@ def test_processes_share_one_queue(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "from mole_dag.actors.fetch.ratelimit import DomainLimiter\n"
-        f"lim = DomainLimiter(__import__('pathlib').Path({str(tmp_path)!r}), clock=lambda: 1000.0)\n"
+        "from pathlib import Path\n"
+        f"lim = DomainLimiter(Path({str(tmp_path)!r}), clock=lambda: 1000.0)\n"
         "print(','.join(str(lim.reserve('example.org', 1.0, 1000)) for _ in range(5)))\n"
     )
     lim = DomainLimiter(tmp_path, clock=Clock())

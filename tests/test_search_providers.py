@@ -225,3 +225,33 @@ def test_xml_entities_are_not_expanded(tmp_path: Path) -> None:
     rec = Recorder({"/api/query": (200, bomb, "application/atom+xml")})
     hits = Arxiv(api("arxiv", rec, tmp_path)).search("coffee", 5)
     assert "lollol" not in hits[0].title
+
+
+def test_scholarly_ids_are_stored_on_the_source(tmp_path: Path) -> None:
+    """OpenAlex's abstract becomes a provider-supplied source carrying DOI, PMID and PMCID; the
+    paper, not the host, is its publisher."""
+    from mole_dag.actors.fetch import Fetcher, Policy
+    from mole_dag.actors.search.openalex import OpenAlex
+    from mole_dag.actors.web import WebActor
+    from mole_dag.core import Unit
+    from mole_dag.executor.ingest import store_source
+    from mole_dag.session import create_session
+    from mole_dag.store import Store
+
+    rec = Recorder({"/works": (200, fixture("openalex.json"), "application/json")})
+    actor = WebActor(OpenAlex(api("openalex", rec, tmp_path)), Fetcher(Policy()))
+    found = next(iter(actor.gather("coffee sleep", 1)))
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        sid = create_session(store, "q?", Unit.TOKENS, 100).session_id
+        source_id, chunks = store.transact(
+            lambda cur: store_source(cur, sid, "openalex", found.document))  # type: ignore[union-attr]
+        row = store.row("SELECT * FROM sources WHERE id = $id", {"id": source_id})
+    finally:
+        store.close()
+    assert row and chunks >= 1
+    assert (row["doi"], row["pmid"], row["pmcid"]) == ("10.5664/jcsm.3170", "24235903",
+                                                       "PMC3805807")
+    assert row["publisher"] == "doi:10.5664/jcsm.3170"
+    assert row["source_class"] == "peer-reviewed" and row["provider_supplied"]
+    assert str(row["published"]) == "2013-11-15"
