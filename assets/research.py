@@ -35,6 +35,10 @@ class SessionConfig(dg.Config):
     tokens: str | None = None
     corpus: str | None = None
     provider: str = "extractive"
+    # Search providers and fetching, as --search / --searxng-url / --allow-host.
+    search: list[str] = []
+    searxng_url: str | None = None
+    allow_hosts: list[str] = []
 
 
 def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource) -> Run:
@@ -47,7 +51,9 @@ def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: Budget
 def session(context: dg.AssetExecutionContext, config: SessionConfig, store: StoreResource,
             budget: BudgetResource) -> dg.MaterializeResult:
     ensure_session(store.store, context.partition_key, question=config.question, usd=config.usd,
-                   tokens=config.tokens, corpus=config.corpus, provider=config.provider)
+                   tokens=config.tokens, corpus=config.corpus, provider=config.provider,
+                   search=config.search, searxng_url=config.searxng_url,
+                   allow_hosts=config.allow_hosts, note=context.log.warning)
     run = _run(context, store, budget)
     rec = recover(run)
     return dg.MaterializeResult(metadata={

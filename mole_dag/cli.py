@@ -1,6 +1,7 @@
 """The `mole` command line.
 
     mole research "question" (--usd X | --tokens N) [--corpus DIR] [--provider NAME]
+                  [--search NAME ...] [--searxng-url URL] [--allow-host HOST ...]
     mole sessions
     mole show SESSION
 
@@ -54,6 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the bundled demo corpus)")
     r.add_argument("--provider", default=None,
                    help="model provider (default: extractive, which uses no model)")
+    # Search providers and fetching (issue 4); each also settable in the config file.
+    r.add_argument("--search", metavar="NAME", action="append",
+                   help="search provider, repeatable: local, searxng, brave, tavily, arxiv, "
+                        "openalex, crossref, pubmed (default: config `search`, else local)")
+    r.add_argument("--searxng-url", metavar="URL", help="the SearXNG instance to query")
+    r.add_argument("--allow-host", metavar="HOST", action="append",
+                   help="let the fetcher reach this host although it is private or local "
+                        "(your own service); repeatable")
     r.add_argument("--quiet", action="store_true", help="print only the report path and session")
     r.add_argument("--no-report-print", action="store_true",
                    help="do not print the report itself, only where it was written")
@@ -140,7 +149,13 @@ def cmd_research(args: argparse.Namespace) -> int:
     from mole_dag.actors.local import CorpusError, LocalCorpus
     from mole_dag.llm.registry import UnknownProvider, skills_for
     from mole_dag.paths import demo_corpus
-    from mole_dag.session import BudgetSpecError, create_session, parse_budget
+    from mole_dag.session import (
+        BudgetSpecError,
+        SettingsError,
+        create_session,
+        parse_budget,
+        usable_search,
+    )
 
     # Validate everything before writing anything.
     question = " ".join(args.question.split())
@@ -155,17 +170,25 @@ def cmd_research(args: argparse.Namespace) -> int:
         skills_for(provider)
     except UnknownProvider as exc:
         raise CliError(str(exc)) from None
-    corpus = Path(args.corpus).expanduser().resolve() if args.corpus else demo_corpus()
     try:
-        found = LocalCorpus.open(corpus)
-    except CorpusError as exc:
+        search, actors = usable_search(
+            search=args.search, searxng_url=args.searxng_url, allow_hosts=args.allow_host,
+            note=lambda line: print(f"mole: {line}", file=sys.stderr))
+    except SettingsError as exc:
         raise CliError(str(exc)) from None
-    for skipped in found.skipped:
-        print(f"mole: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+    corpus = Path(args.corpus).expanduser().resolve() if args.corpus else demo_corpus()
+    if "local" in actors:
+        try:
+            found = LocalCorpus.open(corpus)
+        except CorpusError as exc:
+            raise CliError(str(exc)) from None
+        for skipped in found.skipped:
+            print(f"mole: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
 
     store = _open_store()
     try:
-        bal = create_session(store, question, unit, total, corpus=str(corpus), provider=provider)
+        bal = create_session(store, question, unit, total, corpus=str(corpus), provider=provider,
+                             actors=actors, search=search)
     finally:
         store.close()
     sid = bal.session_id

@@ -4,10 +4,21 @@ run."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from mole_dag.actors.search_settings import (
+    SearchSettings,
+    SettingsError,
+    availability,
+    read_config,
+    resolve_settings,
+    save_for_session,
+)
 from mole_dag.budget import Balance, Ledger
+from mole_dag.budget.ledger import new_session_id
 from mole_dag.context import Run
 from mole_dag.core import SessionStatus, Unit
 from mole_dag.executor import leases
@@ -16,6 +27,7 @@ from mole_dag.store import Store, q, utcnow
 # Rounds are plan -> execute -> mine -> verify -> score. A guess, flagged as one: the budget is
 # the real bound; this one stops a planner that keeps finding work from looping forever.
 MAX_ROUNDS = 4
+log = logging.getLogger("mole.session")
 
 
 class BudgetSpecError(ValueError):
@@ -57,7 +69,13 @@ def create_session(
     provider: str = "extractive",
     actors: tuple[str, ...] = ("local",),
     session_id: str | None = None,
+    search: SearchSettings | None = None,
 ) -> Balance:
+    if search is not None:
+        # Written first, under the id the session will have: a crash in between leaves an
+        # orphan settings row (harmless), never a web session without its allow-list.
+        session_id = session_id or new_session_id()
+        save_for_session(store, session_id, search)
     return Ledger(store).create_session(
         question, unit, total, session_id=session_id, provider=provider, corpus=corpus,
         actors=actors,
@@ -102,6 +120,10 @@ def ensure_session(
     tokens: str | None = None,
     corpus: str | None = None,
     provider: str = "extractive",
+    search: list[str] | None = None,
+    searxng_url: str | None = None,
+    allow_hosts: list[str] | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> Balance:
     """The session row for a partition: found, or created from launch config (the UI path)."""
     ledger = Ledger(store)
@@ -113,8 +135,10 @@ def ensure_session(
             "launch the `session` asset with config: question and one of usd / tokens"
         )
     unit, total = parse_budget(usd, tokens)
+    settings, usable = usable_search(search=search, searxng_url=searxng_url,
+                                     allow_hosts=allow_hosts, note=note)
     return create_session(store, question, unit, total, corpus=corpus, provider=provider,
-                          session_id=session_id)
+                          session_id=session_id, actors=usable, search=settings)
 
 
 def begin_reporting(run: Run) -> int:
@@ -126,3 +150,23 @@ def begin_reporting(run: Run) -> int:
         run.store.transact(lambda cur: cur.execute(q("session_set_status"), {
             "status": str(SessionStatus.REPORTING), "now": now, "session_id": run.session_id}))
     return released
+
+
+def usable_search(
+    *,
+    search: list[str] | None,
+    searxng_url: str | None,
+    allow_hosts: list[str] | None,
+    note: Callable[[str], None] | None = None,
+) -> tuple[SearchSettings, tuple[str, ...]]:
+    """Flags (or launch config) over the user's config; providers missing a key or URL are
+    skipped with a note. Raises SettingsError when nothing usable is left."""
+    config = read_config()
+    settings = resolve_settings(config, search=search, searxng_url=searxng_url,
+                                allow_hosts=allow_hosts)
+    avail = availability(settings, config)
+    for line in avail.notes:
+        (note or log.warning)(line)
+    if not avail.usable:
+        raise SettingsError("no usable search provider: " + "; ".join(avail.notes))
+    return settings, avail.usable

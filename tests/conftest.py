@@ -21,6 +21,11 @@ def _isolated_home(
     monkeypatch.setenv("MOLE_HOME", str(home))
     monkeypatch.delenv("MOLE_DB", raising=False)
     monkeypatch.delenv("MOLE_PROVIDER", raising=False)
+    # Search settings (issue 4): never the developer's own config file or API keys.
+    monkeypatch.setenv("MOLE_CONFIG", str(home / "config.json"))
+    for var in ("BRAVE_API_KEY", "BRAVE_SEARCH_API_KEY", "TAVILY_API_KEY", "NCBI_API_KEY",
+                "OPENALEX_API_KEY", "MOLE_CONTACT_EMAIL"):
+        monkeypatch.delenv(var, raising=False)
     return home
 
 

@@ -8,7 +8,10 @@ from typing import Any
 
 from mole_dag.actors.base import Actor
 from mole_dag.actors.local import LocalCorpus
+from mole_dag.actors.search import SEARCH_PROVIDERS
+from mole_dag.actors.web_registry import web_actor_for
 from mole_dag.paths import demo_corpus
+from mole_dag.store import Store
 
 _lock = threading.Lock()
 _corpora: dict[str, LocalCorpus] = {}
@@ -27,12 +30,17 @@ def local_corpus(path: str) -> LocalCorpus:
         return corpus
 
 
-def actors_for(session: dict[str, Any]) -> dict[str, Actor]:
+def actors_for(session: dict[str, Any], store: Store | None = None) -> dict[str, Actor]:
     names = [a.strip() for a in str(session.get("actors") or "local").split(",") if a.strip()]
     out: dict[str, Actor] = {}
     for name in names:
         if name == "local":
             out[name] = local_corpus(session.get("corpus") or str(demo_corpus()))
+        elif name in SEARCH_PROVIDERS:
+            # Web and academic search (issue 4): built per session, shared pools underneath.
+            actor = web_actor_for(name, session, store)
+            if actor is not None:
+                out[name] = actor
         else:
             raise UnknownActor(f"unknown search provider {name!r}")
     return out

@@ -15,7 +15,7 @@ from mole_dag.actors.base import Actor, DeadEnd, Found
 from mole_dag.actors.registry import actors_for
 from mole_dag.budget import BudgetExhausted
 from mole_dag.context import Run
-from mole_dag.core import DeadEndCause, LeadStatus, Role
+from mole_dag.core import DeadEndCause, LeadStatus, Role, Unit
 from mole_dag.executor import leases
 from mole_dag.executor.ingest import store_dead_end, store_source
 from mole_dag.store import q, utcnow
@@ -42,10 +42,13 @@ class ExecResult:
 def _run_lead(run: Run, actor: Actor, lease: leases.Lease, result: ExecResult, lock: Lock) -> None:
     sid = run.session_id
     # Searching the local index is free, but it is still a call: it goes through the ledger so
-    # call counts and spend by stage are complete. Paid search providers reserve their price.
-    with run.ledger.hold(sid, Role.EXECUTOR, 0, tool=f"search:{actor.name}", stage=STAGE) as h:
+    # call counts and spend by stage are complete. Paid search providers reserve their price
+    # (a USD price: a token budget does not pay for searches).
+    price = int(getattr(actor, "price_usd_micros", 0)) if run.unit == Unit.USD_MICROS else 0
+    with run.ledger.hold(sid, Role.EXECUTOR, price, tool=f"search:{actor.name}",
+                         stage=STAGE) as h:
         items = list(actor.gather(lease.query, RESULTS_PER_LEAD))
-        h.settle(0)
+        h.settle(price)
     now = utcnow()
 
     def write(cur) -> tuple[int, int, int]:  # type: ignore[no-untyped-def]
@@ -110,7 +113,7 @@ def _worker(run: Run, actors: dict[str, Actor], result: ExecResult, lock: Lock) 
 def execute_leads(run: Run, workers: int = DEFAULT_WORKERS) -> ExecResult:
     result = ExecResult()
     result.requeued = leases.requeue_expired(run.store, run.session_id)
-    actors = actors_for(run.session())
+    actors = actors_for(run.session(), run.store)
     lock = Lock()
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="lead") as pool:
         futures = [pool.submit(_worker, run, actors, result, lock) for _ in range(max(1, workers))]

@@ -38,6 +38,8 @@ class Digest:
     contradictions: int = 0
     budget_left: int = 0
     unit: str = ""
+    # (sub-question wording, dead-end cause, count): which sub-questions keep hitting walls.
+    dead_ends_by_sub_question: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ def build_digest(run: Run, round_no: int) -> Digest:
     sess = run.session()
     subs = store.named("digest_sub_questions", {"session_id": sid})
     dead = store.named("digest_dead_ends", {"session_id": sid})
+    dead_by_sq = store.named("digest_dead_ends_by_sub_question", {"session_id": sid})
     contradictions = store.scalar(q("digest_contradictions"), {"session_id": sid}) or 0
     bal = run.ledger.balance(sid)
     return Digest(
@@ -37,6 +38,8 @@ def build_digest(run: Run, round_no: int) -> Digest:
         contradictions=int(contradictions),
         budget_left=max(bal.available, 0),
         unit=str(bal.unit),
+        dead_ends_by_sub_question=tuple(
+            (d["sub_question"], d["cause"], int(d["n"])) for d in dead_by_sq),
     )
 
 

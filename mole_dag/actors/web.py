@@ -1,0 +1,157 @@
+"""The web and academic actor: search -> (fetch -> extract)? -> Document.
+
+The fetch is skipped when the provider already returned usable text (Tavily's page text, an
+abstract from arXiv, OpenAlex, Crossref or PubMed); such a source is marked provider-supplied.
+Every page that cannot be used becomes a dead end with a fixed cause and the actor moves on, so
+one hostile page costs its own slot and nothing else. Text leaves here only inside a Found, with
+terminal-control and bidi-override characters already removed; the executor chunks it and drops
+it."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+
+from mole_dag.actors.base import DeadEnd, Found
+from mole_dag.actors.extract import ExtractionError, from_html
+from mole_dag.actors.fetch import Fetched, Fetcher, FetchFailed
+from mole_dag.actors.search import Hit, Provider, SearchFailed
+from mole_dag.core import DeadEndCause, Document
+from mole_dag.output.sanitize import one_line, strip_controls
+
+log = logging.getLogger("mole.web")
+
+# Provider text shorter than this is a snippet, not a page: fetch instead. A guess, flagged as
+# one; an abstract is typically 800-2000 characters.
+MIN_PROVIDER_TEXT = 200
+# Extracted text shorter than this on a page that shows signs of client-side rendering is a
+# shell waiting for JavaScript, not the page. A guess, flagged as one.
+JS_SHELL_MAX_TEXT = 200
+
+_JS_SIGNS = (
+    re.compile(rb"<noscript[^>]*>[^<]{0,400}(?:enable|requires?|turn on|need)[^<]{0,80}javascript",
+               re.I),
+    re.compile(rb"(?:please|you need to|must) enable javascript", re.I),
+    re.compile(rb"""<div[^>]+id=["'](?:root|app|__next|__nuxt|___gatsby|svelte)["'][^>]*>\s*</div>""",
+               re.I),
+    re.compile(rb"<app-root[^>]*>\s*</app-root>", re.I),
+)
+
+
+def needs_javascript(html: str) -> bool:
+    raw = html.encode("utf-8", "replace")
+    return any(p.search(raw) for p in _JS_SIGNS)
+
+
+def clean(text: str | None) -> str | None:
+    """Controls and bidi overrides removed: they are stripped at render too, but nothing a page
+    wrote in them should be stored at all."""
+    if text is None:
+        return None
+    return strip_controls(text)
+
+
+def _meta(text: str | None) -> str | None:
+    return one_line(text) or None if text else None
+
+
+def page_document(fetched: Fetched) -> Document | DeadEnd:
+    """Extract a fetched page, or say why it has nothing to offer."""
+    if fetched.is_html:
+        try:
+            doc = from_html(fetched.text, url=fetched.url)
+        except ExtractionError as exc:
+            return DeadEnd(DeadEndCause.UNREADABLE, fetched.url, str(exc))
+        text = (clean(doc.text) or "").strip("\n")
+        if len(text.strip()) < JS_SHELL_MAX_TEXT and needs_javascript(fetched.text):
+            return DeadEnd(DeadEndCause.JS_REQUIRED, fetched.url,
+                           "the page renders its text with JavaScript")
+        if not any(ch.isalnum() for ch in text):
+            return DeadEnd(DeadEndCause.NO_TEXT, fetched.url, "no main text after extraction")
+        return replace(doc, url=fetched.url, text=text, title=_meta(doc.title) or "",
+                       author=_meta(doc.author), publisher=_meta(doc.publisher))
+    text = (clean(fetched.text) or "").strip("\n")
+    if not any(ch.isalnum() for ch in text):
+        return DeadEnd(DeadEndCause.NO_TEXT, fetched.url, "empty text document")
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    # A web text file's own front matter is not trusted: the URL is where we fetched it.
+    return Document(url=fetched.url, title=_meta(first[:200]) or fetched.url, text=text)
+
+
+def _with_hit(doc: Document, hit: Hit) -> Document:
+    """The page's own metadata first; the search result fills what the page left out."""
+    return replace(
+        doc,
+        title=doc.title or _meta(hit.title) or doc.url,
+        author=doc.author or _meta(hit.author),
+        publisher=doc.publisher or _meta(hit.publisher_name),
+        published=doc.published or hit.published,
+        doi=doc.doi or hit.doi, pmid=doc.pmid or hit.pmid, pmcid=doc.pmcid or hit.pmcid,
+        arxiv_id=doc.arxiv_id or hit.arxiv_id,
+    )
+
+
+def provider_document(hit: Hit) -> Document | None:
+    text = (clean(hit.content) or "").strip()
+    if len(text) < MIN_PROVIDER_TEXT:
+        return None
+    return Document(
+        url=hit.url, title=_meta(hit.title) or hit.url, text=text, author=_meta(hit.author),
+        publisher=_meta(hit.publisher_name), published=hit.published, doi=hit.doi,
+        pmid=hit.pmid, pmcid=hit.pmcid, arxiv_id=hit.arxiv_id, provider_supplied=True)
+
+
+@dataclass
+class WebActor:
+    """One provider with one session's fetcher. Built per session (the fetcher carries the
+    session's allow-list); the HTTP pools, robots cache and rate limiter under it are shared."""
+
+    provider: Provider
+    fetcher: Fetcher
+    price_usd_micros: int = 0
+    # Whether this session already stored a URL: another lead found it first, so it is linked
+    # to this lead without being fetched again (the executor's ingest keeps the stored copy).
+    known: Callable[[str], bool] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.provider.name
+
+    def gather(self, query: str, limit: int) -> Iterator[Found | DeadEnd]:
+        try:
+            hits = self.provider.search(query, limit)
+        except SearchFailed as exc:
+            yield DeadEnd(exc.cause, None, exc.detail)
+            return
+        if not hits:
+            yield DeadEnd(DeadEndCause.NO_RESULTS, None, f"{self.name}: no results")
+            return
+        seen: set[str] = set()
+        for rank, hit in enumerate(hits):
+            if hit.url in seen:
+                continue
+            seen.add(hit.url)
+            score = hit.score if hit.score is not None else 1.0 / (rank + 1)
+            if self.known is not None and self.known(hit.url):
+                yield Found(Document(url=hit.url, title=hit.title, text=""), rank, score)
+                continue
+            got = self.document(hit)
+            if isinstance(got, DeadEnd):
+                yield got
+                continue
+            yield Found(document=got, rank=rank, score=score)
+
+    def document(self, hit: Hit) -> Document | DeadEnd:
+        supplied = provider_document(hit)
+        if supplied is not None:
+            return supplied
+        try:
+            fetched = self.fetcher.fetch(hit.url)
+        except FetchFailed as exc:
+            return DeadEnd(exc.cause, exc.url or hit.url, exc.detail)
+        got = page_document(fetched)
+        if isinstance(got, DeadEnd):
+            return got
+        return _with_hit(got, hit)

@@ -1,0 +1,49 @@
+"""Build one session's web or academic actor: its provider (with the key from config or the
+environment, never from the store) over the session's fetcher (with the session's allow-list).
+Kept apart from registry.py so the shared registry only dispatches by name."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mole_dag.actors.fetch import Fetcher, FetchLimits, Policy
+from mole_dag.actors.search import SPECS, build
+from mole_dag.actors.search_settings import (
+    SearchSettings,
+    api_key,
+    availability,
+    contact_email,
+    load_for_session,
+    read_config,
+)
+from mole_dag.actors.web import WebActor
+from mole_dag.store import Store, q
+
+log = logging.getLogger("mole.web")
+# The limits every session's fetcher gets (module-level so a test can shorten the timeouts).
+FETCH_LIMITS = FetchLimits()
+
+
+def web_actor_for(name: str, session: dict[str, Any], store: Store | None) -> WebActor | None:
+    """The actor, or None (with a warning saying what to set) when its key or URL is missing."""
+    searxng_url, allow_hosts = (None, ()) if store is None else load_for_session(
+        store, str(session["id"]))
+    config = read_config()
+    settings = SearchSettings((name,), searxng_url, allow_hosts)
+    avail = availability(settings, config)
+    if name not in avail.usable:
+        for note in avail.notes:
+            log.warning("session %s: %s", session.get("id"), note)
+        return None
+    provider = build(name, key=api_key(name, config), searxng_url=searxng_url,
+                     contact_email=contact_email(config))
+    known = None
+    if store is not None:
+        sid = str(session["id"])
+
+        def known(url: str) -> bool:
+            return store.scalar(q("source_by_url"), {"session_id": sid, "url": url}) is not None
+
+    return WebActor(provider, Fetcher(Policy.of(allow_hosts), FETCH_LIMITS),
+                    price_usd_micros=SPECS[name].price_usd_micros, known=known)
