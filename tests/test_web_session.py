@@ -450,3 +450,29 @@ def test_mole_research_with_search_flags_runs_through_dagster(web: FakeWeb,
             "created_at": store.scalar("SELECT created_at FROM session_search")}
     finally:
         store.close()
+
+
+# --- grounding re-reads web pages through the same guarded fetcher ----------------------------
+
+def test_grounding_rereads_web_pages_confirmed_vanished_unreachable(
+    store: Store, web: FakeWeb
+) -> None:
+    from mole_dag.session import begin_reporting
+    from mole_dag.verifier.grounding import ground_session
+
+    urls = serve_tea(web)
+    sx = searxng(web, "/sx", urls)
+    done = research(store, SearchSettings(("searxng",), sx, ("127.0.0.1",)))
+    sid = done.sid
+    store.transact(lambda cur: cur.execute("DELETE FROM grounding_checks"))
+    begin_reporting(done.run)  # reopen the finished session for one more pass
+    # One page now says something else; another is gone.
+    web.route("/tea/evening", page("Evening tea and sleep", "This page was rewritten."))
+    web.routes.pop("/tea/theanine")
+    report = ground_session(store, done.run.ledger, done.run.skills, sid, 0, max_checks=50)
+    got = {r["url"].rsplit("/", 1)[-1]: r["outcome"] for r in store.rows(
+        "SELECT s.url, g.outcome FROM grounding_checks g JOIN sources s ON s.id = g.source_id")}
+    assert got.get("evening") == "vanished"
+    assert got.get("theanine") == "unreachable"
+    assert got.get("review") == "confirmed"
+    assert report.fetches == 3  # each source read once for all its claims

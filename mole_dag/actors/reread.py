@@ -1,15 +1,15 @@
 """Read a stored source again, for grounding. Local documents are re-read from the session's
-corpus folder; web pages through a registered fetcher (the guarded one the web actor uses, with
-its robots handling, rate limits and SSRF guard), so grounding never opens a side door."""
+corpus folder; web pages through the web actor's guarded fetcher with the session's allow-list
+(its robots handling, rate limits and SSRF guard), so grounding never opens a side door."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mole_dag.actors.extract import ExtractionError
 from mole_dag.actors.local import load_document
+from mole_dag.store import Store
 
 
 class NotRefetchable(Exception):
@@ -20,17 +20,7 @@ class Unreachable(Exception):
     """The source could not be read this time. Nothing was learned."""
 
 
-WebRereader = Callable[[str], str]
-_web: WebRereader | None = None
-
-
-def register_web_rereader(fn: WebRereader | None) -> None:
-    """The web actor registers its fetch -> extract path here."""
-    global _web
-    _web = fn
-
-
-def reread(session: dict[str, Any], source: dict[str, Any]) -> str:
+def reread(session: dict[str, Any], source: dict[str, Any], store: Store | None = None) -> str:
     """The source's extracted text as it reads now."""
     locator = source.get("locator")
     if not locator or source.get("provider_supplied"):
@@ -45,10 +35,13 @@ def reread(session: dict[str, Any], source: dict[str, Any]) -> str:
         except (OSError, ExtractionError) as exc:
             raise Unreachable(f"could not read {locator}: {exc}") from None
     if locator.startswith(("http://", "https://")):
-        if _web is None:
-            raise Unreachable("no web fetcher is configured in this process")
+        from mole_dag.actors.fetch.fetcher import FetchFailed
+        from mole_dag.actors.web_registry import reread_page
+
         try:
-            return _web(locator)
-        except Exception as exc:  # a failed fetch is an outcome, not an error
+            return reread_page(session, store, locator)
+        except FetchFailed as exc:  # a failed fetch is an outcome, not an error
+            raise Unreachable(f"{exc.cause}: {exc.detail}") from None
+        except (ValueError, OSError) as exc:
             raise Unreachable(f"{type(exc).__name__}: {exc}") from None
     raise Unreachable(f"unknown locator scheme in {locator!r}")

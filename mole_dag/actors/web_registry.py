@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mole_dag.actors.base import DeadEnd
 from mole_dag.actors.fetch import Fetcher, FetchLimits, Policy
 from mole_dag.actors.search import SPECS, build
 from mole_dag.actors.search_settings import (
@@ -17,7 +18,7 @@ from mole_dag.actors.search_settings import (
     load_for_session,
     read_config,
 )
-from mole_dag.actors.web import WebActor
+from mole_dag.actors.web import WebActor, page_document
 from mole_dag.store import Store, q
 
 log = logging.getLogger("mole.web")
@@ -47,3 +48,15 @@ def web_actor_for(name: str, session: dict[str, Any], store: Store | None) -> We
 
     return WebActor(provider, Fetcher(Policy.of(allow_hosts), FETCH_LIMITS),
                     price_usd_micros=SPECS[name].price_usd_micros, known=known)
+
+
+def reread_page(session: dict[str, Any], store: Store | None, url: str) -> str:
+    """Fetch and extract a page again for grounding, through a fetcher with this session's
+    allow-list: the same guard, robots handling and rate limits as the first read. Raises
+    FetchFailed, or ValueError when the page no longer yields a document."""
+    allow_hosts = () if store is None else load_for_session(store, str(session["id"]))[1]
+    fetched = Fetcher(Policy.of(allow_hosts), FETCH_LIMITS).fetch(url)
+    got = page_document(fetched)
+    if isinstance(got, DeadEnd):
+        raise ValueError(f"{got.cause}: {got.detail or 'no document'}")
+    return got.text

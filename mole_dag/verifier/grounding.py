@@ -101,7 +101,7 @@ def check_claims(
         if sid not in sessions:
             sessions[sid] = store.row(q("session_get"), {"session_id": sid}) or {}
         try:
-            text = reread(sessions[sid], source)
+            text = reread(sessions[sid], source, store)
             report.fetches += 1
         except NotRefetchable as exc:
             report.results += [GroundResult(c["claim_id"], c["session_id"], "not_refetchable",
