@@ -1,0 +1,4 @@
+-- Which model a settled call ran on. The tool name says which skill (`anthropic:mine`); the
+-- tier's model is configuration that can change between sessions, so the ledger keeps the one
+-- that was priced. NULL for calls that are not model calls (searches, the extractive provider).
+ALTER TABLE tool_calls ADD COLUMN model VARCHAR;
