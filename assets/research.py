@@ -92,6 +92,7 @@ def mined_claims(context: dg.AssetExecutionContext, store: StoreResource,
         "discarded_quote_not_found": res.discarded.get("quote_not_found", 0),
         "discarded_quote_too_short": res.discarded.get("quote_too_short", 0),
         "discarded_empty": res.discarded.get("empty", 0),
+        "mining_calls_failed": res.failed_calls,
         "stopped_for_budget": res.budget_stopped, **stage_spend(run, MINE_STAGE)})
 
 
@@ -105,7 +106,7 @@ def claim_edges(context: dg.AssetExecutionContext, store: StoreResource,
         "claims_verified": res.claims_verified, "pairs_retrieved": res.pairs_retrieved,
         "pairs_settled_by_rule": res.pairs_decided_free, "pairs_judged": res.pairs_judged,
         "pairs_unjudged": res.pairs_unjudged, "pairs_skipped_budget": res.pairs_skipped_budget,
-        "judge_calls": res.calls,
+        "judge_calls": res.calls, "judge_calls_failed": res.calls_failed,
         **{f"edges_{k}": v for k, v in sorted(res.edges.items())},
         **stage_spend(run, EDGE_STAGE)})
 

@@ -1,6 +1,7 @@
 """The `mole` command line.
 
     mole research "question" (--usd X | --tokens N) [--corpus DIR] [--provider NAME]
+                  [--cassette FILE | --record FILE] [--session-id ID]
     mole sessions
     mole show SESSION
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,8 +53,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--corpus", metavar="DIR",
                    help="folder of .html/.md/.txt documents for the local search provider "
                         "(default: the bundled demo corpus)")
+    # Model providers (issue 3).
     r.add_argument("--provider", default=None,
-                   help="model provider (default: extractive, which uses no model)")
+                   help="anthropic, openai (any OpenAI-compatible endpoint), cassette (replay a "
+                        "recording) or extractive (no model); default: MOLE_PROVIDER, else "
+                        '"provider" in the config file, else extractive')
+    r.add_argument("--cassette", metavar="FILE",
+                   help="the recording --provider cassette replays (or MOLE_CASSETTE)")
+    r.add_argument("--record", metavar="FILE",
+                   help="record this session's model calls to a new cassette FILE")
+    r.add_argument("--session-id", metavar="ID",
+                   help="name the session (default: a fresh id); a cassette replays under the "
+                        "id it was recorded with")
     r.add_argument("--quiet", action="store_true", help="print only the report path and session")
     r.add_argument("--no-report-print", action="store_true",
                    help="do not print the report itself, only where it was written")
@@ -120,7 +132,6 @@ def _dagster_instance():  # noqa: ANN202
 
 def cmd_research(args: argparse.Namespace) -> int:
     from mole_dag.actors.local import CorpusError, LocalCorpus
-    from mole_dag.llm.registry import UnknownProvider, skills_for
     from mole_dag.paths import demo_corpus
     from mole_dag.session import BudgetSpecError, create_session, parse_budget
 
@@ -132,22 +143,25 @@ def cmd_research(args: argparse.Namespace) -> int:
         unit, total = parse_budget(args.usd, args.tokens)
     except BudgetSpecError as exc:
         raise CliError(str(exc)) from None
-    provider = args.provider or os.environ.get("MOLE_PROVIDER") or "extractive"
-    try:
-        skills_for(provider)
-    except UnknownProvider as exc:
-        raise CliError(str(exc)) from None
     corpus = Path(args.corpus).expanduser().resolve() if args.corpus else demo_corpus()
     try:
         found = LocalCorpus.open(corpus)
     except CorpusError as exc:
         raise CliError(str(exc)) from None
+    provider, skills = _choose_skills(args, unit)
     for skipped in found.skipped:
         print(f"mole: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
 
     store = _open_store()
     try:
-        bal = create_session(store, question, unit, total, corpus=str(corpus), provider=provider)
+        if args.session_id:
+            from mole_dag.store import q
+
+            if store.row(q("session_get"), {"session_id": args.session_id}) is not None:
+                raise CliError(f"session {args.session_id} already exists; "
+                               f"`mole show {args.session_id}` shows it")
+        bal = create_session(store, question, unit, total, corpus=str(corpus), provider=provider,
+                             session_id=args.session_id)
     finally:
         store.close()
     sid = bal.session_id
@@ -172,7 +186,7 @@ def cmd_research(args: argparse.Namespace) -> int:
     def another_round() -> bool:
         st = _open_store()
         try:
-            return should_run_another_round(Run(st, Ledger(st), skills_for(provider), sid))
+            return should_run_another_round(Run(st, Ledger(st), skills, sid))
         finally:
             st.close()
 
@@ -196,6 +210,45 @@ def cmd_research(args: argparse.Namespace) -> int:
         _report_failure(res, sid)
         return EXIT_FAILED
     return _print_outcome(sid, quiet=args.quiet, print_report=not args.no_report_print)
+
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _choose_skills(args: argparse.Namespace, unit: Any) -> tuple[str, Any]:
+    """Resolve --provider/--cassette/--record into skills, refusing (before anything is written
+    or any call is made) an unknown provider, a missing key, an unreadable or shared config
+    file, and, in a USD session, a model without a price."""
+    from mole_dag.config import ConfigError
+    from mole_dag.llm.cassette import CassetteError
+    from mole_dag.llm.pricing import PricingError, UnpricedModel
+    from mole_dag.llm.registry import MODEL_PROVIDERS, UnknownProvider, default_provider, skills_for
+
+    if args.session_id and not _SESSION_ID.match(args.session_id):
+        raise CliError(f"--session-id {args.session_id!r}: use letters, digits, '.', '_' or '-' "
+                       "(at most 64, starting with a letter or digit)")
+    try:
+        provider = (args.provider or default_provider()).strip().lower()
+        if args.cassette:
+            if provider != "cassette":
+                raise CliError("--cassette is the recording for --provider cassette")
+            # The Dagster runs below build their own skills from the environment.
+            os.environ["MOLE_CASSETTE"] = str(Path(args.cassette).expanduser().resolve())
+        if args.record:
+            path = Path(args.record).expanduser().resolve()
+            if provider not in MODEL_PROVIDERS:
+                raise CliError(f"--record records a model provider's calls; --provider {provider} "
+                               f"makes none (use one of {', '.join(MODEL_PROVIDERS)})")
+            if path.exists():
+                raise CliError(f"--record {path}: the file exists; record to a new file")
+            os.environ["MOLE_RECORD"] = str(path)
+        skills = skills_for(provider)
+        check = getattr(skills, "check_priced", None)
+        if check is not None:
+            check(unit)
+    except (UnknownProvider, ConfigError, PricingError, UnpricedModel, CassetteError) as exc:
+        raise CliError(str(exc)) from None
+    return provider, skills
 
 
 def _report_failure(result: Any, sid: str) -> None:
@@ -268,6 +321,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         by_role = ledger.spend_by_role(args.session)
         check = ledger.verify(args.session)
         rep = store.row(q("report_latest"), {"session_id": args.session})
+        by_model = store.named("spend_by_model", {"session_id": args.session})
+        discarded = store.named("discarded_by_cause", {"session_id": args.session})
     finally:
         store.close()
     unit = str(bal.unit)
@@ -279,8 +334,17 @@ def cmd_show(args: argparse.Namespace) -> int:
           + (f", OVERRUN {_fmt(bal.overrun, unit)}" if bal.overrun else ""))
     for r in by_role:
         print(f"  {r['role']:<9} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls")
+    for r in by_model:
+        print(f"  {r['model']:<24} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls: "
+              f"{r['input_tokens']} in, {r['output_tokens']} out, {r['cache_read_tokens']} cache "
+              f"read, {r['cache_write_tokens']} cache write"
+              + (f", OVERRUN {_fmt(int(r['overrun']), unit)}" if r["overrun"] else ""))
     print(f"ledger    {check.explain()}")
     print("counts    " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    causes = {"quote_not_found": "quote not found", "quote_too_short": "quote too short",
+              "empty": "no quote"}
+    print("discarded " + (", ".join(f"{causes.get(r['cause'], r['cause'])} {r['n']}"
+                                    for r in discarded) or "none") + " (by the quote check)")
     if rep:
         print(f"report    {rep['path'] or '(in the store only)'}\n")
         print(rep["markdown"])

@@ -19,6 +19,11 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("MOLE_HOME", str(home))
     monkeypatch.delenv("MOLE_DB", raising=False)
     monkeypatch.delenv("MOLE_PROVIDER", raising=False)
+    # Model providers (issue 3): no test reads the user's config file or keys, or records.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg-config"))
+    for var in ("MOLE_CONFIG", "MOLE_CASSETTE", "MOLE_RECORD", "ANTHROPIC_API_KEY",
+                "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
     return home
 
 

@@ -70,6 +70,7 @@ class ModelServer:
     def __init__(self, respond: Responder) -> None:
         self.respond = respond
         self.received: list[Received] = []
+        self.replied: list[Reply] = []
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -99,6 +100,8 @@ class ModelServer:
                     reply = server.respond(got)
                 except Exception as exc:  # a bug in a test responder shows up as a 500
                     reply = Reply(500, {"error": {"type": "test_bug", "message": repr(exc)}})
+                with server._lock:
+                    server.replied.append(reply)
                 body = reply.body
                 if isinstance(body, dict | list):
                     data = json.dumps(body).encode()
@@ -202,9 +205,14 @@ class SimulatedModel:
     and writes a summary citing the numbers it was given. Reports usage as a tokenizer of
     about four bytes a token would, with the system prompt billed as a cache read."""
 
-    def __init__(self, *, fabricate: bool = True, later_rounds: bool = True) -> None:
+    def __init__(self, *, fabricate: bool = True, later_rounds: bool = True,
+                 throttle_first_mine: bool = False) -> None:
         self.fabricate = fabricate
         self.later_rounds = later_rounds
+        # Answer the first mining request with a 429 (retry-after 0), so a session exercises
+        # the retry path and a recording holds a retried exchange.
+        self.throttle_first_mine = throttle_first_mine
+        self._lock = threading.Lock()
 
     def answer(self, got: Received) -> str:
         skill, user = got.skill, got.user
@@ -256,6 +264,13 @@ class SimulatedModel:
         return math.ceil(rest / 4), math.ceil(len(text.encode()) / 4), math.ceil(system / 4)
 
     def __call__(self, got: Received) -> Reply:
+        if got.skill == "mine" and self.throttle_first_mine:
+            with self._lock:
+                throttle, self.throttle_first_mine = self.throttle_first_mine, False
+            if throttle:
+                return Reply(429, {"type": "error", "error": {"type": "rate_limit_error",
+                                                              "message": "slow down"}},
+                             {"retry-after": "0"})
         text = self.answer(got)
         fresh, out, cached = self.usage(got, text)
         body = got.json

@@ -11,12 +11,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from mole_dag.actors.base import DeadEnd
 from mole_dag.actors.quote import CollapsedText, QuoteRejected
 from mole_dag.budget import BudgetExhausted
 from mole_dag.context import Run
 from mole_dag.core import DeadEndCause, Role, stable_id
-from mole_dag.actors.base import DeadEnd
 from mole_dag.executor.ingest import store_dead_end
+from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import MineRequest
 from mole_dag.store import q, utcnow
 
@@ -33,6 +34,9 @@ class MineResult:
     discarded: Counter[str] = field(default_factory=Counter)
     budget_stopped: bool = False
     spent: int = 0
+    # Model calls that failed after their retries (or answered with nothing): the chunk yields
+    # no claims, the session goes on.
+    failed_calls: int = 0
 
 
 def _chunk_at(chunks: list[dict[str, Any]], byte_pos: int) -> str:
@@ -60,10 +64,15 @@ def mine_claims(run: Run) -> MineResult:
                 req = MineRequest(sess["question"], item["sub_question"], ch["text"],
                                   item["title"] or "")
                 estimate = run.skills.estimate_mine(req, unit)
-                with run.ledger.hold(sid, Role.EXECUTOR, estimate,
-                                     tool=f"{run.skills.name}:mine", stage=STAGE) as h:
-                    got = run.skills.mine(req, unit)
-                    h.settle(got.cost, usage=got.usage)
+                try:
+                    with run.ledger.hold(sid, Role.EXECUTOR, estimate,
+                                         tool=f"{run.skills.name}:mine", stage=STAGE) as h:
+                        got = run.skills.mine(req, unit)
+                        h.settle(got.cost, usage=got.usage, model=got.model or None)
+                except ModelCallFailed as exc:
+                    result.failed_calls += 1
+                    log.warning("mining chunk %s failed: %s", ch["id"], exc)
+                    continue
                 result.calls += 1
                 result.spent += got.cost
                 drafts.extend(got.value)
@@ -136,8 +145,9 @@ def mine_claims(run: Run) -> MineResult:
                     store_dead_end(cur, sid, DeadEnd(DeadEndCause.NO_CLAIMS),
                                    sub_question_id=c["sub_question_id"], lead_id=c["lead_id"])
             store.transact(note)
+    failed = f", {result.failed_calls} mining calls failed" if result.failed_calls else ""
     run.progress(
         f"mined {result.claims} claims from {result.pairs_mined} sources "
-        f"({sum(result.discarded.values())} discarded by the quote check)"
+        f"({sum(result.discarded.values())} discarded by the quote check{failed})"
     )
     return result

@@ -16,6 +16,7 @@ import anthropic
 import httpx2
 
 from mole_dag.budget import Usage
+from mole_dag.llm.cassette import CassetteError
 from mole_dag.llm.provider import (
     Call,
     Completion,
@@ -98,6 +99,10 @@ class AnthropicProvider:
             raise ProviderRejected(f"anthropic refused the call (HTTP {status}){hint}: {detail}",
                                    provider=NAME, model=model, status=status) from None
         except (anthropic.APITimeoutError, anthropic.APIConnectionError) as exc:
+            # The SDK wraps whatever its transport raised; a cassette with no answer for this
+            # request is not a connection problem and must not be retried as one.
+            if isinstance(exc.__cause__, CassetteError):
+                raise exc.__cause__ from None
             raise Retryable(f"{type(exc).__name__}: {redact(str(exc), self._secret)}") from None
 
     def complete(self, call: Call) -> Completion:

@@ -97,16 +97,19 @@ def _make(kind: str, args: dict[str, Any], cassette: Any | None = None,
         from mole_dag.llm.anthropic_provider import AnthropicProvider
 
         transport = cassette.transport(httpx2) if cassette is not None else None
-        return AnthropicProvider(transport=transport, **args, **extra)
-    if kind == "openai":
+        provider: Any = AnthropicProvider(transport=transport, **args, **extra)
+    elif kind == "openai":
         import httpx
 
         from mole_dag.llm.openai_compat import OpenAICompatProvider
 
         transport = cassette.transport(httpx) if cassette is not None else None
-        return OpenAICompatProvider(transport=transport, **args, **extra)
-    raise UnknownProvider(f"a cassette of {kind!r} calls cannot be replayed; "
-                          f"recordable providers: {', '.join(MODEL_PROVIDERS)}")
+        provider = OpenAICompatProvider(transport=transport, **args, **extra)
+    else:
+        raise UnknownProvider(f"a cassette of {kind!r} calls cannot be replayed; "
+                              f"recordable providers: {', '.join(MODEL_PROVIDERS)}")
+    provider.cassette = cassette  # for callers that check what a replay served
+    return provider
 
 
 def _cassette_meta(kind: str, args: dict[str, Any]) -> dict[str, Any]:

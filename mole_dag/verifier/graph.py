@@ -16,6 +16,7 @@ from typing import Any
 from mole_dag.budget import BudgetExhausted
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, stable_id
+from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.store import q, utcnow
 from mole_dag.verifier.relations import CONTRADICTS, DUPLICATE_OF, NEITHER, normalize_relation
 from mole_dag.verifier.retriever import DEFAULT_MAX_CANDIDATES, ClaimText, Pair, candidate_pairs
@@ -70,6 +71,7 @@ class EdgeResult:
     contradictions: int = 0
     calls: int = 0
     spent: int = 0
+    calls_failed: int = 0
 
 
 def edges_from(
@@ -148,10 +150,17 @@ def build_edges(
             with run.ledger.hold(sid, Role.VERIFIER, estimate, tool=f"{run.skills.name}:judge",
                                  stage=STAGE) as h:
                 got = run.skills.judge(texts, unit)
-                h.settle(got.cost, usage=got.usage)
+                h.settle(got.cost, usage=got.usage, model=got.model or None)
         except BudgetExhausted:
             result.pairs_skipped_budget += len(to_judge) - start
             break
+        except ModelCallFailed as exc:
+            # The batch stays unjudged (its claims unverified, for a later pass); a paid
+            # failure still counts against the verification allowance.
+            result.calls_failed += 1
+            result.pairs_unjudged += len(batch)
+            spent_so_far += getattr(exc, "actual", None) or 0
+            continue
         result.calls += 1
         result.spent += got.cost
         spent_so_far += got.cost
