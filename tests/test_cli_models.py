@@ -20,8 +20,8 @@ from mole_dag.llm.pricing import PriceTable
 from mole_dag.output.citations import cited_numbers
 from mole_dag.paths import default_store_path
 from mole_dag.store import Store, q
-from tests.record_cassette import CASSETTE, QUESTION, SESSION_ID, research_args
 from tests.model_server import ModelServer, SimulatedModel
+from tests.record_cassette import CASSETTE, QUESTION, SESSION_ID, research_args
 
 PROJECT = Path(__file__).resolve().parent.parent
 

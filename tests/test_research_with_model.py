@@ -68,7 +68,8 @@ def test_model_session_end_to_end(store: Store, mini_corpus: Path, tmp_path: Pat
     assert report.writer == "anthropic"
     assert "without a language model" not in report.markdown
     summary = report.markdown.split("## Summary", 1)[1].split("## Findings", 1)[0]
-    assert cited_numbers(summary) and set(cited_numbers(summary)) <= set(range(1, report.sources + 1))
+    assert cited_numbers(summary)
+    assert set(cited_numbers(summary)) <= set(range(1, report.sources + 1))
 
     # Every stored claim's quote is in its source verbatim, at the stored span.
     claims = store.rows("SELECT * FROM claims WHERE session_id = 's-live'")
