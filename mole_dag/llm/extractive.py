@@ -13,6 +13,7 @@ are heuristics, flagged as such in what it writes:
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from mole_dag.core import ClaimDraft, Unit
 from mole_dag.llm.skills import (
@@ -97,13 +98,21 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
     question_terms = _stems(req.question)
     want = question_terms | _stems(req.sub_question)
     scored: list[tuple[float, int, str]] = []
+    seen: set[str] = set()
     for a, b in sentence_spans(req.chunk):
         sentence = req.chunk[a:b]
         n_words = len(sentence.split())
         if not (MIN_WORDS <= n_words <= MAX_WORDS) or len(sentence) > MAX_CLAIM_CHARS:
             continue
-        if sentence.rstrip()[-1:] in {":", ",", ";"} or sentence.lstrip().startswith("#"):
+        # A label ("Summary of findings:") or a heading ("# ...") on any line is not a
+        # statement, even when the splitter ran it together with the next line.
+        lines = [ln.strip() for ln in sentence.splitlines() if ln.strip()]
+        if any(ln[-1] in ":,;" or ln.startswith("#") for ln in lines):
             continue
+        # The same sentence twice in one chunk is one claim, quoted once.
+        if " ".join(sentence.split()) in seen:
+            continue
+        seen.add(" ".join(sentence.split()))
         have = _stems(sentence)
         shared = have & want
         effect = bool(have & _EFFECT) or any(_NUMBER.match(w) for w in have)
@@ -126,7 +135,11 @@ def _signals(a: str, b: str) -> tuple[float, list[str]]:
     neg_b = any(w in NEGATIONS for w in wb) or "no longer" in " ".join(wb)
     if neg_a != neg_b:
         why.append("one states it, the other negates it")
-    only_a, only_b = ta - tb, tb - ta
+    # Multiset differences, not set differences: "higher intake ... higher risk" against
+    # "higher intake ... lower risk" shares the word "higher", and only the counts show that
+    # one side has an extra "higher" where the other has "lower".
+    ca, cb = Counter(terms(a)), Counter(terms(b))
+    only_a, only_b = set(ca - cb), set(cb - ca)
     for pair in _ANTONYMS:
         x, y = tuple(pair)
         if (x in only_a and y in only_b) or (y in only_a and x in only_b):
