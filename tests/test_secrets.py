@@ -85,7 +85,10 @@ def test_canary_keys_never_leave_the_client(tmp_path: Path, monkeypatch: pytest.
         finally:
             store.close()
         (tmp_path / "dagster").mkdir()
-        instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster"))
+        # Dagster writes telemetry under DAGSTER_HOME unless told not to: keep it in tmp_path.
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+        instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster"),
+                                                 overrides={"telemetry": {"enabled": False}})
         try:
             _run_session(instance, "s-anthropic")
             monkeypatch.delenv("MOLE_RECORD")  # one provider per cassette
