@@ -176,3 +176,31 @@ def test_unpriced_model_in_usd_is_refused_before_any_request(store: Store,
         got = skills.mine(req, Unit.TOKENS)
     assert len(server.received) == 1 and got.model == "claude-next-unpriced"
     assert json.loads(server.received[0].body)["model"] == "claude-next-unpriced"
+
+
+def test_budget_running_out_mid_source_keeps_what_was_paid_for(store: Store,
+                                                               mini_corpus: Path) -> None:
+    para = ("Green tea drinkers in cohort {n} had a lower risk of stroke than adults who drank "
+            "no tea at all, the study of cohort {n} reported. ")
+    body = "\n\n".join(para.format(n=n) * 14 for n in range(1, 5))  # a chunk per cohort
+    (mini_corpus / "long.md").write_text(
+        "---\ntitle: long.md\nurl: https://www.long-study.org/tea\npublished: 2020-01-01\n---\n"
+        + body + "\n", "utf-8")
+    with ModelServer(SimulatedModel()) as server:
+        run = _run(store, server, mini_corpus, "s-budget", unit=Unit.TOKENS, total=10_000_000)
+        plan_round(run)
+        execute_leads(run)
+        real = run.skills.estimate_mine
+        # The second chunk of the long source cannot be afforded: everything before it can.
+        run.skills.estimate_mine = lambda req, unit: (  # type: ignore[method-assign]
+            10**12 if "cohort 3" in req.chunk else real(req, unit))
+        res = mine_claims(run)
+    assert res.budget_stopped
+    long_id = store.scalar("SELECT id FROM sources WHERE url = 'https://www.long-study.org/tea'")
+    kept = store.rows("SELECT quote FROM claims WHERE source_id = $s", {"s": long_id})
+    assert kept and all("cohort 3" not in c["quote"] for c in kept)
+    assert any("cohort 1" in c["quote"] for c in kept)
+    dead = store.scalar("SELECT count(*) FROM dead_ends WHERE session_id = 's-budget' "
+                        "AND cause = 'budget_exhausted'")
+    assert dead == 1
+    assert run.ledger.verify("s-budget").ok

@@ -77,11 +77,12 @@ def mine_claims(run: Run) -> MineResult:
                 result.spent += got.cost
                 drafts.extend(got.value)
         except BudgetExhausted as exc:
+            # Stop mining, but keep what this source's chunks already yielded: those calls
+            # were paid for, and their claims pass the same quote check as any other.
             result.budget_stopped = True
-            store.transact(lambda cur, e=exc: store_dead_end(
+            store.transact(lambda cur, e=exc, it=item: store_dead_end(
                 cur, sid, DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(e)),
-                sub_question_id=item["sub_question_id"], lead_id=item["lead_id"]))
-            break
+                sub_question_id=it["sub_question_id"], lead_id=it["lead_id"]))
 
         accepted = []
         causes: Counter[str] = Counter()
@@ -101,7 +102,8 @@ def mine_claims(run: Run) -> MineResult:
         now = utcnow()
 
         def write(cur: Any, item: dict[str, Any] = item, accepted: list = accepted,
-                  causes: Counter[str] = causes) -> tuple[int, int]:
+                  causes: Counter[str] = causes, source_text: str = source_text,
+                  chunks: list[dict[str, Any]] = chunks, now: Any = now) -> tuple[int, int]:
             added = skipped = 0
             for d, m in accepted:
                 exists = cur.execute(q("claim_exists"), {
@@ -133,6 +135,8 @@ def mine_claims(run: Run) -> MineResult:
         result.duplicates_skipped += skipped
         result.discarded.update(causes)
         result.pairs_mined += 1
+        if result.budget_stopped:
+            break
 
     # A lead whose sources yielded nothing is a dead end the planner should hear about.
     if work:
