@@ -52,7 +52,8 @@ _LEADING = re.compile(
 _FACETS = (
     ("What benefits are reported for {topic}?", "benefit lower reduced protective improve"),
     ("What risks or harms are reported for {topic}?", "risk increase harm adverse raise"),
-    ("Where do sources disagree about {topic}?", "disputed conflicting contrary mixed unclear debate"),
+    ("Where do sources disagree about {topic}?",
+     "disputed conflicting contrary mixed unclear debate"),
 )
 
 _ANTONYMS = {
@@ -67,11 +68,12 @@ _ANTONYMS = {
 }
 # Words that mark a sentence as asserting an effect or a quantity rather than setting a scene.
 # Stems, as `terms` produces them.
-_EFFECT = frozenset(
+_EFFECT_WORDS = (
     "risk increase decrease raise lower reduce reduced cause associated link linked protect "
     "protective improve worsen higher more less percent effect benefit harm safe unsafe "
-    "classified evidence found show".split()
+    "classified evidence found show"
 )
+_EFFECT = frozenset(_EFFECT_WORDS.split())
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 
 

@@ -125,7 +125,8 @@ def _select_findings(run: Run, max_findings: int) -> tuple[list[Finding], dict[s
     return findings, numbered
 
 
-def _writer_request(question: str, findings: list[Finding], numbered: dict[int, Any]) -> WriteRequest:
+def _writer_request(question: str, findings: list[Finding],
+                    numbered: dict[int, Any]) -> WriteRequest:
     return WriteRequest(
         question=question,
         findings=tuple(
@@ -157,7 +158,8 @@ def render(
     unit = session["unit"]
     out: list[str] = [f"# {one_line(session['question'])}", ""]
     out.append(f"Session `{session['id']}` · provider `{session['provider']}` · "
-               f"budget {_fmt_amount(session['total'], unit)} · generated {utcnow():%Y-%m-%d %H:%M} UTC")
+               f"budget {_fmt_amount(session['total'], unit)} · "
+               f"generated {utcnow():%Y-%m-%d %H:%M} UTC")
     out.append("")
     if made_without_model:
         out += [f"> {MADE_WITHOUT_MODEL}", ""]
@@ -218,14 +220,16 @@ def render(
     out += ["## Spend", ""]
     if spend_by_role:
         for r in spend_by_role:
-            out.append(f"- {r['role']}: {_fmt_amount(int(r['spent']), unit)} over {r['calls']} calls")
+            out.append(f"- {r['role']}: {_fmt_amount(int(r['spent']), unit)} "
+                       f"over {r['calls']} calls")
     else:
         out.append("- no calls recorded")
     out.append("")
     return strip_controls("\n".join(out))
 
 
-def write_report(run: Run, *, max_findings: int = MAX_FINDINGS, out_dir: Path | None = None) -> ReportResult:
+def write_report(run: Run, *, max_findings: int = MAX_FINDINGS,
+                 out_dir: Path | None = None) -> ReportResult:
     store, sid = run.store, run.session_id
     released = run.ledger.release_escrow(sid)
     session = run.session()

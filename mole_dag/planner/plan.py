@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mole_dag.budget import BudgetExhausted
-from mole_dag.core import Role, SessionStatus, stable_id
 from mole_dag.context import Run
+from mole_dag.core import Role, SessionStatus, stable_id
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import Digest, Metered, PlannedQuestion
 from mole_dag.store import q, utcnow

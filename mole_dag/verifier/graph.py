@@ -94,7 +94,8 @@ def edges_from(
                 why = f"contradiction across {abs((da - db).days)} days: newer supersedes older"
                 out.append(Edge(newer, older, EdgeKind.SUPERSEDES, why, v.decided_by))
             else:
-                out.append(Edge(v.pair.a, v.pair.b, EdgeKind.CONTRADICTS, v.rationale, v.decided_by))
+                out.append(Edge(v.pair.a, v.pair.b, EdgeKind.CONTRADICTS, v.rationale,
+                                v.decided_by))
     return out
 
 
@@ -120,7 +121,8 @@ def build_edges(
     targets = {c["id"] for c in claims if not c["verified"]}
     if not targets:
         return result
-    judged = {Pair(r["a_claim_id"], r["b_claim_id"]) for r in store.named("judged_pairs", {"session_id": sid})}
+    judged = {Pair(r["a_claim_id"], r["b_claim_id"])
+              for r in store.named("judged_pairs", {"session_id": sid})}
     pairs = candidate_pairs([ClaimText(c["id"], c["text"]) for c in claims], targets, judged,
                             max_candidates)
     result.pairs_retrieved = len(pairs)
