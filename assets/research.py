@@ -33,7 +33,8 @@ class SessionConfig(dg.Config):
     usd: str | None = None
     tokens: str | None = None
     corpus: str | None = None
-    provider: str = "extractive"
+    # Empty: MOLE_PROVIDER, else "provider" in the config file, else extractive.
+    provider: str = ""
 
 
 def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource) -> Run:
@@ -45,7 +46,7 @@ def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: Budget
 def session(context: dg.AssetExecutionContext, config: SessionConfig, store: StoreResource,
             budget: BudgetResource) -> dg.MaterializeResult:
     ensure_session(store.store, context.partition_key, question=config.question, usd=config.usd,
-                   tokens=config.tokens, corpus=config.corpus, provider=config.provider)
+                   tokens=config.tokens, corpus=config.corpus, provider=config.provider or None)
     run = _run(context, store, budget)
     rec = recover(run)
     return dg.MaterializeResult(metadata={

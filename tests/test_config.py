@@ -127,3 +127,29 @@ def test_openai_json_mode_setting() -> None:
     assert _settings("openai", {"openai": {"json_mode": False}})["json_mode"] is False
     with pytest.raises(ConfigError, match="true or false"):
         _settings("openai", {"openai": {"json_mode": "yes"}})
+
+
+def test_session_launched_without_a_provider_takes_the_default(
+        store: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The UI path: a session created from launch config that names no provider gets
+    MOLE_PROVIDER, else the config file's provider, else extractive."""
+    from mole_dag.session import ensure_session
+    from mole_dag.store import q
+
+    def provider_of(sid: str) -> str:
+        return store.row(q("session_get"), {"session_id": sid})["provider"]  # type: ignore[attr-defined]
+
+    ensure_session(store, "s-plain", question="q?", usd="0.10")  # type: ignore[arg-type]
+    assert provider_of("s-plain") == "extractive"
+    _write(config_path(), {"provider": "openai"})
+    ensure_session(store, "s-file", question="q?", usd="0.10")  # type: ignore[arg-type]
+    assert provider_of("s-file") == "openai"
+    monkeypatch.setenv("MOLE_PROVIDER", "anthropic")
+    ensure_session(store, "s-env", question="q?", usd="0.10")  # type: ignore[arg-type]
+    assert provider_of("s-env") == "anthropic"
+    ensure_session(store, "s-named", question="q?", usd="0.10",  # type: ignore[arg-type]
+                   provider="cassette")
+    assert provider_of("s-named") == "cassette"
+    # An existing session is found without reading the config at all.
+    os.chmod(config_path(), 0o644)
+    ensure_session(store, "s-file")  # type: ignore[arg-type]
