@@ -143,12 +143,12 @@ def cmd_research(args: argparse.Namespace) -> int:
         unit, total = parse_budget(args.usd, args.tokens)
     except BudgetSpecError as exc:
         raise CliError(str(exc)) from None
+    provider, skills = _choose_skills(args, unit)
     corpus = Path(args.corpus).expanduser().resolve() if args.corpus else demo_corpus()
     try:
         found = LocalCorpus.open(corpus)
     except CorpusError as exc:
         raise CliError(str(exc)) from None
-    provider, skills = _choose_skills(args, unit)
     for skipped in found.skipped:
         print(f"mole: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
 

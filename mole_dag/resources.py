@@ -21,21 +21,21 @@ progress_log = logging.getLogger("mole.progress")
 
 
 class StoreResource(dg.ConfigurableResource):
-    """The DuckDB store (default `.mole/mole.duckdb`, or MOLE_DB)."""
+    """The DuckDB store. Empty `database` means $MOLE_DB, else `.mole/mole.duckdb`, resolved
+    when the run starts (so no machine path is baked into the definitions)."""
 
-    # Empty: MOLE_DB, else .mole/mole.duckdb, resolved when a run starts rather than when this
-    # module is imported, so one process can run sessions against different stores.
     database: str = ""
     lock_wait_s: float = 120.0
 
     _store: Store | None = PrivateAttr(default=None)
 
-    def _path(self) -> str:
+    @property
+    def path(self) -> str:
         return self.database or str(default_store_path())
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         log = context.log
-        self._store = Store(self._path(), lock_wait_s=self.lock_wait_s,
+        self._store = Store(self.path, lock_wait_s=self.lock_wait_s,
                             on_wait=(log.info if log else None))
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
@@ -46,7 +46,7 @@ class StoreResource(dg.ConfigurableResource):
     @property
     def store(self) -> Store:
         if self._store is None:  # used outside a run (tests, scripts)
-            self._store = Store(self._path(), lock_wait_s=self.lock_wait_s)
+            self._store = Store(self.path, lock_wait_s=self.lock_wait_s)
         return self._store
 
 

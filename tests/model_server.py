@@ -60,7 +60,8 @@ class Received:
     @property
     def skill(self) -> str:
         return {prompts.PLAN_SYSTEM: "plan", prompts.MINE_SYSTEM: "mine",
-                prompts.JUDGE_SYSTEM: "judge", prompts.WRITE_SYSTEM: "write"}.get(self.system, "?")
+                prompts.JUDGE_SYSTEM: "judge", prompts.WRITE_SYSTEM: "write",
+                prompts.GROUND_SYSTEM: "ground"}.get(self.system, "?")
 
 
 Responder = Callable[[Received], Reply]
@@ -256,6 +257,12 @@ class SimulatedModel:
                 cites = re.search(r"sources ((?:\[\d+\])+)", flags)
                 parts.append(f"{text} {cites.group(1) if cites else ''}".strip())
             return "The sources report the following. " + " ".join(parts)
+        if skill == "ground":
+            m = _PASSAGE.search(user)
+            passage = " ".join((m.group(1) if m else "").split())
+            claim = " ".join(_field(user, "Claim").split())
+            verdict = "supported" if claim and claim in passage else "undecided"
+            return json.dumps({"verdict": verdict, "rationale": "verbatim check"})
         return "I do not know this prompt."
 
     def usage(self, got: Received, text: str) -> tuple[int, int, int]:

@@ -229,3 +229,18 @@ def test_base_url_and_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
         assert provider.complete(_call()).text == "from env"
     assert _sent_key(server)
     assert KEY not in repr(provider)
+
+
+def test_ground_skill_through_the_sdk() -> None:
+    from mole_dag.llm.skills import GroundRequest
+
+    reply = claude_message('{"verdict": "unsupported", "rationale": "the page says 2019"}',
+                           input_tokens=400, output_tokens=20)
+    with ModelServer(scripted([Reply(200, reply)])) as server:
+        skills = ModelSkills(_provider(server), PriceTable.load())
+        req = GroundRequest("Tea was reclassified in 2021.", "In 2019 the agency reclassified tea.")
+        estimate = skills.estimate_ground(req, Unit.USD_MICROS)
+        got = skills.ground(req, Unit.USD_MICROS)
+    assert got.value.verdict == "unsupported" and "2019" in got.value.rationale
+    assert got.cost == 400 * 1 + 20 * 5 <= estimate
+    assert server.received[0].json["model"] == "claude-haiku-4-5"

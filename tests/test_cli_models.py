@@ -5,7 +5,6 @@ priced by the table; and the refusals that happen before anything is written or 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from mole_dag import cli
 from mole_dag.budget import Ledger, Usage
+from mole_dag.config import config_path
 from mole_dag.core import Unit
 from mole_dag.llm.cassette import read
 from mole_dag.llm.pricing import PriceTable
@@ -142,8 +142,8 @@ def test_usd_session_with_an_unpriced_model_is_refused_before_any_call(
         dagster_home: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     with ModelServer(SimulatedModel()) as server:
-        cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "mole" / "config.json"
-        cfg.parent.mkdir(parents=True)
+        cfg = config_path()
+        cfg.parent.mkdir(parents=True, exist_ok=True)
         cfg.write_text(json.dumps({"openai": {"base_url": f"{server.url}/v1",
                                               "models": {"cheap": "llama3.1:8b",
                                                          "strong": "llama3.1:70b"}}}))
@@ -155,8 +155,8 @@ def test_usd_session_with_an_unpriced_model_is_refused_before_any_call(
 
 def test_shared_config_file_is_refused(dagster_home: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "mole" / "config.json"
-    cfg.parent.mkdir(parents=True)
+    cfg = config_path()
+    cfg.parent.mkdir(parents=True, exist_ok=True)
     cfg.write_text(json.dumps({"provider": "anthropic", "anthropic": {"api_key": "sk-x-1234"}}))
     cfg.chmod(0o644)
     err = _refused(["research", QUESTION, "--usd", "0.10"], capsys)
@@ -199,3 +199,14 @@ def test_show_prints_discards_and_spend_by_model(dagster_home: Path,
     out = capsys.readouterr().out
     assert "claude-haiku-4-5" in out and "claude-sonnet-4-5" in out
     assert "discarded " in out and "quote not found" in out and "quote too short" in out
+
+
+def test_record_writes_nothing_when_refused_before_any_call(
+        dagster_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    tape = tmp_path / "never.jsonl"
+    err = _refused(["research", QUESTION, "--usd", "0.10", "--provider", "anthropic",
+                    "--record", str(tape), "--corpus", str(tmp_path / "no-such-folder")], capsys)
+    assert "no-such-folder" in err
+    assert not tape.exists()

@@ -21,12 +21,19 @@ def _write(path: Path, data: object, mode: int = 0o600) -> Path:
     return path
 
 
+def test_mole_config_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MOLE_CONFIG", str(tmp_path / "elsewhere.json"))
+    assert config_path() == tmp_path / "elsewhere.json"
+
+
 def test_path_follows_xdg_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MOLE_CONFIG")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     assert config_path() == tmp_path / "xdg" / "mole" / "config.json"
 
 
 def test_path_defaults_to_dot_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MOLE_CONFIG")
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert config_path() == tmp_path / ".config" / "mole" / "config.json"
@@ -34,6 +41,7 @@ def test_path_defaults_to_dot_config(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_relative_xdg_config_home_is_ignored(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MOLE_CONFIG")
     monkeypatch.setenv("XDG_CONFIG_HOME", "relative/dir")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert config_path() == tmp_path / ".config" / "mole" / "config.json"

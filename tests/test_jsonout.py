@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -108,3 +109,39 @@ def test_parse_plan_dedupes_caps_and_defaults_query() -> None:
     assert [(p.text, p.query) for p in got] == [
         ("New one?", "New one?"), ("Second?", "second"), ("Third?", "third")]
     assert len(got) == prompts.LATER_ROUND_SUB_QUESTIONS
+
+
+def test_plan_prompt_carries_counts_and_dead_ends_by_sub_question() -> None:
+    digest = Digest(question="Does tea help?", round=2, sub_questions=(("Tea and sleep?", 0),),
+                    dead_ends=(("no_results", 2),), contradictions=1, budget_left=12_345,
+                    unit="usd_micros",
+                    dead_ends_by_sub_question=(("Tea and sleep?", "no_results", 2),))
+    user = prompts.plan_call(digest).messages[0].content
+    assert "- Tea and sleep? (0 claims)" in user
+    assert "- no_results: 2" in user
+    assert "- Tea and sleep?: no_results x2" in user
+    assert "Contradictions found: 1" in user and "$0.0123" in user
+
+
+@pytest.mark.parametrize(("text", "verdict"), [
+    ('{"verdict": "supported", "rationale": "same figures"}', "supported"),
+    ('```json\n{"verdict": "Unsupported", "rationale": "different year"}\n```', "unsupported"),
+    ('Sure. {"verdict": "undecided"}', "undecided"),
+    ('{"verdict": "supported", "rationale": "the passage sa', "supported"),  # cut off
+    ('{"verdict": "maybe"}', "undecided"),
+    ("The passage supports it.", "undecided"),
+    ("", "undecided"),
+])
+def test_parse_ground(text: str, verdict: str) -> None:
+    assert prompts.parse_ground(text).verdict == verdict
+
+
+def test_ground_call_caps_and_fences_the_passage() -> None:
+    from mole_dag.llm.skills import GroundRequest
+
+    call = prompts.ground_call(GroundRequest("c" * 5000, "p" * 10_000))
+    user = call.messages[0].content
+    assert user.count("c") <= prompts.MAX_CLAIM_CHARS + 1
+    assert "p" * prompts.MAX_PASSAGE_CHARS in user
+    assert "p" * (prompts.MAX_PASSAGE_CHARS + 1) not in user
+    assert "<passage>" in user and call.tier == "cheap" and call.system == prompts.GROUND_SYSTEM

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import dagster as dg
@@ -68,8 +67,8 @@ def test_canary_keys_never_leave_the_client(tmp_path: Path, monkeypatch: pytest.
         monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_CANARY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("MOLE_RECORD", str(tape))
-        cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "mole" / "config.json"
-        cfg.parent.mkdir(parents=True)
+        cfg = config_path()
+        cfg.parent.mkdir(parents=True, exist_ok=True)
         cfg.write_text(json.dumps({"openai": {"api_key": OPENAI_CANARY,
                                               "base_url": f"{server.url}/v1",
                                               "models": {"cheap": "gpt-4o-mini",

@@ -80,9 +80,9 @@ def mine_claims(run: Run) -> MineResult:
             # Stop mining, but keep what this source's chunks already yielded: those calls
             # were paid for, and their claims pass the same quote check as any other.
             result.budget_stopped = True
-            store.transact(lambda cur, e=exc, it=item: store_dead_end(
+            store.transact(lambda cur, e=exc, item=item: store_dead_end(
                 cur, sid, DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(e)),
-                sub_question_id=it["sub_question_id"], lead_id=it["lead_id"]))
+                sub_question_id=item["sub_question_id"], lead_id=item["lead_id"]))
 
         accepted = []
         causes: Counter[str] = Counter()

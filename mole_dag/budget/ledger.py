@@ -248,8 +248,8 @@ class Ledger:
 
         if not self.store.transact(tx):
             bal = self.balance(session_id)  # raises for an unknown session
-            live = (SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING)
-            if bal.status not in live:
+            open_states = (SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING)
+            if bal.status not in open_states:
                 raise LedgerError(f"session {session_id} is {bal.status}; it takes no more calls")
             raise BudgetExhausted(session_id, role, amount, max(bal.available, 0), str(bal.unit))
         return Reservation(rid, session_id, role, amount, tool, stage, expires)
@@ -445,8 +445,10 @@ class Hold:
         self.done = False
         self.settlement: Settlement | None = None
 
-    def settle(self, actual: int, *, usage: Usage | None = None, note: str | None = None,
-               model: str | None = None) -> Settlement:
+    def settle(
+        self, actual: int, *, usage: Usage | None = None, note: str | None = None,
+        model: str | None = None,
+    ) -> Settlement:
         self.settlement = self.ledger.settle(self.reservation, actual, usage=usage, note=note,
                                              model=model)
         self.done = True

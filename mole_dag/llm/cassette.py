@@ -104,8 +104,9 @@ class Cassette:
 
     @classmethod
     def record_to(cls, path: Path | str, meta: dict[str, Any]) -> Cassette:
-        """Append to `path`, writing the description line first if the file is new. Appending
-        lets every stage of a run (each builds its own provider) add to one cassette."""
+        """Append to `path`. Appending lets every stage of a run (each builds its own provider)
+        add to one cassette. Nothing is written until the first exchange, so a run refused
+        before any call leaves no file behind."""
         path = Path(path)
         with _locks[str(path.resolve())]:
             if path.exists() and path.stat().st_size > 0:
@@ -113,10 +114,6 @@ class Cassette:
                 if have.get("provider") != meta.get("provider"):
                     raise CassetteError(f"{path} holds a {have.get('provider')} recording; "
                                         f"record {meta.get('provider')} calls to another file")
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with path.open("w", encoding="utf-8") as f:
-                    f.write(json.dumps({"mole_cassette": FORMAT, **meta}, sort_keys=True) + "\n")
         return cls(path, meta, [], recording=True)
 
     # -- replay and record ------------------------------------------------------------------
@@ -143,8 +140,13 @@ class Cassette:
             "request": {"method": ex.method, "target": ex.target, **_encode_body(ex.body)},
             "response": {"status": ex.status, "headers": ex.headers, **_encode_body(ex.response)},
         }, ensure_ascii=False, sort_keys=True)
-        with _locks[str(self.path.resolve())], self.path.open("a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        with _locks[str(self.path.resolve())]:
+            if not self.path.exists() or self.path.stat().st_size == 0:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                head = json.dumps({"mole_cassette": FORMAT, **self.meta}, sort_keys=True)
+                line = head + "\n" + line
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(line + "\n")
 
     def transport(self, http: ModuleType, inner: Any | None = None) -> Any:
         """An `http.BaseTransport` (http is httpx, or httpx2 for the Anthropic SDK) that

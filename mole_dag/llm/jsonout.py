@@ -79,6 +79,20 @@ def parse_items(text: str, key: str) -> Items:
             items.append(value)
 
 
+def first_object(text: str) -> dict[str, Any]:
+    """The first complete JSON object in the answer, or {}."""
+    cleaned = _FENCE.sub("", text)
+    pos = cleaned.find("{")
+    while pos >= 0:
+        try:
+            value, _end = _decoder.raw_decode(cleaned, pos)
+        except json.JSONDecodeError:
+            pos = cleaned.find("{", pos + 1)
+            continue
+        return value if isinstance(value, dict) else {}
+    return {}
+
+
 def string_field(item: dict[str, Any], *names: str) -> str:
     """The first of `names` that holds a string, else ''. Numbers and nulls are not text."""
     for n in names:

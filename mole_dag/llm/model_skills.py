@@ -16,6 +16,8 @@ from mole_dag.llm.pricing import PriceTable
 from mole_dag.llm.provider import Call, Completion, EmptyOutput, Provider, Tier
 from mole_dag.llm.skills import (
     Digest,
+    GroundRequest,
+    GroundVerdict,
     Metered,
     MineRequest,
     PlannedQuestion,
@@ -98,3 +100,10 @@ class ModelSkills:
     def write(self, req: WriteRequest, unit: Unit) -> Metered[str]:
         done, cost = self._complete(prompts.write_call(req), unit)
         return Metered(prompts.parse_write(done.text), cost, done.usage, done.model)
+
+    def estimate_ground(self, req: GroundRequest, unit: Unit) -> int:
+        return self.estimate(prompts.ground_call(req), unit)
+
+    def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]:
+        done, cost = self._complete(prompts.ground_call(req), unit)
+        return Metered(prompts.parse_ground(done.text), cost, done.usage, done.model)

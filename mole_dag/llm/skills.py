@@ -38,6 +38,8 @@ class Digest:
     contradictions: int = 0
     budget_left: int = 0
     unit: str = ""
+    # (sub-question wording, dead-end cause, count): which sub-questions keep hitting walls.
+    dead_ends_by_sub_question: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,23 @@ class WriteRequest:
     sources: tuple[tuple[int, str], ...]  # (number, "title — publisher")
 
 
+@dataclass(frozen=True)
+class GroundRequest:
+    """Does this passage (re-read from the source just now) support the claim?"""
+
+    claim: str
+    passage: str
+
+
+GROUND_VERDICTS = ("supported", "unsupported", "undecided")
+
+
+@dataclass(frozen=True)
+class GroundVerdict:
+    verdict: str  # one of GROUND_VERDICTS
+    rationale: str = ""
+
+
 class Skills(Protocol):
     name: str
     uses_model: bool
@@ -93,3 +112,6 @@ class Skills(Protocol):
 
     def estimate_write(self, req: WriteRequest, unit: Unit) -> int: ...
     def write(self, req: WriteRequest, unit: Unit) -> Metered[str]: ...
+
+    def estimate_ground(self, req: GroundRequest, unit: Unit) -> int: ...
+    def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]: ...
