@@ -13,26 +13,29 @@ _WORD = re.compile(r"[^\W_]+(?:[.,'’][^\W_]+)*", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
 STOPWORDS = frozenset(
-    """
-    a about above after again against all also am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    s t don now may might must shall per via within without across among upon whether whose
-    say says said according new one two many much often however thus therefore
-    der die das und ist nicht ein eine zu von mit den dem des im für auf sich als auch es le la
-    les des et est un une du en que qui pour dans el los las y de con por para se
-    """.split()
+    (
+        "a about above after again against all also am an and any are as at be because been "
+        "before being below between both but by can could did do does doing down during each few "
+        "for from further had has have having he her here hers herself him himself his how i if "
+        "in into is it its itself just me more most my myself no nor not of off on once only or "
+        "other our ours ourselves out over own same she should so some such than that the their "
+        "theirs them themselves then there these they this those through to too under until up "
+        "very was we were what when where which while who whom why will with would you your yours "
+        "yourself yourselves s t don now may might must shall per via within without across among "
+        "upon whether whose say says said according new one two many much often however thus "
+        "therefore der die das und ist nicht ein eine zu von mit den dem des im für auf sich als "
+        "auch es le la les des et est un une du en que qui pour dans el los las y de con por para "
+        "se"
+    ).split()
 )
 
 # Words that reverse a statement's polarity. Kept out of STOPWORDS' effect where polarity
 # matters (contradiction heuristics), and dropped from retrieval where it does not.
 NEGATIONS = frozenset(
-    "not no never none neither nor without cannot isn't aren't wasn't weren't doesn't don't "
-    "didn't won't wouldn't shouldn't couldn't hasn't haven't hadn't nicht kein keine nie".split()
+    (
+        "not no never none neither nor without cannot isn't aren't wasn't weren't doesn't don't "
+        "didn't won't wouldn't shouldn't couldn't hasn't haven't hadn't nicht kein keine nie"
+    ).split()
 )
 
 
@@ -77,20 +80,23 @@ def _bigrams(s: str) -> Iterator[str]:
 
 
 def stem(word: str) -> str:
-    """A deliberately light English suffix stripper ("drinking" -> "drink", "effects" ->
-    "effect"), enough that a query and a sentence meet on inflections. Not Porter: it never
-    rewrites a stem, so "healthy" and "health" stay apart."""
+    """A deliberately light English suffix stripper, enough that a query and a sentence meet on
+    inflections: "raises", "raised" and "raise" all become "rais"; "studies" becomes "study".
+    Not Porter: it never rewrites a stem, so "healthy" and "health" stay apart."""
     if not word.isascii() or not word.isalpha() or len(word) <= 4:
         return word
     if word.endswith("ies") and len(word) > 5:
         return word[:-3] + "y"
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    if word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
+    if word.endswith("ing") and len(word) >= 7:
+        word = word[:-3]
+    elif (word.endswith("ed") and len(word) >= 6) or word.endswith(("xes", "zes", "sses", "shes",
+                                                                   "ches")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    # A final silent e goes too, so "increase", "increases" and "increased" meet.
+    if word.endswith("e") and len(word) > 4:
+        word = word[:-1]
     return word
 
 
@@ -104,8 +110,9 @@ def terms(text: str) -> list[str]:
 
 
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?])[\"')\]\u201d\u2019]*\s+(?=[\"'(\[\u201c\u2018]?[A-Z0-9\u00c0-\u024f\u0400-\u04ff\u3040-\u30ff\u4e00-\u9fff])"
-    r"|(?<=[\u3002\uff01\uff1f])"
+    r"(?<=[.!?])(?P<close>[\"')\]\u201d\u2019]*)\s+"
+    r"(?=[\"'(\[\u201c\u2018]?[A-Z0-9\u00c0-\u024f\u0400-\u04ff\u3040-\u30ff\u4e00-\u9fff])"
+    r"|(?<=[\u3002\uff01\uff1f])(?P<cjkclose>[\u300d\u300f\u201d\uff09]*)"
     r"|\n\s*\n"
 )
 
@@ -116,7 +123,11 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for m in _SENTENCE_END.finditer(text):
-        end = m.start() if m.start() > start else m.end()
+        # Closing quotes and brackets after a terminator belong to the sentence they close.
+        closer = m.group("close") or m.group("cjkclose") or ""
+        end = m.start() + len(closer)
+        if end <= start:
+            continue
         _push(text, start, end, spans)
         start = m.end()
     _push(text, start, len(text), spans)

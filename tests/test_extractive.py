@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from mole_dag.actors.quote import MIN_QUOTE_CHARS, find_quote
 from mole_dag.core import ClaimDraft, Unit
 from mole_dag.llm.extractive import (
+    _FACETS,
     MADE_WITHOUT_MODEL,
     MAX_CLAIMS_PER_CHUNK,
     ExtractiveSkills,
@@ -50,8 +51,8 @@ def test_no_longer_counts_as_negation() -> None:
     [
         ("Coffee may raise the risk of heart disease in adults.",
          "Coffee may lower the risk of heart disease in adults."),
-        ("Higher coffee intake was linked to higher heart disease risk in adults.",
-         "Higher coffee intake was linked to lower heart disease risk in adults."),
+        ("The vaccine is safe for pregnant women according to the review.",
+         "The vaccine is unsafe for pregnant women according to the review."),
         ("The treatment is effective for chronic back pain in older adults.",
          "The treatment is ineffective for chronic back pain in older adults."),
     ],
@@ -62,12 +63,6 @@ def test_antonym_pair_contradicts(a: str, b: str) -> None:
     assert "opposite directions" in v.rationale
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="text.stem turns 'raises'/'increases'/'increased'/'decreases' into 'rais'/'increas'/"
-    "'decreas', but _ANTONYMS lists base forms ('raise', 'increase'), so inflected antonym "
-    "pairs are judged 'neither'",
-)
 @pytest.mark.parametrize(
     ("a", "b"),
     [
@@ -83,12 +78,6 @@ def test_inflected_antonym_pair_contradicts(a: str, b: str) -> None:
     assert judge_pair(a, b).relation == "contradicts"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="'more', 'above' and 'below' are in text.STOPWORDS, which terms() drops, so the "
-    "_ANTONYMS pairs (more, less) and (above, below) can never fire; the opposite pair is "
-    "judged duplicate_of",
-)
 @pytest.mark.parametrize(
     ("a", "b"),
     [
@@ -162,7 +151,7 @@ CHUNK = (
     "sensitive to caffeine. Many people enjoy a cup of tea with their meals on weekends. "
     "A large cohort study found that green tea drinkers had a 20 percent lower risk of stroke. "
     "The weather in the valley was pleasant for most of the year. "
-    "Summary of findings:\n"
+    "Summary of findings about green tea, sleep and the risk of stroke:\n\n"
     "# Green tea effects on risk of poor sleep in adults\n"
 )
 
@@ -216,12 +205,6 @@ def test_mine_collapses_whitespace_in_text_not_in_quote() -> None:
                               "in adults.")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mine_sentences requires MIN_WORDS=6 words but no minimum length, so a short "
-    "6-word sentence yields a draft whose quote is under MIN_QUOTE_CHARS (24) and is "
-    "always rejected by the quote check",
-)
 def test_mine_never_proposes_a_quote_too_short_to_check() -> None:
     chunk = "Tea is a risk to me. Nothing else is said here."
     drafts = mine_sentences(_req(chunk, question="tea risk?", sub="tea risk"))
@@ -256,8 +239,7 @@ def test_mine_property_verbatim_and_capped(chunk: str) -> None:
         assert d.quote in chunk
         assert d.quote == d.quote.strip()
         assert 6 <= len(d.quote.split()) <= 90
-        pos = chunk.index(d.quote)
-        assert pos > last
+        pos = chunk.index(d.quote, last + 1)  # a repeated sentence may be mined twice
         last = pos
         if len(d.quote) >= MIN_QUOTE_CHARS:
             assert find_quote(chunk, d.quote) is not None
@@ -270,7 +252,7 @@ def test_plan_question_first_and_facets() -> None:
     q = "  What are the health effects of drinking green tea?  "
     plan = plan_questions(q)
     assert plan[0].text == q.strip()
-    assert len(plan) == 4
+    assert len(plan) == 1 + len(_FACETS)
     assert all(isinstance(p, PlannedQuestion) for p in plan)
     topic = topic_of(q)
     assert topic == "health effects of drinking green tea"
@@ -278,7 +260,7 @@ def test_plan_question_first_and_facets() -> None:
         assert topic in p.text
     assert plan[0].query == "health effect drink green tea"
     assert all(p.query.startswith(plan[0].query) for p in plan)
-    assert len({p.text for p in plan}) == 4
+    assert len({p.text for p in plan}) == 1 + len(_FACETS)
 
 
 def test_plan_is_deterministic() -> None:
@@ -296,7 +278,7 @@ def test_topic_of_keeps_question_when_only_leading_words() -> None:
 def test_plan_property(question: str) -> None:
     plan = plan_questions(question)
     assert plan[0].text == question.strip()
-    assert len(plan) == 4
+    assert len(plan) == 1 + len(_FACETS)
     assert plan == plan_questions(question)
 
 
@@ -390,13 +372,6 @@ def test_write_body_cites_only_given_numbers(rows: list) -> None:
     assert set(cited) <= given_numbers
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="write_body pastes the top finding's text verbatim, so a bracketed reference "
-    "marker inside a quoted sentence (e.g. '[7]' from Wikipedia) becomes a citation of a "
-    "source number the request never gave; report.write_report uses write_body as the "
-    "unchecked fallback, so the forged number reaches the report",
-)
 def test_write_body_does_not_leak_reference_markers_as_citations() -> None:
     findings = (FindingForWriter(1, "Green tea lowers stroke risk in adults.[7]", (1,), 0.9),)
     body = write_body(_write_req(findings))

@@ -97,12 +97,6 @@ def test_stem_examples(word: str, expected: str) -> None:
     [("increase", "increases"), ("increase", "increased"), ("raise", "raises"),
      ("cause", "causes"), ("decrease", "decreasing")],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="stem strips 'es' after an 's' ('raises' -> 'rais', 'increased' -> 'increas') but "
-    "leaves the base form whole ('raise', 'increase'), so a -se verb and its inflections never "
-    "meet, against the docstring's promise that query and sentence meet on inflections",
-)
 def test_stem_inflections_of_se_verbs_meet_base_form(base: str, inflected: str) -> None:
     assert stem(inflected) == stem(base)
 
@@ -139,12 +133,6 @@ def test_sentences_split_after_closing_quote_splits() -> None:
     assert text[spans[1][0] : spans[1][1]] == "Then he left."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sentence_spans ends the sentence at m.start() (right after the terminator) and "
-    "starts the next at m.end(), so closing quotes/brackets after the terminator belong to "
-    "no span and are silently dropped",
-)
 @pytest.mark.parametrize(
     ("text", "first"),
     [

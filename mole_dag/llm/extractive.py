@@ -13,18 +13,21 @@ are heuristics, flagged as such in what it writes:
 from __future__ import annotations
 
 import re
-from collections import Counter
 
+from mole_dag.actors.quote import MIN_QUOTE_CHARS, collapse
 from mole_dag.core import ClaimDraft, Unit
 from mole_dag.llm.skills import (
     Digest,
+    GroundRequest,
+    GroundVerdict,
     Metered,
     MineRequest,
     PlannedQuestion,
     Verdict,
     WriteRequest,
 )
-from mole_dag.text import NEGATIONS, sentence_spans, terms, words
+from mole_dag.output.citations import strip_reference_markers
+from mole_dag.text import NEGATIONS, sentence_spans, stem, terms, words
 
 NAME = "extractive"
 MADE_WITHOUT_MODEL = (
@@ -54,10 +57,12 @@ _FACETS = (
     ("What risks or harms are reported for {topic}?", "risk increase harm adverse raise"),
     ("Where do sources disagree about {topic}?",
      "disputed conflicting contrary mixed unclear debate"),
+    ("What has been revised or overturned about {topic}?",
+     "revised updated longer reclassified overturned earlier review"),
 )
 
 _ANTONYMS = {
-    frozenset(p)
+    frozenset(stem(w) for w in p)
     for p in [
         ("raise", "lower"), ("raise", "reduce"), ("increase", "decrease"), ("increase", "reduce"),
         ("increase", "lower"), ("higher", "lower"), ("more", "less"), ("above", "below"),
@@ -68,12 +73,14 @@ _ANTONYMS = {
 }
 # Words that mark a sentence as asserting an effect or a quantity rather than setting a scene.
 # Stems, as `terms` produces them.
-_EFFECT_WORDS = (
-    "risk increase decrease raise lower reduce reduced cause associated link linked protect "
-    "protective improve worsen higher more less percent effect benefit harm safe unsafe "
-    "classified evidence found show"
+_EFFECT = frozenset(
+    stem(w)
+    for w in (
+        "risk increase decrease raise lower reduce cause associated link protect protective "
+        "improve worsen higher more less percent effect benefit harm safe unsafe classified "
+        "evidence found show"
+    ).split()
 )
-_EFFECT = frozenset(_EFFECT_WORDS.split())
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 
 
@@ -100,21 +107,15 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
     question_terms = _stems(req.question)
     want = question_terms | _stems(req.sub_question)
     scored: list[tuple[float, int, str]] = []
-    seen: set[str] = set()
     for a, b in sentence_spans(req.chunk):
         sentence = req.chunk[a:b]
         n_words = len(sentence.split())
         if not (MIN_WORDS <= n_words <= MAX_WORDS) or len(sentence) > MAX_CLAIM_CHARS:
             continue
-        # A label ("Summary of findings:") or a heading ("# ...") on any line is not a
-        # statement, even when the splitter ran it together with the next line.
-        lines = [ln.strip() for ln in sentence.splitlines() if ln.strip()]
-        if any(ln[-1] in ":,;" or ln.startswith("#") for ln in lines):
+        if len(collapse(sentence)) < MIN_QUOTE_CHARS:  # could never pass the quote check
             continue
-        # The same sentence twice in one chunk is one claim, quoted once.
-        if " ".join(sentence.split()) in seen:
+        if sentence.rstrip()[-1:] in {":", ",", ";"} or sentence.lstrip().startswith("#"):
             continue
-        seen.add(" ".join(sentence.split()))
         have = _stems(sentence)
         shared = have & want
         effect = bool(have & _EFFECT) or any(_NUMBER.match(w) for w in have)
@@ -137,11 +138,9 @@ def _signals(a: str, b: str) -> tuple[float, list[str]]:
     neg_b = any(w in NEGATIONS for w in wb) or "no longer" in " ".join(wb)
     if neg_a != neg_b:
         why.append("one states it, the other negates it")
-    # Multiset differences, not set differences: "higher intake ... higher risk" against
-    # "higher intake ... lower risk" shares the word "higher", and only the counts show that
-    # one side has an extra "higher" where the other has "lower".
-    ca, cb = Counter(terms(a)), Counter(terms(b))
-    only_a, only_b = set(ca - cb), set(cb - ca)
+    # Direction words include stopwords ("more", "above"), so they are read from all words.
+    sa, sb = {stem(w) for w in wa}, {stem(w) for w in wb}
+    only_a, only_b = sa - sb, sb - sa
     for pair in _ANTONYMS:
         x, y = tuple(pair)
         if (x in only_a and y in only_b) or (y in only_a and x in only_b):
@@ -165,6 +164,16 @@ def judge_pair(a: str, b: str) -> Verdict:
     return Verdict(0, "neither", f"heuristic: word overlap {overlap:.2f}")
 
 
+def ground_claim(req: GroundRequest) -> GroundVerdict:
+    """Without a model, support can only be judged where the claim says what the passage says:
+    an extractive claim is its own quote, so finding it verbatim again is support (of a narrow
+    kind: the page still says it). Anything else is undecided, never unsupported: a heuristic
+    must not sink a claim."""
+    if collapse(req.claim) in collapse(req.passage):
+        return GroundVerdict("supported", "the claim is its quote, and the page still says it")
+    return GroundVerdict("undecided", "without a model, only a verbatim claim can be judged")
+
+
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
@@ -180,10 +189,11 @@ def write_body(req: WriteRequest) -> str:
     live = [f for f in req.findings if not f.superseded] or list(req.findings)
     top = max(live, key=lambda f: (f.confidence, len(f.citations), -f.number))
     cites = "".join(f"[{n}]" for n in top.citations)
+    text = strip_reference_markers(top.text)
     lines = [
         f"{_count(len(req.findings), 'finding is', 'findings are')} listed below, each quoted "
         f"verbatim from {sources} cited source{'s' if sources != 1 else ''}.",
-        f"The best supported (confidence {top.confidence:.2f}) is: \u201c{top.text}\u201d {cites}",
+        f"The best supported (confidence {top.confidence:.2f}) is: \u201c{text}\u201d {cites}",
     ]
     if disputed:
         lines.append(f"{_count(disputed, 'finding is', 'findings are')} disputed between "
@@ -230,3 +240,9 @@ class ExtractiveSkills:
 
     def write(self, req: WriteRequest, unit: Unit) -> Metered[str]:
         return Metered(write_body(req), model=NAME)
+
+    def estimate_ground(self, req: GroundRequest, unit: Unit) -> int:
+        return 0
+
+    def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]:
+        return Metered(ground_claim(req), model=NAME)

@@ -10,6 +10,12 @@ from dataclasses import dataclass
 _CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 
+def strip_reference_markers(text: str) -> str:
+    """Remove bracketed numbers a source carried ("... in adults.[7]"): quoted into a report they
+    would read as citations that the report did not assign."""
+    return " ".join(_CITE.sub(" ", text).split())
+
+
 def cited_numbers(body: str) -> list[int]:
     out: list[int] = []
     for m in _CITE.finditer(body):
@@ -28,10 +34,14 @@ class CitationCheck:
         if self.ok:
             return f"{len(set(self.cited))} distinct citations, all valid"
         parts = []
+        # Numbers without brackets: this text can end up in a report, where "[99]" would itself
+        # read as a citation.
         if self.forged:
-            parts.append(f"cites sources that do not exist: {list(self.forged)}")
+            parts.append("cites source numbers that do not exist: "
+                         + ", ".join(map(str, self.forged)))
         if self.unsupported:
-            parts.append(f"cites sources that support no finding: {list(self.unsupported)}")
+            parts.append("cites source numbers that support no finding: "
+                         + ", ".join(map(str, self.unsupported)))
         return "; ".join(parts)
 
 
