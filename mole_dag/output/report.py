@@ -125,8 +125,9 @@ def _select_findings(run: Run, max_findings: int) -> tuple[list[Finding], dict[s
     return findings, numbered
 
 
-def _writer_request(question: str, findings: list[Finding],
-                    numbered: dict[int, Any]) -> WriteRequest:
+def _writer_request(
+    question: str, findings: list[Finding], numbered: dict[int, Any]
+) -> WriteRequest:
     return WriteRequest(
         question=question,
         findings=tuple(
@@ -220,16 +221,17 @@ def render(
     out += ["## Spend", ""]
     if spend_by_role:
         for r in spend_by_role:
-            out.append(f"- {r['role']}: {_fmt_amount(int(r['spent']), unit)} "
-                       f"over {r['calls']} calls")
+            spent = _fmt_amount(int(r["spent"]), unit)
+            out.append(f"- {r['role']}: {spent} over {r['calls']} calls")
     else:
         out.append("- no calls recorded")
     out.append("")
     return strip_controls("\n".join(out))
 
 
-def write_report(run: Run, *, max_findings: int = MAX_FINDINGS,
-                 out_dir: Path | None = None) -> ReportResult:
+def write_report(
+    run: Run, *, max_findings: int = MAX_FINDINGS, out_dir: Path | None = None
+) -> ReportResult:
     store, sid = run.store, run.session_id
     released = run.ledger.release_escrow(sid)
     session = run.session()
