@@ -113,9 +113,16 @@ def _make(kind: str, args: dict[str, Any], cassette: Any | None = None,
 
 
 def _cassette_meta(kind: str, args: dict[str, Any]) -> dict[str, Any]:
+    """What a replay needs to send the same requests: the provider kind, the base URL's path and
+    the tier models in effect (defaults included, so a later change of default cannot change
+    what a replay sends)."""
+    if kind == "anthropic":
+        from mole_dag.llm.anthropic_provider import DEFAULT_MODELS
+    else:
+        from mole_dag.llm.openai_compat import DEFAULT_MODELS
     base = args.get("base_url") or ""
     return {"provider": kind, "base_path": urlsplit(base).path if base else "",
-            "models": {str(t): m for t, m in args["models"].items()},
+            "models": {str(t): m for t, m in {**DEFAULT_MODELS, **args["models"]}.items()},
             "json_mode": args.get("json_mode")}
 
 
