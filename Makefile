@@ -29,7 +29,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 bench: $(STAMP)
-	$(BIN)/python bench/ledger_bench.py
+	@for f in bench/*_bench.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
 	rm -rf .mole

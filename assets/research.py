@@ -34,7 +34,8 @@ class SessionConfig(dg.Config):
     usd: str | None = None
     tokens: str | None = None
     corpus: str | None = None
-    provider: str = "extractive"
+    # Empty: MOLE_PROVIDER, else "provider" in the config file, else extractive.
+    provider: str = ""
     # Search providers and fetching, as --search / --searxng-url / --allow-host.
     search: list[str] = []
     searxng_url: str | None = None
@@ -51,7 +52,7 @@ def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: Budget
 def session(context: dg.AssetExecutionContext, config: SessionConfig, store: StoreResource,
             budget: BudgetResource) -> dg.MaterializeResult:
     ensure_session(store.store, context.partition_key, question=config.question, usd=config.usd,
-                   tokens=config.tokens, corpus=config.corpus, provider=config.provider,
+                   tokens=config.tokens, corpus=config.corpus, provider=config.provider or None,
                    search=config.search, searxng_url=config.searxng_url,
                    allow_hosts=config.allow_hosts, note=context.log.warning)
     run = _run(context, store, budget)
@@ -101,6 +102,7 @@ def mined_claims(context: dg.AssetExecutionContext, store: StoreResource,
         "discarded_quote_not_found": res.discarded.get("quote_not_found", 0),
         "discarded_quote_too_short": res.discarded.get("quote_too_short", 0),
         "discarded_empty": res.discarded.get("empty", 0),
+        "mining_calls_failed": res.failed_calls,
         "stopped_for_budget": res.budget_stopped, **stage_spend(run, MINE_STAGE)})
 
 
@@ -115,7 +117,7 @@ def claim_edges(context: dg.AssetExecutionContext, store: StoreResource,
         "claims_verified": res.claims_verified, "pairs_retrieved": res.pairs_retrieved,
         "pairs_settled_by_rule": res.pairs_decided_free, "pairs_judged": res.pairs_judged,
         "pairs_unjudged": res.pairs_unjudged, "pairs_skipped_budget": res.pairs_skipped_budget,
-        "judge_calls": res.calls,
+        "judge_calls": res.calls, "judge_calls_failed": res.calls_failed,
         **{f"edges_{k}": v for k, v in sorted(res.edges.items())},
         **stage_spend(run, EDGE_STAGE)})
 

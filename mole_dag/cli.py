@@ -2,8 +2,11 @@
 
     mole research "question" (--usd X | --tokens N) [--corpus DIR] [--provider NAME]
                   [--search NAME ...] [--searxng-url URL] [--allow-host HOST ...]
+                  [--cassette FILE | --record FILE] [--session-id ID]
     mole sessions
-    mole show SESSION
+    mole show SESSION [--html [PATH]]
+    mole trace SESSION
+    mole eval SESSION [--pairs FILE] [--json]
 
 `research` creates the session (ledger row with escrow) and its Dagster partition, runs research
 rounds as Dagster runs in the project's instance (so they appear in `dagster dev`), then the
@@ -16,6 +19,7 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,9 +57,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--corpus", metavar="DIR",
                    help="folder of .html/.md/.txt documents for the local search provider "
                         "(default: the bundled demo corpus)")
+    # Model providers.
     r.add_argument("--provider", default=None,
-                   help="model provider (default: extractive, which uses no model)")
-    # Search providers and fetching (issue 4); each also settable in the config file.
+                   help="anthropic, openai (any OpenAI-compatible endpoint), cassette (replay a "
+                        "recording) or extractive (no model); default: MOLE_PROVIDER, else "
+                        '"provider" in the config file, else extractive')
+    r.add_argument("--cassette", metavar="FILE",
+                   help="the recording --provider cassette replays (or MOLE_CASSETTE)")
+    r.add_argument("--record", metavar="FILE",
+                   help="record this session's model calls to a new cassette FILE")
+    r.add_argument("--session-id", metavar="ID",
+                   help="name the session (default: a fresh id); a cassette replays under the "
+                        "id it was recorded with")
+    # Search providers and fetching; each also settable in the config file.
     r.add_argument("--search", metavar="NAME", action="append",
                    help="search provider, repeatable: local, searxng, brave, tavily, arxiv, "
                         "openalex, crossref, pubmed (default: config `search`, else local)")
@@ -147,7 +161,6 @@ def _dagster_instance():  # noqa: ANN202
 
 def cmd_research(args: argparse.Namespace) -> int:
     from mole_dag.actors.local import CorpusError, LocalCorpus
-    from mole_dag.llm.registry import UnknownProvider, skills_for
     from mole_dag.paths import demo_corpus
     from mole_dag.session import (
         BudgetSpecError,
@@ -165,11 +178,7 @@ def cmd_research(args: argparse.Namespace) -> int:
         unit, total = parse_budget(args.usd, args.tokens)
     except BudgetSpecError as exc:
         raise CliError(str(exc)) from None
-    provider = args.provider or os.environ.get("MOLE_PROVIDER") or "extractive"
-    try:
-        skills_for(provider)
-    except UnknownProvider as exc:
-        raise CliError(str(exc)) from None
+    provider, skills = _choose_skills(args, unit)
     try:
         search, actors = usable_search(
             search=args.search, searxng_url=args.searxng_url, allow_hosts=args.allow_host,
@@ -187,8 +196,14 @@ def cmd_research(args: argparse.Namespace) -> int:
 
     store = _open_store()
     try:
+        if args.session_id:
+            from mole_dag.store import q
+
+            if store.row(q("session_get"), {"session_id": args.session_id}) is not None:
+                raise CliError(f"session {args.session_id} already exists; "
+                               f"`mole show {args.session_id}` shows it")
         bal = create_session(store, question, unit, total, corpus=str(corpus), provider=provider,
-                             actors=actors, search=search)
+                             session_id=args.session_id, actors=actors, search=search)
     finally:
         store.close()
     sid = bal.session_id
@@ -213,7 +228,7 @@ def cmd_research(args: argparse.Namespace) -> int:
     def another_round() -> bool:
         st = _open_store()
         try:
-            return should_run_another_round(Run(st, Ledger(st), skills_for(provider), sid))
+            return should_run_another_round(Run(st, Ledger(st), skills, sid))
         finally:
             st.close()
 
@@ -237,6 +252,45 @@ def cmd_research(args: argparse.Namespace) -> int:
         _report_failure(res, sid)
         return EXIT_FAILED
     return _print_outcome(sid, quiet=args.quiet, print_report=not args.no_report_print)
+
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _choose_skills(args: argparse.Namespace, unit: Any) -> tuple[str, Any]:
+    """Resolve --provider/--cassette/--record into skills, refusing (before anything is written
+    or any call is made) an unknown provider, a missing key, an unreadable or shared config
+    file, and, in a USD session, a model without a price."""
+    from mole_dag.config import ConfigError
+    from mole_dag.llm.cassette import CassetteError
+    from mole_dag.llm.pricing import PricingError, UnpricedModel
+    from mole_dag.llm.registry import MODEL_PROVIDERS, UnknownProvider, default_provider, skills_for
+
+    if args.session_id and not _SESSION_ID.match(args.session_id):
+        raise CliError(f"--session-id {args.session_id!r}: use letters, digits, '.', '_' or '-' "
+                       "(at most 64, starting with a letter or digit)")
+    try:
+        provider = (args.provider or default_provider()).strip().lower()
+        if args.cassette:
+            if provider != "cassette":
+                raise CliError("--cassette is the recording for --provider cassette")
+            # The Dagster runs below build their own skills from the environment.
+            os.environ["MOLE_CASSETTE"] = str(Path(args.cassette).expanduser().resolve())
+        if args.record:
+            path = Path(args.record).expanduser().resolve()
+            if provider not in MODEL_PROVIDERS:
+                raise CliError(f"--record records a model provider's calls; --provider {provider} "
+                               f"makes none (use one of {', '.join(MODEL_PROVIDERS)})")
+            if path.exists():
+                raise CliError(f"--record {path}: the file exists; record to a new file")
+            os.environ["MOLE_RECORD"] = str(path)
+        skills = skills_for(provider)
+        check = getattr(skills, "check_priced", None)
+        if check is not None:
+            check(unit)
+    except (UnknownProvider, ConfigError, PricingError, UnpricedModel, CassetteError) as exc:
+        raise CliError(str(exc)) from None
+    return provider, skills
 
 
 def _report_failure(result: Any, sid: str) -> None:
@@ -317,6 +371,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         rep = store.row(q("report_latest"), {"session_id": args.session})
         stages = ledger.spend_by_stage(args.session)
         dead = store.named("digest_dead_ends", {"session_id": args.session})
+        by_model = store.named("spend_by_model", {"session_id": args.session})
+        discarded = store.named("discarded_by_cause", {"session_id": args.session})
     finally:
         store.close()
     unit = str(bal.unit)
@@ -328,6 +384,11 @@ def cmd_show(args: argparse.Namespace) -> int:
           + (f", OVERRUN {_fmt(bal.overrun, unit)}" if bal.overrun else ""))
     for r in by_role:
         print(f"  {r['role']:<9} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls")
+    for r in by_model:
+        print(f"  {r['model']:<24} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls: "
+              f"{r['input_tokens']} in, {r['output_tokens']} out, {r['cache_read_tokens']} cache "
+              f"read, {r['cache_write_tokens']} cache write"
+              + (f", OVERRUN {_fmt(int(r['overrun']), unit)}" if r["overrun"] else ""))
     print(f"ledger    {check.explain()}")
     print("counts    " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     print("by stage  " + "; ".join(
@@ -335,6 +396,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         for r in stages))
     if dead:
         print("dead ends " + ", ".join(f"{r['cause']} {r['n']}" for r in dead))
+    causes = {"quote_not_found": "quote not found", "quote_too_short": "quote too short",
+              "empty": "no quote"}
+    print("discarded " + (", ".join(f"{causes.get(r['cause'], r['cause'])} {r['n']}"
+                                    for r in discarded) or "none") + " (by the quote check)")
     if rep:
         print(f"report    {rep['path'] or '(in the store only)'}")
         if args.html is not None:

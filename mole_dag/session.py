@@ -119,13 +119,14 @@ def ensure_session(
     usd: str | None = None,
     tokens: str | None = None,
     corpus: str | None = None,
-    provider: str = "extractive",
+    provider: str | None = None,
     search: list[str] | None = None,
     searxng_url: str | None = None,
     allow_hosts: list[str] | None = None,
     note: Callable[[str], None] | None = None,
 ) -> Balance:
-    """The session row for a partition: found, or created from launch config (the UI path)."""
+    """The session row for a partition: found, or created from launch config (the UI path).
+    No provider named: MOLE_PROVIDER, else the config file's, else extractive."""
     ledger = Ledger(store)
     if store.row(q("session_get"), {"session_id": session_id}) is not None:
         return ledger.balance(session_id)
@@ -135,6 +136,10 @@ def ensure_session(
             "launch the `session` asset with config: question and one of usd / tokens"
         )
     unit, total = parse_budget(usd, tokens)
+    if not provider:
+        from mole_dag.llm.registry import default_provider
+
+        provider = default_provider()
     settings, usable = usable_search(search=search, searxng_url=searxng_url,
                                      allow_hosts=allow_hosts, note=note)
     return create_session(store, question, unit, total, corpus=corpus, provider=provider,

@@ -28,4 +28,11 @@ def session_summary(run: Run) -> dict[str, Any]:
         "budget_available": max(bal.available, 0),
         "status": str(bal.status),
         **{k: int(v) for k, v in counts.items()},
+        **discarded_counts(run),
     }
+
+
+def discarded_counts(run: Run) -> dict[str, int]:
+    """Claims the quote check threw away, by cause ('empty' is a draft with no quote)."""
+    rows = run.store.named("discarded_by_cause", {"session_id": run.session_id})
+    return {f"discarded_{r['cause']}": int(r["n"]) for r in rows}

@@ -72,3 +72,15 @@ def mini_corpus(tmp_path: Path) -> Path:
         (root / name).write_text(
             f"---\ntitle: {name}\nurl: {url}\npublished: {date}\n---\n{body}\n", "utf-8")
     return root
+
+
+@pytest.fixture(autouse=True)
+def _isolated_model_config(_isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Model providers (issue 3): no test reads the developer's config file or provider keys, or
+    records a cassette. The config file is MOLE_HOME/config.json (set here and by any other
+    fixture to the same path, so their order does not matter)."""
+    monkeypatch.setenv("MOLE_CONFIG", str(_isolated_home / "config.json"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(_isolated_home / "xdg-config"))
+    for var in ("MOLE_CASSETTE", "MOLE_RECORD", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+                "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)

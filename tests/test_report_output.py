@@ -53,7 +53,7 @@ def test_forged_citation_is_rejected_retried_then_replaced(tmp_path: Path,
     assert len(skills.bodies) == 2  # one retry, then the deterministic summary
     md = store.scalar("SELECT markdown FROM reports WHERE session_id = ?", [sid])
     assert "[99]" not in md and "cures everything" not in md
-    assert "rejected by the citation check" in md
+    assert "summary was not used" in md and "do not exist: 99" in md
     assert citation_validity(store, sid).ok
     store.close()
 

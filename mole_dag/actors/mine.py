@@ -17,6 +17,7 @@ from mole_dag.budget import BudgetExhausted
 from mole_dag.context import Run
 from mole_dag.core import DeadEndCause, Role, stable_id
 from mole_dag.executor.ingest import store_dead_end
+from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import MineRequest
 from mole_dag.store import q, utcnow
 
@@ -33,6 +34,9 @@ class MineResult:
     discarded: Counter[str] = field(default_factory=Counter)
     budget_stopped: bool = False
     spent: int = 0
+    # Model calls that failed after their retries (or answered with nothing): the chunk yields
+    # no claims, the session goes on.
+    failed_calls: int = 0
 
 
 def _chunk_at(chunks: list[dict[str, Any]], byte_pos: int) -> str:
@@ -60,19 +64,25 @@ def mine_claims(run: Run) -> MineResult:
                 req = MineRequest(sess["question"], item["sub_question"], ch["text"],
                                   item["title"] or "")
                 estimate = run.skills.estimate_mine(req, unit)
-                with run.ledger.hold(sid, Role.EXECUTOR, estimate,
-                                     tool=f"{run.skills.name}:mine", stage=STAGE) as h:
-                    got = run.skills.mine(req, unit)
-                    h.settle(got.cost, usage=got.usage)
+                try:
+                    with run.ledger.hold(sid, Role.EXECUTOR, estimate,
+                                         tool=f"{run.skills.name}:mine", stage=STAGE) as h:
+                        got = run.skills.mine(req, unit)
+                        h.settle(got.cost, usage=got.usage, model=got.model or None)
+                except ModelCallFailed as exc:
+                    result.failed_calls += 1
+                    log.warning("mining chunk %s failed: %s", ch["id"], exc)
+                    continue
                 result.calls += 1
                 result.spent += got.cost
                 drafts.extend(got.value)
         except BudgetExhausted as exc:
+            # Stop mining, but keep what this source's chunks already yielded: those calls
+            # were paid for, and their claims pass the same quote check as any other.
             result.budget_stopped = True
             store.transact(lambda cur, e=exc, item=item: store_dead_end(
                 cur, sid, DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(e)),
                 sub_question_id=item["sub_question_id"], lead_id=item["lead_id"]))
-            break
 
         accepted = []
         causes: Counter[str] = Counter()
@@ -125,6 +135,8 @@ def mine_claims(run: Run) -> MineResult:
         result.duplicates_skipped += skipped
         result.discarded.update(causes)
         result.pairs_mined += 1
+        if result.budget_stopped:
+            break
 
     # A lead whose sources yielded nothing is a dead end the planner should hear about.
     if work:
@@ -137,8 +149,9 @@ def mine_claims(run: Run) -> MineResult:
                     store_dead_end(cur, sid, DeadEnd(DeadEndCause.NO_CLAIMS),
                                    sub_question_id=c["sub_question_id"], lead_id=c["lead_id"])
             store.transact(note)
+    failed = f", {result.failed_calls} mining calls failed" if result.failed_calls else ""
     run.progress(
         f"mined {result.claims} claims from {result.pairs_mined} sources "
-        f"({sum(result.discarded.values())} discarded by the quote check)"
+        f"({sum(result.discarded.values())} discarded by the quote check{failed})"
     )
     return result

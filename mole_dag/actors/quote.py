@@ -8,12 +8,18 @@ whitespace, as `str.split` sees it, which includes no-break space) collapses to 
 ends are trimmed. Justified because extraction, chunking and a model's copy of a passage
 legitimately disagree about line breaks and indentation, never about words. No case folding, no
 Unicode normalisation, no fuzzy matching: anything a reader would see as a different character is
-a different quote."""
+a different quote.
+
+For the same reason a match may not cut a character cluster: a quote that stops before a
+combining accent ("cafe" against a decomposed "café"), or starts on one, or splits an emoji
+joined by a zero-width joiner or modified by a skin tone, is not what the reader of the source
+sees. Such an occurrence does not count; a later, whole one still does."""
 
 from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from dataclasses import dataclass
 
 # A three-word quote matches almost any document by chance; 24 collapsed characters is roughly
@@ -31,6 +37,24 @@ class QuoteRejected(ValueError):
 
 def collapse(text: str) -> str:
     return " ".join(text.split())
+
+
+_ZWJ = "\u200d"
+
+
+def extends_previous(ch: str) -> bool:
+    """True for a character drawn as part of the one before it: a combining mark, a zero-width
+    joiner, a variation selector or an emoji skin-tone modifier."""
+    cp = ord(ch)
+    return (unicodedata.category(ch) in ("Mn", "Mc", "Me") or ch == _ZWJ
+            or 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or 0x1F3FB <= cp <= 0x1F3FF)
+
+
+def _cuts_cluster(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] begins or ends inside a character cluster of text."""
+    if extends_previous(text[start]) or (start > 0 and text[start - 1] == _ZWJ):
+        return True
+    return text[end - 1] == _ZWJ or (end < len(text) and extends_previous(text[end]))
 
 
 @dataclass(frozen=True)
@@ -74,13 +98,16 @@ class CollapsedText:
                 f"quote has {len(needle)} characters after collapsing whitespace; "
                 f"at least {MIN_QUOTE_CHARS} are required",
             )
-        first = self.text.find(needle)
+        first, occurrences = -1, 0
+        pos = self.text.find(needle)
+        while pos >= 0:
+            if not _cuts_cluster(self.text, pos, pos + len(needle)):
+                occurrences += 1
+                if first < 0:
+                    first = pos
+            pos = self.text.find(needle, pos + 1)
         if first < 0:
             return None
-        occurrences, pos = 0, first
-        while pos >= 0:
-            occurrences += 1
-            pos = self.text.find(needle, pos + 1)
         start_char = self._to_source_char(first)
         end_char = self._to_source_char(first + len(needle) - 1) + 1
         return QuoteMatch(self._byte(start_char), self._byte(end_char), occurrences)

@@ -35,6 +35,18 @@ class LedgerError(RuntimeError):
     """The ledger was asked something impossible (unknown session, double settle)."""
 
 
+class PaidCallFailed(Exception):
+    """A call that failed after the provider had already charged for it (a model that answered
+    with nothing still used its tokens). `Ledger.hold` settles it at `actual` instead of
+    releasing it: the spend happened, and the ledger records what happened. `actual` is set by
+    whoever can price the usage; left None, the hold is released like any other failure."""
+
+    def __init__(self, *args: object, usage: Usage | None = None, actual: int | None = None):
+        super().__init__(*args)
+        self.usage = usage or Usage()
+        self.actual = actual
+
+
 class BudgetExhausted(LedgerError):
     """A reservation the session cannot afford. Raised before any call is made."""
 
@@ -249,9 +261,11 @@ class Ledger:
         *,
         usage: Usage | None = None,
         note: str | None = None,
+        model: str | None = None,
     ) -> Settlement:
-        """Record what the call used. held -> spent. Spend beyond the reservation is recorded
-        truthfully as overrun (the session is flagged), never squeezed under the ceiling."""
+        """Record what the call used (and, for a model call, which model). held -> spent. Spend
+        beyond the reservation is recorded truthfully as overrun (the session is flagged), never
+        squeezed under the ceiling."""
         if actual < 0:
             raise LedgerError(f"a call cannot cost a negative amount ({actual})")
         usage = usage or Usage()
@@ -289,6 +303,7 @@ class Ledger:
                     "cache_read_tokens": usage.cache_read_tokens,
                     "cache_write_tokens": usage.cache_write_tokens,
                     "note": note,
+                    "model": model,
                     "now": now,
                 },
             )
@@ -370,6 +385,15 @@ class Ledger:
         h = Hold(self, res)
         try:
             yield h
+        except PaidCallFailed as exc:
+            if not h.done:
+                if exc.actual is None:
+                    self.release(res, note=f"call failed: {type(exc).__name__}")
+                else:
+                    h.settle(exc.actual, usage=exc.usage,
+                             note=f"paid for, but failed: {type(exc).__name__}",
+                             model=getattr(exc, "model", None) or None)
+            raise
         except BaseException as exc:
             if not h.done:
                 self.release(res, note=f"call failed: {type(exc).__name__}")
@@ -422,9 +446,11 @@ class Hold:
         self.settlement: Settlement | None = None
 
     def settle(
-        self, actual: int, *, usage: Usage | None = None, note: str | None = None
+        self, actual: int, *, usage: Usage | None = None, note: str | None = None,
+        model: str | None = None,
     ) -> Settlement:
-        self.settlement = self.ledger.settle(self.reservation, actual, usage=usage, note=note)
+        self.settlement = self.ledger.settle(self.reservation, actual, usage=usage, note=note,
+                                             model=model)
         self.done = True
         return self.settlement
 

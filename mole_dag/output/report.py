@@ -17,6 +17,7 @@ from mole_dag.budget import BudgetExhausted
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, SourceClass, stable_id
 from mole_dag.llm.extractive import MADE_WITHOUT_MODEL, write_body
+from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import FindingForWriter, WriteRequest
 from mole_dag.output.citations import CitationCheck, check_body, strip_reference_markers
 from mole_dag.output.sanitize import one_line, strip_controls
@@ -252,9 +253,12 @@ def write_report(
             with run.ledger.hold(sid, Role.OUTPUT, estimate, tool=f"{run.skills.name}:write",
                                  stage=STAGE) as h:
                 got = run.skills.write(req, unit)
-                h.settle(got.cost, usage=got.usage)
+                h.settle(got.cost, usage=got.usage, model=got.model or None)
         except BudgetExhausted as exc:
             rejected.append(f"writer not run: {exc}")
+            break
+        except ModelCallFailed as exc:
+            rejected.append(f"writer failed: {exc}")
             break
         spent += got.cost
         check: CitationCheck = check_body(got.value, set(numbered), supporting)
@@ -267,8 +271,8 @@ def write_report(
         summary = write_body(req)
         writer = "deterministic"
         if run.skills.uses_model:
-            writer_note = ("The model's summary was rejected by the citation check ("
-                           + "; ".join(rejected) + "); this summary is the deterministic one.")
+            writer_note = ("The model's summary was not used (" + "; ".join(rejected)
+                           + "); this summary is the deterministic one.")
 
     bal = run.ledger.balance(sid)
     session = run.session()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mole_dag.budget import BudgetExhausted
 from mole_dag.context import Run
 from mole_dag.core import Role, SessionStatus, stable_id
-from mole_dag.llm.skills import Digest
+from mole_dag.llm.provider import ModelCallFailed
+from mole_dag.llm.skills import Digest, Metered, PlannedQuestion
 from mole_dag.store import q, utcnow
 
 STAGE = "sub_questions"
@@ -61,10 +63,18 @@ def plan_round(run: Run) -> PlanResult:
     digest = build_digest(run, round_no)
     unit = run.unit
     estimate = run.skills.estimate_plan(digest, unit)
-    with run.ledger.hold(sid, Role.PLANNER, estimate, tool=f"{run.skills.name}:plan",
-                         stage=STAGE) as h:
-        planned = run.skills.plan(digest, unit)
-        h.settle(planned.cost, usage=planned.usage)
+    try:
+        with run.ledger.hold(sid, Role.PLANNER, estimate, tool=f"{run.skills.name}:plan",
+                             stage=STAGE) as h:
+            planned = run.skills.plan(digest, unit)
+            h.settle(planned.cost, usage=planned.usage, model=planned.model or None)
+    except (ModelCallFailed, BudgetExhausted) as exc:
+        if round_no <= 1:
+            raise  # without a first plan there is no session: fail loudly, with the cause
+        # A later round that cannot plan (the model failed, or what is left outside escrow
+        # does not cover a planning call) ends the research; the report still gets written.
+        run.progress(f"round {round_no}: no new sub-questions ({exc})")
+        planned = Metered[list[PlannedQuestion]]([])
 
     actors = [a.strip() for a in str(sess["actors"]).split(",") if a.strip()]
     existing = {s[0].casefold() for s in digest.sub_questions}

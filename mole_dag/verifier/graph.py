@@ -17,6 +17,7 @@ from typing import Any
 from mole_dag.budget import BudgetExhausted
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, stable_id
+from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import Metered, Verdict
 from mole_dag.store import q, utcnow
 from mole_dag.verifier.followups import ClaimInfo, FollowUp, propose
@@ -66,6 +67,7 @@ class EdgeResult:
     follow_ups: list[FollowUp] = field(default_factory=list)
     calls: int = 0
     spent: int = 0
+    calls_failed: int = 0
 
 
 def edges_from(
@@ -119,9 +121,14 @@ class _Allowance:
             with self.run.ledger.hold(self.run.session_id, Role.VERIFIER, estimate,
                                       tool=f"{self.run.skills.name}:judge", stage=STAGE) as h:
                 got = call()
-                h.settle(got.cost, usage=got.usage)
+                h.settle(got.cost, usage=got.usage, model=got.model or None)
         except BudgetExhausted:
             return None
+        except ModelCallFailed as exc:
+            # A paid failure (the provider charged for an empty answer) still counts against
+            # the verification allowance; judge_pairs leaves the batch unjudged.
+            self.spent += getattr(exc, "actual", None) or 0
+            raise
         self.spent += got.cost
         return got
 
@@ -169,6 +176,7 @@ def build_edges(
     result.pairs_judged = len(first.judged)
     result.pairs_unjudged = len(first.unjudged)
     result.pairs_skipped_budget = len(first.stopped_for_budget or [])
+    result.calls_failed += first.calls_failed
 
     # The confirm pass: an edge is kept only when a second judgement, shown the pair the other
     # way round, agrees. Measured on the original system: contradiction precision 51% with one
@@ -183,6 +191,7 @@ def build_edges(
                              batch_size=batch_size, swap=True, pay=allowance.pay)
         result.calls += second.calls
         result.spent += second.spent
+        result.calls_failed += second.calls_failed
         again = {j.pair: j.relation for j in second.judged}
         for j in edge_building:
             if j.pair in again:

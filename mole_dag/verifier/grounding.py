@@ -20,6 +20,7 @@ from mole_dag.actors.quote import CollapsedText, QuoteRejected
 from mole_dag.actors.reread import NotRefetchable, Unreachable, reread
 from mole_dag.budget import BudgetExhausted, Ledger
 from mole_dag.core import Role, Unit, stable_id
+from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import GroundRequest, Skills
 from mole_dag.output.sanitize import one_line
 from mole_dag.store import Store, q, utcnow
@@ -132,9 +133,15 @@ def check_claims(
                 with ledger.hold(paid_by, Role.VERIFIER, estimate, tool=f"{skills.name}:ground",
                                  stage=STAGE) as h:
                     got = skills.ground(req, unit)
-                    h.settle(got.cost, usage=got.usage)
+                    h.settle(got.cost, usage=got.usage, model=got.model or None)
             except BudgetExhausted:
                 report.skipped_for_budget += 1
+                continue
+            except ModelCallFailed as exc:
+                # A check that failed is not a claim that failed.
+                report.results.append(GroundResult(
+                    c["claim_id"], c["session_id"], "undecided",
+                    f"the judge gave no answer: {type(exc).__name__}"))
                 continue
             report.calls += 1
             report.spent += got.cost

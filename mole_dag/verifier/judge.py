@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mole_dag.core import Unit
+from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import Metered, Skills, Verdict
 from mole_dag.verifier.relations import normalize_relation
 from mole_dag.verifier.retriever import Pair
@@ -34,6 +35,7 @@ class BatchOutcome:
     judged: list[Judged]
     unjudged: list[Pair]
     calls: int = 0
+    calls_failed: int = 0
     spent: int = 0
     stopped_for_budget: list[Pair] | None = None
 
@@ -79,7 +81,14 @@ def judge_pairs(
         def call(shown: list[tuple[str, str]] = shown) -> Metered[list[Verdict]]:
             return skills.judge(shown, unit)
 
-        got = pay(estimate, call) if pay else call()
+        try:
+            got = pay(estimate, call) if pay else call()
+        except ModelCallFailed:
+            # No usable answer: the batch stays unjudged (its claims unverified, for a later
+            # pass) and the rest of the pass goes on.
+            out.calls_failed += 1
+            out.unjudged.extend(batch)
+            continue
         if got is None:
             out.stopped_for_budget = [p for b in batches(pairs, batch_size)[i:] for p in b]
             break

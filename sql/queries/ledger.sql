@@ -35,7 +35,7 @@ UPDATE tool_calls
 SET status = 'settled', actual = $actual, overrun = $overrun,
     input_tokens = $input_tokens, output_tokens = $output_tokens,
     cache_read_tokens = $cache_read_tokens, cache_write_tokens = $cache_write_tokens,
-    note = coalesce($note, note), completed_at = $now
+    model = $model, note = coalesce($note, note), completed_at = $now
 WHERE id = $id AND status IN ('reserved', 'expired');
 
 -- name: call_release

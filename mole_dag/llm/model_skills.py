@@ -1,0 +1,109 @@
+"""The Skills protocol answered by a language model through a provider.
+
+Each skill builds its Call once (mole_dag.llm.prompts), so the estimate and the call are made
+from the same request: the estimate is the price of the provider's input-token bound plus the
+`max_tokens` that request carries, which is an upper bound by construction. The cost is the
+price of the usage the provider reported. In a USD session a model without a price is refused
+by the estimate, which runs before the reservation and so before any call."""
+
+from __future__ import annotations
+
+import logging
+
+from mole_dag.core import ClaimDraft, Unit
+from mole_dag.llm import prompts
+from mole_dag.llm.pricing import PriceTable
+from mole_dag.llm.provider import Call, Completion, EmptyOutput, Provider, Tier
+from mole_dag.llm.skills import (
+    Digest,
+    GroundRequest,
+    GroundVerdict,
+    Metered,
+    MineRequest,
+    PlannedQuestion,
+    Verdict,
+    WriteRequest,
+)
+
+log = logging.getLogger("mole.llm")
+
+
+class ModelSkills:
+    uses_model = True
+
+    def __init__(self, provider: Provider, prices: PriceTable, *, name: str | None = None) -> None:
+        self.provider = provider
+        self.prices = prices
+        self.name = name or provider.name
+
+    def __repr__(self) -> str:
+        return f"ModelSkills({self.name}, {self.provider!r})"
+
+    # -- metering ---------------------------------------------------------------------------
+
+    def models(self) -> dict[Tier, str]:
+        return {t: self.provider.model_for(t) for t in Tier}
+
+    def check_priced(self, unit: Unit) -> None:
+        """Raise UnpricedModel if a USD session could not price one of the tiers' models."""
+        if unit == Unit.USD_MICROS:
+            for model in self.models().values():
+                self.prices.require(model)
+
+    def estimate(self, call: Call, unit: Unit) -> int:
+        model = self.provider.model_for(call.tier)
+        return self.prices.bound(model, self.provider.input_token_bound(call), call.max_tokens,
+                                 unit)
+
+    def _complete(self, call: Call, unit: Unit) -> tuple[Completion, int]:
+        bound = self.estimate(call, unit)  # an unpriced model fails here, before the call
+        try:
+            done = self.provider.complete(call)
+        except EmptyOutput as exc:
+            exc.actual = (self.prices.cost(exc.model, exc.usage, unit) if exc.usage_reported
+                          else bound)
+            raise
+        # A server that did not say what it used is charged the bound: the most it could have.
+        cost = self.prices.cost(done.model, done.usage, unit) if done.usage_reported else bound
+        log.debug("%s %s on %s: %d in (+%d cache read, +%d cache write), %d out, cost %d %s%s",
+                  self.name, call.purpose, done.model, done.usage.input_tokens,
+                  done.usage.cache_read_tokens, done.usage.cache_write_tokens,
+                  done.usage.output_tokens, cost, unit, " (truncated)" if done.truncated else "")
+        return done, cost
+
+    # -- the four skills --------------------------------------------------------------------
+
+    def estimate_plan(self, digest: Digest, unit: Unit) -> int:
+        return self.estimate(prompts.plan_call(digest), unit)
+
+    def plan(self, digest: Digest, unit: Unit) -> Metered[list[PlannedQuestion]]:
+        done, cost = self._complete(prompts.plan_call(digest), unit)
+        return Metered(prompts.parse_plan(done.text, digest), cost, done.usage, done.model)
+
+    def estimate_mine(self, req: MineRequest, unit: Unit) -> int:
+        return self.estimate(prompts.mine_call(req), unit)
+
+    def mine(self, req: MineRequest, unit: Unit) -> Metered[list[ClaimDraft]]:
+        done, cost = self._complete(prompts.mine_call(req), unit)
+        return Metered(prompts.parse_mine(done.text), cost, done.usage, done.model)
+
+    def estimate_judge(self, pairs: list[tuple[str, str]], unit: Unit) -> int:
+        return self.estimate(prompts.judge_call(pairs), unit)
+
+    def judge(self, pairs: list[tuple[str, str]], unit: Unit) -> Metered[list[Verdict]]:
+        done, cost = self._complete(prompts.judge_call(pairs), unit)
+        return Metered(prompts.parse_judge(done.text, len(pairs)), cost, done.usage, done.model)
+
+    def estimate_write(self, req: WriteRequest, unit: Unit) -> int:
+        return self.estimate(prompts.write_call(req), unit)
+
+    def write(self, req: WriteRequest, unit: Unit) -> Metered[str]:
+        done, cost = self._complete(prompts.write_call(req), unit)
+        return Metered(prompts.parse_write(done.text), cost, done.usage, done.model)
+
+    def estimate_ground(self, req: GroundRequest, unit: Unit) -> int:
+        return self.estimate(prompts.ground_call(req), unit)
+
+    def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]:
+        done, cost = self._complete(prompts.ground_call(req), unit)
+        return Metered(prompts.parse_ground(done.text), cost, done.usage, done.model)

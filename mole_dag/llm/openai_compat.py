@@ -1,0 +1,162 @@
+"""Any OpenAI-compatible chat-completions endpoint over httpx: OpenAI itself, Ollama, the
+llama.cpp server, vLLM, OpenRouter.
+
+JSON mode (`response_format: {"type": "json_object"}`) is asked for when a call wants JSON,
+unless the config switches it off; a server that rejects the field with a 400 naming it is
+asked again without it, once, and not asked again for the life of the provider. Usage is read
+from the standard `usage` object (cached prompt tokens from `prompt_tokens_details`); a server
+that reports none is charged the whole reservation, never a guess."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from mole_dag.budget import Usage
+from mole_dag.llm.provider import (
+    Call,
+    Completion,
+    EmptyOutput,
+    ProviderRejected,
+    Tier,
+    redact,
+    utf8_token_bound,
+)
+from mole_dag.llm.retry import (
+    DEFAULT_POLICY,
+    Retryable,
+    RetryPolicy,
+    retry_after_seconds,
+    retryable_status,
+    with_retries,
+)
+
+NAME = "openai"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Defaults only make sense for OpenAI itself; for a local server, name its models in the config.
+DEFAULT_MODELS = {Tier.CHEAP: "gpt-4o-mini", Tier.STRONG: "gpt-4o"}
+# Per attempt. A guess, flagged as one: local servers on modest hardware are slow.
+DEFAULT_TIMEOUT_S = 300.0
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some servers return content parts
+        return "".join(p.get("text", "") for p in content
+                       if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+class OpenAICompatProvider:
+    name = NAME
+
+    def __init__(
+        self,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        models: Mapping[Tier, str] | None = None,
+        json_mode: bool | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        policy: RetryPolicy = DEFAULT_POLICY,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.models = {**DEFAULT_MODELS, **dict(models or {})}
+        # None: ask for JSON mode and fall back if the server refuses; False: never ask.
+        self.json_mode = json_mode
+        self.policy, self.sleep = policy, sleep
+        self._secret = api_key
+        headers = {"content-type": "application/json"}
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self._client = httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers,
+                                    timeout=timeout_s, transport=transport)
+
+    def __repr__(self) -> str:  # never the key
+        return f"OpenAICompatProvider(base_url={str(self._client.base_url)!r})"
+
+    def model_for(self, tier: Tier) -> str:
+        return self.models[tier]
+
+    def input_token_bound(self, call: Call) -> int:
+        return utf8_token_bound(call)
+
+    def _body(self, model: str, call: Call, json_mode: bool) -> bytes:
+        messages = [{"role": "system", "content": call.system}] if call.system else []
+        messages += [{"role": m.role, "content": m.content} for m in call.messages]
+        body: dict[str, Any] = {"model": model, "messages": messages,
+                                "max_tokens": call.max_tokens}
+        if json_mode:
+            body["response_format"] = {"type": "json_object"}
+        # Serialised here, not by httpx, so the bytes (and a cassette's keys) do not depend on
+        # the HTTP library's JSON settings.
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    def _attempt(self, model: str, call: Call) -> dict[str, Any]:
+        want_json = call.json and self.json_mode is not False
+        try:
+            resp = self._client.post("chat/completions", content=self._body(model, call, want_json))
+        except httpx.TransportError as exc:
+            raise Retryable(f"{type(exc).__name__}: {redact(str(exc), self._secret)}") from None
+        status = resp.status_code
+        detail = redact(resp.text, self._secret)[:300]
+        if (status == 400 and want_json and self.json_mode is None
+                and "response_format" in resp.text):
+            self.json_mode = False  # this server has no JSON mode; ask plainly from now on
+            return self._attempt(model, call)
+        if status >= 400:
+            if retryable_status(status):
+                raise Retryable(f"HTTP {status}: {detail}", status=status,
+                                retry_after=retry_after_seconds(resp.headers))
+            hint = (" (check OPENAI_API_KEY or the key in the config file)"
+                    if status in (401, 403) else "")
+            raise ProviderRejected(f"{self._client.base_url} refused the call (HTTP {status})"
+                                   f"{hint}: {detail}", provider=NAME, model=model, status=status)
+        try:
+            data = resp.json()
+        except ValueError:
+            raise ProviderRejected(f"{self._client.base_url} answered HTTP {status} with a body "
+                                   f"that is not JSON: {detail[:120]!r}", provider=NAME,
+                                   model=model, status=status) from None
+        if not isinstance(data, dict):
+            raise ProviderRejected("the chat-completions answer is not a JSON object",
+                                   provider=NAME, model=model, status=status)
+        return data
+
+    def complete(self, call: Call) -> Completion:
+        model = self.model_for(call.tier)
+        data = with_retries(lambda: self._attempt(model, call), policy=self.policy,
+                            sleep=self.sleep, provider=NAME, model=model)
+        raw_usage = data.get("usage")
+        reported = isinstance(raw_usage, dict) and "prompt_tokens" in raw_usage
+        usage = Usage()
+        if reported:
+            assert isinstance(raw_usage, dict)
+            details = raw_usage.get("prompt_tokens_details") or {}
+            cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+            prompt = _int(raw_usage.get("prompt_tokens"))
+            usage = Usage(input_tokens=max(prompt - cached, 0),
+                          output_tokens=_int(raw_usage.get("completion_tokens")),
+                          cache_read_tokens=min(cached, prompt))
+        choices = data.get("choices") or []
+        first = choices[0] if isinstance(choices, list) and choices else {}
+        first = first if isinstance(first, dict) else {}
+        message = first.get("message") if isinstance(first.get("message"), dict) else {}
+        text = _text_of(message.get("content"))
+        finish = first.get("finish_reason")
+        if not text.strip():
+            raise EmptyOutput(provider=NAME, model=model, usage=usage,
+                              stop_reason=str(finish) if finish else None,
+                              usage_reported=reported)
+        return Completion(text=text, usage=usage, model=model, truncated=finish == "length",
+                          usage_reported=reported)

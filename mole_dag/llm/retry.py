@@ -1,0 +1,112 @@
+"""Bounded retries for model calls: 429, 529 (overloaded), other 5xx, timeouts and refused
+connections are retried with exponential backoff and jitter, honouring the server's
+`retry-after` (or `retry-after-ms`) when it sends one.
+
+One policy for every provider, rather than each SDK's own: the Anthropic SDK and a hand-rolled
+httpx client would otherwise retry differently, and a test could only pin down one of them. The
+SDK's own retries are switched off. Bounded twice: in attempts, and in how long a server may
+ask us to wait (a server asking for ten minutes is better answered with an error now)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import TypeVar
+
+from mole_dag.llm.provider import ProviderUnavailable
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    # Guesses, flagged as such: four attempts ride out a short overload without turning one
+    # stuck call into minutes of waiting; the cap on retry-after is the longest a user waiting
+    # on a research session is likely to accept for one call.
+    max_attempts: int = 4
+    base_delay_s: float = 1.0
+    max_delay_s: float = 20.0
+    max_retry_after_s: float = 60.0
+
+
+DEFAULT_POLICY = RetryPolicy()
+
+
+class Retryable(Exception):
+    """Raised by a provider's single attempt when trying again may help."""
+
+    def __init__(self, message: str, *, status: int | None = None,
+                 retry_after: float | None = None) -> None:
+        self.status, self.retry_after = status, retry_after
+        super().__init__(message)
+
+
+def retryable_status(status: int) -> bool:
+    # 408 timeout, 409 (Anthropic: a transient conflict), 429 rate limit, 5xx incl. 529 overload.
+    return status in (408, 409, 429) or status >= 500
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """The wait a server asked for: `retry-after-ms`, then `retry-after` as seconds or as an
+    HTTP date. None when absent or unreadable (then backoff decides)."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    ms = lower.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    raw = lower.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
+
+
+def backoff(attempt: int, policy: RetryPolicy, rng: Callable[[], float] = random.random) -> float:
+    """Exponential, capped, with jitter in [50 %, 100 %] so parallel workers spread out."""
+    ceiling = min(policy.max_delay_s, policy.base_delay_s * (2 ** (attempt - 1)))
+    return ceiling * (0.5 + 0.5 * rng())
+
+
+def with_retries(
+    attempt: Callable[[], T],
+    *,
+    policy: RetryPolicy = DEFAULT_POLICY,
+    sleep: Callable[[float], None] = time.sleep,
+    provider: str = "",
+    model: str = "",
+) -> T:
+    last: Retryable | None = None
+    for n in range(1, policy.max_attempts + 1):
+        try:
+            return attempt()
+        except Retryable as exc:
+            last = exc
+            if n == policy.max_attempts:
+                break
+            if exc.retry_after is not None and exc.retry_after > policy.max_retry_after_s:
+                raise ProviderUnavailable(
+                    f"{provider} asked to wait {exc.retry_after:.0f}s before retrying, more than "
+                    f"the {policy.max_retry_after_s:.0f}s this client waits: {exc}",
+                    provider=provider, model=model, status=exc.status, attempts=n,
+                ) from None
+            sleep(exc.retry_after if exc.retry_after is not None else backoff(n, policy))
+    assert last is not None
+    raise ProviderUnavailable(
+        f"{provider} call failed after {policy.max_attempts} attempts: {last}",
+        provider=provider, model=model, status=last.status, attempts=policy.max_attempts,
+    ) from None

@@ -1,0 +1,290 @@
+"""A small model server on 127.0.0.1 for tests: the Anthropic Messages API (POST /v1/messages)
+and the OpenAI chat-completions API (POST .../chat/completions), answering from a script or
+from a simulated model that reads mole's prompts and answers them plausibly.
+
+The real `anthropic` SDK and the real httpx client talk to it over a socket, so what is tested
+is the actual request and response handling, not a stand-in. Every request is kept (headers
+and body) for assertions. Use it as a context manager: the server stops when the block ends."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from mole_dag.llm import prompts
+from mole_dag.llm.extractive import judge_pair, mine_sentences, plan_questions, topic_of
+from mole_dag.llm.skills import MineRequest
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None  # dict/list -> JSON; str/bytes sent as they are
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+    @property
+    def system(self) -> str:
+        """The system prompt, in either API's shape."""
+        data = self.json
+        if "system" in data:
+            s = data["system"]
+            return s if isinstance(s, str) else "".join(b.get("text", "") for b in s)
+        for m in data.get("messages", []):
+            if m.get("role") == "system":
+                return m.get("content", "")
+        return ""
+
+    @property
+    def user(self) -> str:
+        return "\n".join(m.get("content", "") for m in self.json.get("messages", [])
+                         if m.get("role") == "user")
+
+    @property
+    def skill(self) -> str:
+        return {prompts.PLAN_SYSTEM: "plan", prompts.MINE_SYSTEM: "mine",
+                prompts.JUDGE_SYSTEM: "judge", prompts.WRITE_SYSTEM: "write",
+                prompts.GROUND_SYSTEM: "ground"}.get(self.system, "?")
+
+
+Responder = Callable[[Received], Reply]
+
+
+class ModelServer:
+    def __init__(self, respond: Responder) -> None:
+        self.respond = respond
+        self.received: list[Received] = []
+        self.replied: list[Reply] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> ModelServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                length = int(self.headers.get("content-length") or 0)
+                got = Received("POST", self.path, {k.lower(): v for k, v in self.headers.items()},
+                               self.rfile.read(length))
+                with server._lock:
+                    server.received.append(got)
+                try:
+                    reply = server.respond(got)
+                except Exception as exc:  # a bug in a test responder shows up as a 500
+                    reply = Reply(500, {"error": {"type": "test_bug", "message": repr(exc)}})
+                with server._lock:
+                    server.replied.append(reply)
+                body = reply.body
+                if isinstance(body, dict | list):
+                    data = json.dumps(body).encode()
+                    ctype = "application/json"
+                elif isinstance(body, str):
+                    data, ctype = body.encode(), "application/json"
+                else:
+                    data, ctype = body or b"", "application/json"
+                self.send_response(reply.status)
+                self.send_header("content-type", ctype)
+                self.send_header("content-length", str(len(data)))
+                for k, v in reply.headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._httpd is not None and self._thread is not None
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=10)
+
+    def by_skill(self, skill: str) -> list[Received]:
+        return [r for r in self.received if r.skill == skill]
+
+
+# -- response bodies ------------------------------------------------------------------------------
+
+
+def claude_message(text: str | None, *, input_tokens: int = 10, output_tokens: int = 5,
+                   cache_read: int | None = None, cache_write: int | None = None,
+                   stop_reason: str = "end_turn", model: str = "claude-haiku-4-5",
+                   content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    blocks = content if content is not None else ([{"type": "text", "text": text}]
+                                                  if text is not None else [])
+    return {
+        "id": "msg_test", "type": "message", "role": "assistant", "model": model,
+        "content": blocks, "stop_reason": stop_reason, "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                  "cache_read_input_tokens": cache_read,
+                  "cache_creation_input_tokens": cache_write},
+    }
+
+
+def claude_error(status: int, kind: str, message: str = "try again") -> Reply:
+    return Reply(status, {"type": "error", "error": {"type": kind, "message": message}})
+
+
+def chat_completion(text: str | None, *, prompt_tokens: int = 10, completion_tokens: int = 5,
+                    cached: int | None = None, finish_reason: str = "stop",
+                    usage: bool = True, model: str = "local-model") -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": "chatcmpl-test", "object": "chat.completion", "model": model,
+        "choices": [{"index": 0, "finish_reason": finish_reason,
+                     "message": {"role": "assistant", "content": text}}],
+    }
+    if usage:
+        body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                         "total_tokens": prompt_tokens + completion_tokens}
+        if cached is not None:
+            body["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
+    return body
+
+
+def scripted(replies: Iterable[Reply]) -> Responder:
+    """Answer requests with `replies` in order; a request past the end gets a 500."""
+    queue = list(replies)
+    lock = threading.Lock()
+
+    def respond(_got: Received) -> Reply:
+        with lock:
+            if not queue:
+                return Reply(500, {"error": {"type": "test_script",
+                                             "message": "script exhausted"}})
+            return queue.pop(0)
+    return respond
+
+
+# -- a simulated model ----------------------------------------------------------------------
+
+_PASSAGE = re.compile(r"<passage>\n(.*)\n</passage>", re.DOTALL)
+_FINDING = re.compile(r"^(\d+)\. \(([^)]*)\) (.*)$", re.MULTILINE)
+_PAIR = re.compile(r"Pair (\d+)\nA: (.*)\nB: (.*)")
+
+
+def _field(user: str, name: str) -> str:
+    m = re.search(rf"^{name}: (.*)$", user, re.MULTILINE)
+    return m.group(1) if m else ""
+
+
+class SimulatedModel:
+    """Answers mole's four prompts the way a careful model might, deterministically:
+    plans from the question, mines verbatim sentences (plus one fabricated and one too-short
+    quote per chunk, which the quote check must discard), judges with word-overlap heuristics
+    and writes a summary citing the numbers it was given. Reports usage as a tokenizer of
+    about four bytes a token would, with the system prompt billed as a cache read."""
+
+    def __init__(self, *, fabricate: bool = True, later_rounds: bool = True,
+                 throttle_first_mine: bool = False) -> None:
+        self.fabricate = fabricate
+        self.later_rounds = later_rounds
+        # Answer the first mining request with a 429 (retry-after 0), so a session exercises
+        # the retry path and a recording holds a retried exchange.
+        self.throttle_first_mine = throttle_first_mine
+        self._lock = threading.Lock()
+
+    def answer(self, got: Received) -> str:
+        skill, user = got.skill, got.user
+        if skill == "plan":
+            rnd = int(_field(user, "Round") or 1)
+            question = _field(user, "Question")
+            if rnd == 1:
+                subs = [{"text": p.text, "query": p.query} for p in plan_questions(question)[:3]]
+            elif rnd == 2 and self.later_rounds and _field(user, "Contradictions found") != "0":
+                subs = [{"text": f"Which newer studies settle the disagreement about "
+                                 f"{topic_of(question)}?",
+                         "query": f"{topic_of(question)} newer study"}]
+            else:
+                subs = []
+            return json.dumps({"sub_questions": subs})
+        if skill == "mine":
+            m = _PASSAGE.search(user)
+            chunk = m.group(1) if m else ""
+            req = MineRequest(_field(user, "Question"), _field(user, "Sub-question"), chunk)
+            claims = [{"text": d.text, "quote": d.quote} for d in mine_sentences(req)]
+            if self.fabricate and claims:
+                first = claims[0]["quote"]
+                claims.append({"text": "A paraphrase the page never printed.",
+                               "quote": first.replace(" ", "  ").replace("e", "E", 1)
+                               + " and this was not in the page"})
+                claims.append({"text": "Too short to check.", "quote": first.split()[0]})
+            return json.dumps({"claims": claims})
+        if skill == "judge":
+            verdicts = []
+            for m in _PAIR.finditer(user):
+                v = judge_pair(m.group(2), m.group(3))
+                verdicts.append({"index": int(m.group(1)), "relation": v.relation,
+                                 "rationale": v.rationale})
+            return json.dumps({"verdicts": verdicts})
+        if skill == "write":
+            found = _FINDING.findall(user)
+            if not found:
+                return "Nothing survived the quote check."
+            parts = []
+            for _n, flags, text in found[:2]:
+                cites = re.search(r"sources ((?:\[\d+\])+)", flags)
+                parts.append(f"{text} {cites.group(1) if cites else ''}".strip())
+            return "The sources report the following. " + " ".join(parts)
+        if skill == "ground":
+            m = _PASSAGE.search(user)
+            passage = " ".join((m.group(1) if m else "").split())
+            claim = " ".join(_field(user, "Claim").split())
+            verdict = "supported" if claim and claim in passage else "undecided"
+            return json.dumps({"verdict": verdict, "rationale": "verbatim check"})
+        return "I do not know this prompt."
+
+    def usage(self, got: Received, text: str) -> tuple[int, int, int]:
+        system = len(got.system.encode())
+        rest = len(got.body) - system
+        return math.ceil(rest / 4), math.ceil(len(text.encode()) / 4), math.ceil(system / 4)
+
+    def __call__(self, got: Received) -> Reply:
+        if got.skill == "mine" and self.throttle_first_mine:
+            with self._lock:
+                throttle, self.throttle_first_mine = self.throttle_first_mine, False
+            if throttle:
+                return Reply(429, {"type": "error", "error": {"type": "rate_limit_error",
+                                                              "message": "slow down"}},
+                             {"retry-after": "0"})
+        text = self.answer(got)
+        fresh, out, cached = self.usage(got, text)
+        body = got.json
+        if got.path.endswith("/chat/completions"):
+            return Reply(200, chat_completion(text, prompt_tokens=fresh + cached,
+                                              completion_tokens=out, cached=cached,
+                                              model=body.get("model", "")))
+        return Reply(200, claude_message(text, input_tokens=fresh, output_tokens=out,
+                                         cache_read=cached, cache_write=0,
+                                         model=body.get("model", "")))

@@ -1,0 +1,212 @@
+"""`mole research` with model providers: a recorded Claude session replayed end to end through
+the Anthropic provider and the Dagster jobs, with the ledger's spend equal to the recorded usage
+priced by the table; and the refusals that happen before anything is written or called."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from mole_dag import cli
+from mole_dag.budget import Ledger, Usage
+from mole_dag.config import config_path
+from mole_dag.core import Unit
+from mole_dag.llm.cassette import read
+from mole_dag.llm.pricing import PriceTable
+from mole_dag.output.citations import cited_numbers
+from mole_dag.paths import default_store_path
+from mole_dag.store import Store, q
+from tests.model_server import ModelServer, SimulatedModel
+from tests.record_cassette import CASSETTE, QUESTION, SESSION_ID, research_args
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "dagster"
+    home.mkdir()
+    shutil.copy(PROJECT / "dagster.yaml", home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.chdir(tmp_path)  # the CLI changes directory to DAGSTER_HOME; this restores it
+    return home
+
+
+def _recorded_spend(path: Path) -> tuple[int, int]:
+    """The cassette's usage priced by the table, and how many answers carried usage."""
+    table = PriceTable.load()
+    total = answers = 0
+    for ex in read(path)[1]:
+        if ex.status != 200:
+            continue
+        model = json.loads(ex.body)["model"]
+        u = json.loads(ex.response)["usage"]
+        usage = Usage(u["input_tokens"], u["output_tokens"], u.get("cache_read_input_tokens") or 0,
+                      u.get("cache_creation_input_tokens") or 0)
+        total += table.cost(model, usage, Unit.USD_MICROS)
+        answers += 1
+    return total, answers
+
+
+def test_recorded_claude_session_replays_through_dagster(
+        dagster_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert CASSETTE.is_file(), "record it with: .venv/bin/python -m tests.record_cassette"
+    code = cli.main(research_args("--provider", "cassette", "--cassette", str(CASSETTE)))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"session {SESSION_ID}" in out and "ledger consistent" in out
+
+    store = Store(default_store_path())
+    try:
+        ledger = Ledger(store)
+        bal = ledger.balance(SESSION_ID)
+        expected, answers = _recorded_spend(CASSETTE)
+        # The done-when of issue 3: the ledger's spend is the recorded usage, priced.
+        assert bal.spent == expected > 0
+        assert bal.total == 50_000 and bal.overrun == 0 and bal.held == 0
+        assert ledger.verify(SESSION_ID).ok
+        calls = store.named("settled_model_calls", {"session_id": SESSION_ID})
+        assert len(calls) == answers
+        assert {c["model"] for c in calls} == {"claude-haiku-4-5", "claude-sonnet-4-5"}
+        sess = store.row(q("session_get"), {"session_id": SESSION_ID})
+        assert sess["provider"] == "cassette" and sess["status"] == "done"
+        rep = store.row(q("report_latest"), {"session_id": SESSION_ID})
+        assert rep["made_without_model"] is False
+        summary = rep["markdown"].split("## Summary", 1)[1].split("## Findings", 1)[0]
+        assert cited_numbers(summary)
+        assert rep["citations"] > 0
+        claims = store.rows("SELECT quote FROM claims WHERE session_id = $s", {"s": SESSION_ID})
+        assert claims
+    finally:
+        store.close()
+
+    # The same session as Dagster saw it: partition materializations with their metadata.
+    instance = dg.DagsterInstance.get()
+    try:
+        report_key = dg.AssetKey("report")
+        event = instance.get_latest_materialization_event(report_key)
+        assert event is not None
+        mat = event.asset_materialization
+        assert mat.partition == SESSION_ID
+        assert mat.metadata["writer"].value == "cassette"
+        assert mat.metadata["budget_spent"].value == expected
+        mined = instance.get_latest_materialization_event(dg.AssetKey("mined_claims"))
+        assert mined.asset_materialization.metadata["discarded_quote_not_found"].value > 0
+    finally:
+        instance.dispose()
+
+
+def test_replaying_under_another_session_id_misses(dagster_home: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    args = research_args("--provider", "cassette", "--cassette", str(CASSETTE))
+    args[args.index("--session-id") + 1] = "some-other-id"
+    assert cli.main(args) == cli.EXIT_FAILED
+    assert "record it again" in capsys.readouterr().err
+
+
+def test_record_via_cli_then_replay(dagster_home: Path, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    tape = tmp_path / "fresh.jsonl"
+    with ModelServer(SimulatedModel()) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-cli-test")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        args = research_args("--provider", "anthropic", "--record", str(tape), "--quiet")
+        args[args.index("--session-id") + 1] = "cli-rec"
+        assert cli.main(args) == 0, capsys.readouterr().err
+    assert "sk-ant-cli-test" not in tape.read_text("utf-8")
+    live_spent, _ = _recorded_spend(tape)
+    monkeypatch.setenv("MOLE_DB", str(tmp_path / "replay.duckdb"))
+    args = research_args("--provider", "cassette", "--cassette", str(tape), "--quiet")
+    args[args.index("--session-id") + 1] = "cli-rec"
+    assert cli.main(args) == 0, capsys.readouterr().err
+    store = Store(tmp_path / "replay.duckdb")
+    try:
+        assert Ledger(store).balance("cli-rec").spent == live_spent
+    finally:
+        store.close()
+
+
+def _refused(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert cli.main(args) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert not default_store_path().exists(), "nothing may be written before refusing"
+    return err
+
+
+def test_usd_session_with_an_unpriced_model_is_refused_before_any_call(
+        dagster_home: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with ModelServer(SimulatedModel()) as server:
+        cfg = config_path()
+        cfg.parent.mkdir(parents=True, exist_ok=True)
+        cfg.write_text(json.dumps({"openai": {"base_url": f"{server.url}/v1",
+                                              "models": {"cheap": "llama3.1:8b",
+                                                         "strong": "llama3.1:70b"}}}))
+        cfg.chmod(0o600)
+        err = _refused(["research", QUESTION, "--usd", "0.10", "--provider", "openai"], capsys)
+        assert "'llama3.1:8b' has no price" in err and "--tokens" in err
+    assert server.received == []
+
+
+def test_shared_config_file_is_refused(dagster_home: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = config_path()
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(json.dumps({"provider": "anthropic", "anthropic": {"api_key": "sk-x-1234"}}))
+    cfg.chmod(0o644)
+    err = _refused(["research", QUESTION, "--usd", "0.10"], capsys)
+    assert f"chmod 600 {cfg}" in err and "sk-x-1234" not in err
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--provider", "gemini"], "unknown provider 'gemini'"),
+    (["--provider", "anthropic"], "no Anthropic API key"),
+    (["--provider", "cassette"], "needs a recording"),
+    (["--provider", "cassette", "--cassette", "/nonexistent/tape.jsonl"], "no cassette at"),
+    (["--provider", "extractive", "--cassette", "x.jsonl"], "--cassette is the recording for"),
+    (["--provider", "extractive", "--record", "x.jsonl"], "makes none"),
+    (["--session-id", "../escape"], "--session-id"),
+])
+def test_bad_provider_arguments_are_refused(extra: list[str], message: str, dagster_home: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    err = _refused(["research", QUESTION, "--usd", "0.10", *extra], capsys)
+    assert message in err
+
+
+def test_record_refuses_an_existing_file(dagster_home: Path, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    existing = tmp_path / "old.jsonl"
+    existing.write_text("keep me\n")
+    err = _refused(["research", QUESTION, "--usd", "0.10", "--provider", "anthropic",
+                    "--record", str(existing)], capsys)
+    assert "the file exists" in err
+    assert existing.read_text() == "keep me\n"
+
+
+def test_show_prints_discards_and_spend_by_model(dagster_home: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(research_args("--provider", "cassette", "--cassette", str(CASSETTE),
+                                  "--quiet")) == 0
+    capsys.readouterr()
+    assert cli.main(["show", SESSION_ID]) == 0
+    out = capsys.readouterr().out
+    assert "claude-haiku-4-5" in out and "claude-sonnet-4-5" in out
+    assert "discarded " in out and "quote not found" in out and "quote too short" in out
+
+
+def test_record_writes_nothing_when_refused_before_any_call(
+        dagster_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    tape = tmp_path / "never.jsonl"
+    err = _refused(["research", QUESTION, "--usd", "0.10", "--provider", "anthropic",
+                    "--record", str(tape), "--corpus", str(tmp_path / "no-such-folder")], capsys)
+    assert "no-such-folder" in err
+    assert not tape.exists()
