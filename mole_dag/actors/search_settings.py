@@ -2,8 +2,8 @@
 despite the SSRF guard, and the keys the paid providers need.
 
 Settings come from the command line (or the UI's launch config), falling back to the user's
-config file; the file is `~/.config/mole/config.json` (or $MOLE_CONFIG) and is refused unless
-only its owner can read it, because it holds keys. Its search part:
+config file (see mole_dag/config.py: XDG-aware, or $MOLE_CONFIG, refused unless only its owner
+can read it, because it holds keys). Its search part:
 
     {"search": ["searxng", "arxiv"], "searxng_url": "http://127.0.0.1:8888",
      "allow_hosts": ["127.0.0.1"], "contact_email": "me@example.org",
@@ -14,9 +14,7 @@ is missing is skipped with a note that says what to set; keys are never stored o
 
 from __future__ import annotations
 
-import json
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from urllib.parse import urlsplit
 
 from mole_dag.actors.fetch.guard import normalise_host
 from mole_dag.actors.search import SEARCH_PROVIDERS, SPECS
+from mole_dag.config import ConfigError, config_path, load_config
 from mole_dag.store import Store, q, utcnow
 
 LOCAL = "local"
@@ -34,30 +33,13 @@ class SettingsError(ValueError):
     """Search settings that cannot be used; the message says what to change."""
 
 
-def config_path() -> Path:
-    return Path(os.environ.get("MOLE_CONFIG") or Path.home() / ".config" / "mole" / "config.json")
-
-
 def read_config(path: Path | None = None) -> dict[str, Any]:
-    """The user's config, or {} when there is none. The one place this module reads it."""
-    path = path or config_path()
+    """The user's config (mole_dag.config: the one reader of that file), or {} when there is
+    none; its errors surface here as SettingsError so the CLI reports them in one line."""
     try:
-        st = path.stat()
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise SettingsError(f"cannot read {path}: {exc.strerror}") from None
-    if os.name == "posix" and st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise SettingsError(
-            f"{path} holds API keys and is readable by others (mode "
-            f"{stat.S_IMODE(st.st_mode):o}); run `chmod 600 {path}`")
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SettingsError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path} must hold a JSON object")
-    return data
+        return load_config(path)
+    except ConfigError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 @dataclass(frozen=True)
