@@ -4,6 +4,7 @@ function, return what it did as UI metadata. No business rule lives here."""
 
 import dagster as dg
 
+from assets.local_data import local_findings
 from assets.partitions import sessions_partitions
 from mole_dag.actors.mine import STAGE as MINE_STAGE
 from mole_dag.actors.mine import mine_claims
@@ -34,6 +35,7 @@ class SessionConfig(dg.Config):
     tokens: str | None = None
     corpus: str | None = None
     provider: str = "extractive"
+    data: str | None = None  # a CSV file or folder for the local-data boundary
 
 
 def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource) -> Run:
@@ -45,7 +47,8 @@ def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: Budget
 def session(context: dg.AssetExecutionContext, config: SessionConfig, store: StoreResource,
             budget: BudgetResource) -> dg.MaterializeResult:
     ensure_session(store.store, context.partition_key, question=config.question, usd=config.usd,
-                   tokens=config.tokens, corpus=config.corpus, provider=config.provider)
+                   tokens=config.tokens, corpus=config.corpus, provider=config.provider,
+                   data=config.data)
     run = _run(context, store, budget)
     rec = recover(run)
     return dg.MaterializeResult(metadata={
@@ -95,7 +98,8 @@ def mined_claims(context: dg.AssetExecutionContext, store: StoreResource,
         "stopped_for_budget": res.budget_stopped, **stage_spend(run, MINE_STAGE)})
 
 
-@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[mined_claims],
+@dg.asset(partitions_def=sessions_partitions, group_name=GROUP,
+          deps=[mined_claims, local_findings],
           description="Verifier: candidate pairs over all the session's claims, adjudicated in batches.")
 def claim_edges(context: dg.AssetExecutionContext, store: StoreResource,
                 budget: BudgetResource) -> dg.MaterializeResult:
@@ -141,5 +145,6 @@ def report(context: dg.AssetExecutionContext, store: StoreResource,
         **stage_spend(run, REPORT_STAGE), **session_summary(run)})
 
 
-ROUND_ASSETS = [session, sub_questions, fetched_chunks, mined_claims, claim_edges, confidence_scores]
+ROUND_ASSETS = [session, sub_questions, fetched_chunks, mined_claims, local_findings, claim_edges,
+                confidence_scores]
 ALL_ASSETS = [*ROUND_ASSETS, report]

@@ -11,7 +11,7 @@ from mole_dag.budget import Balance, Ledger
 from mole_dag.context import Run
 from mole_dag.core import SessionStatus, Unit
 from mole_dag.executor import leases
-from mole_dag.store import Store, q
+from mole_dag.store import Store, q, utcnow
 
 # Rounds are plan -> execute -> mine -> verify -> score. A guess, flagged as one: the budget is
 # the real bound; this one stops a planner that keeps finding work from looping forever.
@@ -57,11 +57,23 @@ def create_session(
     provider: str = "extractive",
     actors: tuple[str, ...] = ("local",),
     session_id: str | None = None,
+    data: str | None = None,
 ) -> Balance:
-    return Ledger(store).create_session(
-        question, unit, total, session_id=session_id, provider=provider, corpus=corpus,
-        actors=actors,
-    )
+    """`data`: a CSV file or folder for the local-data boundary, recorded with the session in
+    the same transaction (validate it first: mole_dag.compute.connector.Dataset.open)."""
+    ledger = Ledger(store)
+
+    def tx(cur) -> Balance:  # type: ignore[no-untyped-def]
+        bal = ledger.create_session(
+            question, unit, total, session_id=session_id, provider=provider, corpus=corpus,
+            actors=actors,
+        )
+        if data:
+            cur.execute(q("session_set_data"), {"data": data, "now": utcnow(),
+                                                "session_id": bal.session_id})
+        return bal
+
+    return store.transact(tx)
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,7 @@ def ensure_session(
     tokens: str | None = None,
     corpus: str | None = None,
     provider: str = "extractive",
+    data: str | None = None,
 ) -> Balance:
     """The session row for a partition: found, or created from launch config (the UI path)."""
     ledger = Ledger(store)
@@ -114,4 +127,4 @@ def ensure_session(
         )
     unit, total = parse_budget(usd, tokens)
     return create_session(store, question, unit, total, corpus=corpus, provider=provider,
-                          session_id=session_id)
+                          session_id=session_id, data=data)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from mole_dag.budget import Usage
+from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.core import ClaimDraft, Unit
 
 T = TypeVar("T")
@@ -93,3 +94,8 @@ class Skills(Protocol):
 
     def estimate_write(self, req: WriteRequest, unit: Unit) -> int: ...
     def write(self, req: WriteRequest, unit: Unit) -> Metered[str]: ...
+
+    # Local data: the view holds names, types, counts and roles, never a row value; the answer
+    # is template names and column names, which the boundary looks up (mole_dag/compute).
+    def estimate_hypothesize(self, view: ProfileView, unit: Unit) -> int: ...
+    def hypothesize(self, view: ProfileView, unit: Unit) -> Metered[list[HypothesisChoice]]: ...
