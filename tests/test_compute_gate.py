@@ -38,9 +38,12 @@ VALUES = [float(v) for v in [*range(10), *range(100, 106), 1000, 1001, 1002, 500
 
 @pytest.fixture
 def small(tmp_path: Path) -> Iterator[Dataset]:
-    lines = ["grp,tiny,val,note"]
+    # `sparse` is set on one row of A (4242.5) and on every row of B: a group of ten rows whose
+    # average of `sparse` would be that one row's value.
+    lines = ["grp,tiny,val,sparse,note"]
     for i, (g, t, v) in enumerate(zip(SMALL, TINY, VALUES, strict=True)):
-        lines.append(f"{g},{t},{v},free text number {i} that is long enough to be prose")
+        sparse = "4242.5" if i == 0 else (str(float(i)) if g == "B" else "")
+        lines.append(f"{g},{t},{v},{sparse},free text number {i} that is long enough to be prose")
     p = tmp_path / "small.csv"
     p.write_text("\n".join(lines) + "\n", "utf-8")
     ds = Dataset.open(p)
@@ -106,6 +109,26 @@ def test_ungrouped_statement_under_the_floor_is_refused(small: Dataset) -> None:
     with pytest.raises(Refused):
         _ask(small, "SELECT count(*) FROM data WHERE val > 100000")  # zero rows
     assert _ask(small, "SELECT avg(val) FROM data WHERE grp = 'A'").envelope["rows"][0]["n"] == 10
+
+
+def test_a_figure_resting_on_one_non_null_value_does_not_leave(small: Dataset) -> None:
+    res = _ask(small, "SELECT grp, avg(sparse) AS mean FROM data GROUP BY grp")
+    rows = res.envelope["rows"]
+    # A has ten rows but one value of `sparse`: folded, and "other" (A, C, D, E) has one value
+    # of `sparse` in fifteen rows: suppressed. Only B (six values) is named.
+    assert [r.get("keys") for r in rows] == [["B"]] and res.envelope["suppressed"] is True
+    assert "4242" not in json.dumps(res.envelope)
+    with pytest.raises(Refused) as got:
+        _ask(small, "SELECT avg(sparse), count(*) FROM data WHERE grp = 'A'")
+    assert got.value.reason == Reason.BELOW_FLOOR
+    # corr rests on the rows where both columns are set (7 here: A's one and B's six).
+    assert _ask(small, "SELECT corr(val, sparse) FROM data").min_rows == 7
+    # And the exfil check, recounting per aggregate, refuses a forged row for A.
+    g = guard("SELECT grp, avg(sparse) AS mean FROM data GROUP BY grp", small)
+    forged = dict(res.envelope, rows=[{"keys": ["A"], "n": 10, "values": [4242.5]}, *rows])
+    with pytest.raises(Refused) as leak:
+        exfil.verify_no_leak(small, g, forged)
+    assert leak.value.reason == Reason.LEAK_UNDER_FLOOR
 
 
 def test_every_group_small_leaves_nothing(small: Dataset) -> None:
@@ -240,8 +263,9 @@ def test_exfil_catches_a_gate_that_stops_folding(small: Dataset,
     recounts from the rows, still withholds the envelope."""
     def no_fold(guarded, result):  # noqa: ANN001, ANN202
         nk, nv = len(guarded.keys), len(guarded.values)
-        return [{"keys": list(r[:nk]), "n": int(r[nk + nv]), "values": list(r[nk:nk + nv])}
-                for r in result], False
+        rows = [{"keys": list(r[:nk]), "n": int(r[nk + nv]), "values": list(r[nk:nk + nv])}
+                for r in result]
+        return rows, False, min(r["n"] for r in rows)
 
     def no_floor_sql(dataset, guarded):  # noqa: ANN001, ANN202
         keys = ", ".join(e.sql(dialect="duckdb") for _, e in guarded.keys)
@@ -255,3 +279,13 @@ def test_exfil_catches_a_gate_that_stops_folding(small: Dataset,
         boundary.ask_sql(small, "SELECT grp, count(*) AS n FROM data GROUP BY grp")
     assert got.value.stage == Stage.EXFIL and got.value.reason == Reason.LEAK_UNDER_FLOOR
     assert got.value.envelope_sha256 and len(got.value.envelope_sha256) == 64
+
+
+def test_exfil_catches_a_gate_that_ignores_null_values(small: Dataset,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate's per-aggregate counts reverted to count(*) only: group A (ten rows, one value
+    of `sparse`) would be named with that one value. The exfil check counts independently."""
+    monkeypatch.setattr(gate, "supports", lambda guarded: ["count(*)"])
+    with pytest.raises(Refused) as got:
+        boundary.ask_sql(small, "SELECT grp, avg(sparse) AS mean FROM data GROUP BY grp")
+    assert (got.value.stage, got.value.reason) == (Stage.EXFIL, Reason.LEAK_UNDER_FLOOR)

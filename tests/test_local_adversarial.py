@@ -146,8 +146,9 @@ def test_an_envelope_the_exfil_check_stops_is_not_kept(
     refusal with the envelope's hash only, and the rare labels reach no table."""
     def no_fold(guarded, result):  # noqa: ANN001, ANN202
         nk, nv = len(guarded.keys), len(guarded.values)
-        return [{"keys": list(r[:nk]), "n": int(r[nk + nv]), "values": list(r[nk:nk + nv])}
-                for r in result], False
+        rows = [{"keys": list(r[:nk]), "n": int(r[nk + nv]), "values": list(r[nk:nk + nv])}
+                for r in result]
+        return rows, False, min(r["n"] for r in rows)
 
     def no_floor_sql(dataset, guarded):  # noqa: ANN001, ANN202
         keys = ", ".join(e.sql(dialect="duckdb") for _, e in guarded.keys)

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlglot import exp
+
 from mole_dag.compute.connector import FLOOR, TABLE, Dataset, ident
 from mole_dag.compute.gate import plain
 from mole_dag.compute.refusal import Reason, Refused, Stage
-from mole_dag.compute.sqlguard import Guarded
+from mole_dag.compute.sqlguard import AGGREGATES, Guarded
 
 
 def _refuse(reason: Reason, detail: str) -> Refused:
@@ -84,31 +86,55 @@ def verify_no_leak(dataset: Dataset, guarded: Guarded | None, envelope: dict[str
                               f"it carries a value of the withheld column {col.name!r}")
 
 
+def _support_counts(guarded: Guarded) -> list[str]:
+    """count(*), then for every aggregate in the outputs the rows on which all its columns are
+    set. Written again here rather than imported from the gate, on purpose: a bug in the gate's
+    version must not silence this check."""
+    out = ["count(*)"]
+    for _, expr in guarded.values:
+        for agg in (n for n in expr.walk() if isinstance(n, AGGREGATES)):
+            names = sorted({col.name for col in agg.find_all(exp.Column)})
+            if names:
+                out.append("count(*) FILTER (WHERE " + " AND ".join(
+                    f"{ident(c)} IS NOT NULL" for c in names) + ")")
+    return out
+
+
 def _recount(dataset: Dataset, guarded: Guarded, rows: list[dict[str, Any]]) -> None:
+    """Plain GROUP BY counts (no window, no fold): per group, the rows and, per aggregate, the
+    rows it rests on. Counts add up, so the "other" row's supports are sums over small groups."""
     where = f" WHERE {guarded.where.sql(dialect='duckdb')}" if guarded.where is not None else ""
+    counts_sql = ", ".join(_support_counts(guarded))  # count(*) first
     if not guarded.keys:
-        total = dataset.con.execute(f"SELECT count(*) FROM {TABLE}{where}").fetchone()
-        if len(rows) != 1 or rows[0].get("other") or total is None or rows[0]["n"] != total[0]:
+        got = dataset.con.execute(f"SELECT {counts_sql} FROM {TABLE}{where}").fetchone()
+        if len(rows) != 1 or rows[0].get("other") or got is None or rows[0]["n"] != got[0]:
             raise _refuse(Reason.LEAK_COUNT_MISMATCH,
                           "its row count differs from the recount of the data")
+        if min(got) < FLOOR:
+            raise _refuse(Reason.LEAK_UNDER_FLOOR, f"a figure rests on fewer than {FLOOR} rows")
         return
     keys = ", ".join(expr.sql(dialect="duckdb") for _, expr in guarded.keys)
+    nk = len(guarded.keys)
     raw = dataset.con.execute(
-        f"SELECT {keys}, count(*) FROM {TABLE}{where} GROUP BY {keys}").fetchall()
-    counts = {tuple(plain(v) for v in r[:-1]): int(r[-1]) for r in raw}
-    small_total = sum(n for n in counts.values() if n < FLOOR)
+        f"SELECT {keys}, {counts_sql} FROM {TABLE}{where} GROUP BY {keys}").fetchall()
+    groups = {tuple(plain(v) for v in r[:nk]): [int(x) for x in r[nk:]] for r in raw}
+    small = [c for c in groups.values() if min(c) < FLOOR]
+    other_counts = [sum(col) for col in zip(*small, strict=True)] if small else []
     for i, r in enumerate(rows):
         if r.get("other"):
-            if r["n"] != small_total:
+            if not other_counts or r["n"] != other_counts[0]:
                 raise _refuse(Reason.LEAK_COUNT_MISMATCH,
                               f"row {i} (other) differs from the recount of the small groups")
+            if min(other_counts) < FLOOR:
+                raise _refuse(Reason.LEAK_UNDER_FLOOR,
+                              f"row {i} (other) rests on fewer than {FLOOR} rows")
             continue
         label = tuple(r.get("keys") or ())
-        if label not in counts:
+        if label not in groups:
             raise _refuse(Reason.LEAK_UNKNOWN_LABEL, f"row {i} names a group not in the data")
-        if counts[label] < FLOOR:
+        if min(groups[label]) < FLOOR:
             raise _refuse(Reason.LEAK_UNDER_FLOOR,
-                          f"row {i} names a group of fewer than {FLOOR} rows")
-        if counts[label] != r["n"]:
+                          f"row {i} names a group whose figures rest on fewer than {FLOOR} rows")
+        if groups[label][0] != r["n"]:
             raise _refuse(Reason.LEAK_COUNT_MISMATCH,
                           f"row {i}'s count differs from the recount of the data")

@@ -30,11 +30,12 @@ from typing import Any
 
 import duckdb
 import numpy as np
+from sqlglot import exp
 
 from mole_dag.compute import stats
 from mole_dag.compute.connector import FLOOR, TABLE, Dataset, ident
 from mole_dag.compute.refusal import Reason, Refused, Stage
-from mole_dag.compute.sqlguard import Guarded
+from mole_dag.compute.sqlguard import AGGREGATES, Guarded
 
 # Named groups compared pairwise, largest first. A guess, flagged as one: ten groups make 45
 # tests, past which a Holm-corrected family has little power left and a reader little patience.
@@ -105,57 +106,84 @@ def _execute(dataset: Dataset, sql: str) -> list[tuple[Any, ...]]:
                       f"the query failed in DuckDB ({type(exc).__name__})") from None
 
 
+def supports(guarded: Guarded) -> list[str]:
+    """How many rows each figure rests on, as SQL counts: count(*) for the group, and for every
+    aggregate the rows where all its columns are non-null. avg(x) over a group of a thousand
+    rows in which x is set once is one row's x, so the floor applies to the smallest of these."""
+    out = ["count(*)"]
+    for _, expr in guarded.values:
+        for node in expr.walk():
+            if isinstance(node, AGGREGATES):
+                cols = sorted({c.name for c in node.find_all(exp.Column)})
+                if cols:
+                    cond = " AND ".join(f"{ident(c)} IS NOT NULL" for c in cols)
+                    s = f"count(CASE WHEN {cond} THEN 1 END)"
+                    if s not in out:
+                        out.append(s)
+    return out
+
+
+def _least(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else f"least({', '.join(parts)})"
+
+
 def fold_sql(dataset: Dataset, guarded: Guarded) -> tuple[str, str, str]:
-    """The executed statement, and the names it uses for the big-group flag and the count."""
+    """The executed statement, and the names it uses for the big-group flag and the count.
+    Result columns: keys, values, row count, support (the fewest rows behind any figure),
+    and for grouped statements the big-group flag."""
     big, n = ident(_fresh(dataset, "__mole_big")), ident(_fresh(dataset, "__mole_n"))
+    support = ident(_fresh(dataset, "__mole_support"))
     where = f" WHERE {guarded.where.sql(dialect='duckdb')}" if guarded.where is not None else ""
     values = [f"{expr.sql(dialect='duckdb')} AS {ident(f'v{i}')}"
               for i, (_, expr) in enumerate(guarded.values)]
+    counts = supports(guarded)
     if not guarded.keys:
-        select = ", ".join([*values, f"count(*) AS {n}"])
+        select = ", ".join([*values, f"count(*) AS {n}", f"{_least(counts)} AS {support}"])
         return f"SELECT {select} FROM {TABLE}{where}", big, n
     key_sql = [expr.sql(dialect="duckdb") for _, expr in guarded.keys]
+    window = f"OVER (PARTITION BY {', '.join(key_sql)})"
     folded = [f"CASE WHEN {big} THEN {k} END" for k in key_sql]
     select = ", ".join([*(f"{f} AS {ident(f'k{i}')}" for i, f in enumerate(folded)), *values,
-                        f"count(*) AS {n}", big])
-    inner = (f"SELECT *, count(*) OVER (PARTITION BY {', '.join(key_sql)}) >= {FLOOR} AS {big} "
+                        f"count(*) AS {n}", f"{_least(counts)} AS {support}", big])
+    inner = (f"SELECT *, {_least([f'{c} {window}' for c in counts])} >= {FLOOR} AS {big} "
              f"FROM {TABLE}{where}")
     return (f"SELECT {select} FROM ({inner}) AS {TABLE} GROUP BY {', '.join([*folded, big])}",
             big, n)
 
 
 def fold_rows(guarded: Guarded, result: list[tuple[Any, ...]]
-              ) -> tuple[list[dict[str, Any]], bool]:
-    """Result rows -> envelope rows; the "other" row dropped when it is under the floor.
-    Returns (rows, suppressed)."""
+              ) -> tuple[list[dict[str, Any]], bool, int]:
+    """Result rows -> envelope rows; any row whose figures rest on fewer than FLOOR rows is
+    dropped (in practice only "other", or the one row of an ungrouped statement).
+    Returns (rows, suppressed, the smallest support among the rows kept)."""
     nk, nv = len(guarded.keys), len(guarded.values)
     named: list[dict[str, Any]] = []
     other: dict[str, Any] | None = None
+    suppressed = False
+    least = 0
     for r in result:
         keys = [plain(v) for v in r[:nk]]
         values = [plain(v) for v in r[nk:nk + nv]]
-        count = int(r[nk + nv])
-        is_big = bool(r[nk + nv + 1]) if nk else True
+        count, support = int(r[nk + nv]), int(r[nk + nv + 1])
+        is_big = bool(r[nk + nv + 2]) if nk else True
+        if support < FLOOR:
+            suppressed = True
+            continue
+        least = support if not least else min(least, support)
         if is_big:
             named.append({"keys": keys, "n": count, "values": values})
         else:
             other = {"other": True, "n": count, "values": values}
     named.sort(key=lambda row: _sort_key(row["keys"]))
-    suppressed = False
-    if nk == 0 and named and named[0]["n"] < FLOOR:
-        return [], True
     if other is not None:
-        if other["n"] >= FLOOR:
-            named.append(other)
-        else:
-            suppressed = True
-    return named, suppressed
+        named.append(other)
+    return named, suppressed, least
 
 
 def run(dataset: Dataset, guarded: Guarded, *, request: dict[str, Any],
         tests: TestSpec | None = None, extra: dict[str, Any] | None = None) -> GateResult:
     executed, big, _ = fold_sql(dataset, guarded)
-    rows, suppressed = fold_rows(guarded, _execute(dataset, executed))
+    rows, suppressed, least = fold_rows(guarded, _execute(dataset, executed))
     if not rows:
         raise Refused(Stage.GATE, Reason.BELOW_FLOOR,
                       f"every figure rests on fewer than {FLOOR} rows; nothing leaves")
@@ -172,7 +200,7 @@ def run(dataset: Dataset, guarded: Guarded, *, request: dict[str, Any],
         family, samples_sql = _tests(dataset, guarded, rows, tests, big)
         if family is not None:
             envelope["tests"] = family
-    min_rows = min(int(r["n"]) for r in rows)
+    min_rows = least
     for t in envelope.get("tests", {}).get("results", []):
         min_rows = min(min_rows, int(t["n_a"]), int(t["n_b"]))
     refusal = None

@@ -33,11 +33,11 @@ from mole_dag.compute.refusal import Reason, Refused, Stage
 # Aggregates whose value is a function of many rows. MIN, MAX, FIRST, ANY_VALUE, LIST,
 # STRING_AGG, MODE and quantiles other than the median return (or approach) one row's value, so
 # they are not here. The ones that need a number say so.
-_NUMERIC_AGGREGATES: tuple[type[exp.Expression], ...] = (
+_NUMERICAGGREGATES: tuple[type[exp.Expression], ...] = (
     exp.Sum, exp.Avg, exp.Median, exp.Stddev, exp.StddevSamp, exp.StddevPop, exp.Variance,
     exp.VariancePop, exp.Corr,
 )
-_AGGREGATES: tuple[type[exp.Expression], ...] = (exp.Count, *_NUMERIC_AGGREGATES)
+AGGREGATES: tuple[type[exp.Expression], ...] = (exp.Count, *_NUMERICAGGREGATES)
 _SCALAR_FUNCTIONS: tuple[type[exp.Expression], ...] = (
     exp.Round, exp.Abs, exp.Floor, exp.Ceil, exp.Coalesce, exp.Lower, exp.Upper, exp.Length,
     exp.Nullif, exp.Greatest, exp.Least, exp.Ln, exp.Sqrt, exp.Cast, exp.TryCast, exp.Trim,
@@ -131,7 +131,7 @@ def _func_name(node: exp.Expression) -> str:
 def _inside_aggregate(node: exp.Expression) -> exp.Expression | None:
     parent = node.parent
     while parent is not None:
-        if isinstance(parent, (*_AGGREGATES, exp.Filter)):
+        if isinstance(parent, (*AGGREGATES, exp.Filter)):
             return parent
         parent = parent.parent
     return None
@@ -272,7 +272,7 @@ def _check_nodes(root: exp.Select, dataset: Dataset, problems: _Problems) -> set
         elif isinstance(node, exp.Table):
             if not isinstance(node.parent, exp.From) or node.parent.parent is not root:
                 problems.add(Reason.JOIN, "a second table is not allowed")
-        elif isinstance(node, _AGGREGATES):
+        elif isinstance(node, AGGREGATES):
             _check_aggregate(node, dataset, problems)
         elif isinstance(node, exp.Func) and not isinstance(node, _SCALAR_FUNCTIONS + _OPERATORS):
             name = _func_name(node)
@@ -349,7 +349,7 @@ def _check_aggregate(node: exp.Expression, dataset: Dataset, problems: _Problems
 
 
 def _contains_aggregate(node: exp.Expression) -> bool:
-    return any(isinstance(n, _AGGREGATES) for n in node.walk())
+    return any(isinstance(n, AGGREGATES) for n in node.walk())
 
 
 def _canonical_key(node: exp.Expression, loose: bool = False) -> str:
