@@ -30,6 +30,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/ledger_bench.py
+	$(BIN)/python bench/local_gate_bench.py
 
 clean:
 	rm -rf .mole

@@ -126,5 +126,11 @@ def ensure_session(
             "launch the `session` asset with config: question and one of usd / tokens"
         )
     unit, total = parse_budget(usd, tokens)
+    if data:
+        # Refuse unusable data before the session exists, as the CLI does (raises DataError).
+        from mole_dag.compute.connector import Dataset
+
+        with Dataset.open(data) as ds:
+            data = str(ds.path)
     return create_session(store, question, unit, total, corpus=corpus, provider=provider,
                           session_id=session_id, data=data)

@@ -197,3 +197,16 @@ def test_reverify_reproduces_and_notices_changed_data(store: Store, tmp_path: Pa
         fh.write(first_row + "\r\n")  # the csv module's line ending
     ok, why = reverify(store, crossings[1]["id"])
     assert not ok and "changed" in why
+
+
+def test_ui_launched_session_checks_its_data_first(store: Store, tmp_path: Path) -> None:
+    from mole_dag.compute.connector import DataError
+    from mole_dag.session import ensure_session
+
+    with pytest.raises(DataError, match="does not exist"):
+        ensure_session(store, "ui-1", question="q?", usd="0.10", data=str(tmp_path / "x.csv"))
+    assert store.row("SELECT id FROM sessions WHERE id = 'ui-1'") is None
+    good = tmp_path / "ok.csv"
+    good.write_text("k,v\n" + "".join(f"{'ab'[i % 2]},{i}\n" for i in range(10)), "utf-8")
+    ensure_session(store, "ui-2", question="q?", usd="0.10", data=str(good))
+    assert store.scalar("SELECT data FROM sessions WHERE id = 'ui-2'") == str(good.resolve())
