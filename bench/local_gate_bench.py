@@ -2,8 +2,9 @@
 
 Times, as medians over several runs: opening the data (UTF-8 check and hash, load into the
 private DuckDB, profile), and each template end to end through the boundary (render, guard, the
-gate's folded query and its tests, the exfil recount). Run: `.venv/bin/python bench/local_gate_bench.py`
-(or `make bench`). Nothing is written outside a temporary folder."""
+gate's folded query and its tests, the exfil recount).
+Run: `.venv/bin/python bench/local_gate_bench.py` (or `make bench`). Nothing is written outside a
+temporary folder."""
 
 from __future__ import annotations
 

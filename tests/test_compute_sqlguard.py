@@ -29,6 +29,9 @@ def ds(survey_csv: Path) -> Iterator[Dataset]:  # noqa: F811
 REFUSED = [
     # the adversarial list of the issue
     ("SELECT * FROM data", Reason.STAR),
+    ("SELECT data.* FROM data", Reason.STAR),
+    ("SELECT * EXCLUDE (notes) FROM data", Reason.STAR),
+    ("SELECT COLUMNS('inc.*') FROM data", Reason.FUNCTION_NOT_ALLOWED),
     ("SELECT * FROM read_csv('/etc/passwd')", Reason.TABLE_FUNCTION),
     ("SELECT count(*) FROM read_csv('/etc/passwd')", Reason.TABLE_FUNCTION),
     ("SELECT count(*) FROM '/etc/passwd'", Reason.TABLE_FUNCTION),

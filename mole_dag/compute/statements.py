@@ -82,6 +82,12 @@ def _tail(env: dict[str, Any]) -> str:
     return ("; " + "; ".join(parts)) if parts else ""
 
 
+def _verdicts(significant: int, m: int, test: str) -> str:
+    if not m:
+        return "; no two named groups could be compared"
+    return f"; {significant} of {m} pairwise {test} differ at Holm-corrected p < 0.05"
+
+
 def _listing(items: list[str]) -> str:
     if len(items) > MAX_HEADLINE_GROUPS:
         more = len(items) - MAX_HEADLINE_GROUPS
@@ -137,8 +143,7 @@ def statements(env: dict[str, Any], file: str) -> list[str]:
                  for r in rows]
         test = "Welch t-tests" if stat == "mean" else "Mann-Whitney U tests"
         lines.append(f"{src}, the {stat} of {cols['value']} by {cols['group']} is "
-                     f"{_listing(items)}{_tail(env)}; {len(significant)} of {m} pairwise "
-                     f"{test} differ at Holm-corrected p < 0.05.")
+                     f"{_listing(items)}{_tail(env)}{_verdicts(len(significant), m, test)}.")
         by_label = {r["keys"][0]: r for r in rows}
         for t in significant[:MAX_PAIR_CLAIMS]:
             a, b = by_label[t["a"]], by_label[t["b"]]
@@ -160,8 +165,7 @@ def statements(env: dict[str, Any], file: str) -> list[str]:
         items = [f"{label(g)} {pct(s)} (n = {num(n)})" for g, (s, n) in ordered]
         lines.append(f"{src}, the share of {cols['outcome']} = {level} by {cols['group']} is "
                      f"{_listing(items) or 'not reportable (cells under the floor)'}"
-                     f"{_tail(env)}; {len(significant)} of {m} pairwise Fisher exact tests "
-                     "differ at Holm-corrected p < 0.05.")
+                     f"{_tail(env)}{_verdicts(len(significant), m, 'Fisher exact tests')}.")
         for t in significant[:MAX_PAIR_CLAIMS]:
             sa, na = shares[t["a"]]
             sb, nb = shares[t["b"]]
