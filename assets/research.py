@@ -4,6 +4,7 @@ function, return what it did as UI metadata. No business rule lives here."""
 
 import dagster as dg
 
+from assets.local_data import local_findings
 from assets.partitions import sessions_partitions
 from mole_dag.actors.mine import STAGE as MINE_STAGE
 from mole_dag.actors.mine import mine_claims
@@ -40,6 +41,7 @@ class SessionConfig(dg.Config):
     search: list[str] = []
     searxng_url: str | None = None
     allow_hosts: list[str] = []
+    data: str | None = None  # a CSV file or folder for the local-data boundary
 
 
 def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource) -> Run:
@@ -54,7 +56,7 @@ def session(context: dg.AssetExecutionContext, config: SessionConfig, store: Sto
     ensure_session(store.store, context.partition_key, question=config.question, usd=config.usd,
                    tokens=config.tokens, corpus=config.corpus, provider=config.provider or None,
                    search=config.search, searxng_url=config.searxng_url,
-                   allow_hosts=config.allow_hosts, note=context.log.warning)
+                   allow_hosts=config.allow_hosts, note=context.log.warning, data=config.data)
     run = _run(context, store, budget)
     rec = recover(run)
     return dg.MaterializeResult(metadata={
@@ -106,7 +108,8 @@ def mined_claims(context: dg.AssetExecutionContext, store: StoreResource,
         "stopped_for_budget": res.budget_stopped, **stage_spend(run, MINE_STAGE)})
 
 
-@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[mined_claims],
+@dg.asset(partitions_def=sessions_partitions, group_name=GROUP,
+          deps=[mined_claims, local_findings],
           description="Verifier: candidate pairs over all the session's claims, adjudicated "
                       "in batches.")
 def claim_edges(context: dg.AssetExecutionContext, store: StoreResource,
@@ -161,6 +164,7 @@ def report(context: dg.AssetExecutionContext, store: StoreResource,
 
 
 ROUND_ASSETS = [
-    session, sub_questions, fetched_chunks, mined_claims, claim_edges, confidence_scores,
+    session, sub_questions, fetched_chunks, mined_claims, local_findings, claim_edges,
+    confidence_scores,
 ]
 ALL_ASSETS = [*ROUND_ASSETS, report]

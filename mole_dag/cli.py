@@ -2,11 +2,12 @@
 
     mole research "question" (--usd X | --tokens N) [--corpus DIR] [--provider NAME]
                   [--search NAME ...] [--searxng-url URL] [--allow-host HOST ...]
-                  [--cassette FILE | --record FILE] [--session-id ID]
+                  [--cassette FILE | --record FILE] [--session-id ID] [--data PATH]
     mole sessions
     mole show SESSION [--html [PATH]]
     mole trace SESSION
     mole eval SESSION [--pairs FILE] [--json]
+    mole crossings SESSION [--verify]
 
 `research` creates the session (ledger row with escrow) and its Dagster partition, runs research
 rounds as Dagster runs in the project's instance (so they appear in `dagster dev`), then the
@@ -57,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--corpus", metavar="DIR",
                    help="folder of .html/.md/.txt documents for the local search provider "
                         "(default: the bundled demo corpus)")
+    r.add_argument("--data", metavar="PATH",
+                   help="a CSV file or a folder of CSVs to analyse through the aggregation "
+                        "gate (only aggregates over at least 5 rows leave it)")
     # Model providers.
     r.add_argument("--provider", default=None,
                    help="anthropic, openai (any OpenAI-compatible endpoint), cassette (replay a "
@@ -93,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--pairs", metavar="FILE",
                    help="labelled claim pairs (JSON) for contradiction precision")
     e.add_argument("--json", action="store_true", help="machine-readable output")
+    x = sub.add_parser("crossings", help="exactly what left a session's local data, and what "
+                                         "was refused")
+    x.add_argument("session")
+    x.add_argument("--verify", action="store_true",
+                   help="re-run every crossing against the data and compare envelope hashes")
     return p
 
 
@@ -112,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_trace(args)
         if args.command == "eval":
             return cmd_eval(args)
+        if args.command == "crossings":
+            return cmd_crossings(args)
     except CliError as exc:
         print(f"mole {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -193,6 +204,7 @@ def cmd_research(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         for skipped in found.skipped:
             print(f"mole: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+    data = _check_data(args.data) if args.data else None
 
     store = _open_store()
     try:
@@ -203,7 +215,8 @@ def cmd_research(args: argparse.Namespace) -> int:
                 raise CliError(f"session {args.session_id} already exists; "
                                f"`mole show {args.session_id}` shows it")
         bal = create_session(store, question, unit, total, corpus=str(corpus), provider=provider,
-                             session_id=args.session_id, actors=actors, search=search)
+                             session_id=args.session_id, actors=actors, search=search,
+                             data=data)
     finally:
         store.close()
     sid = bal.session_id
@@ -291,6 +304,48 @@ def _choose_skills(args: argparse.Namespace, unit: Any) -> tuple[str, Any]:
     except (UnknownProvider, ConfigError, PricingError, UnpricedModel, CassetteError) as exc:
         raise CliError(str(exc)) from None
     return provider, skills
+
+
+def _check_data(path: str) -> str:
+    """Open and profile the data before anything is written; a clear error if it cannot be
+    used. Returns the resolved path the session records."""
+    from mole_dag.compute.connector import DataError, Dataset
+
+    try:
+        with Dataset.open(path) as ds:
+            print(f"mole: data {ds.describe()}", file=sys.stderr)
+            return str(ds.path)
+    except DataError as exc:
+        raise CliError(f"--data: {exc}") from None
+
+
+def cmd_crossings(args: argparse.Namespace) -> int:
+    from mole_dag.compute.crossings import format_listing, listing
+    from mole_dag.compute.findings import reverify
+    from mole_dag.output.sanitize import strip_controls
+    from mole_dag.store import q
+
+    store = _open_store()
+    try:
+        sess = store.row(q("session_get"), {"session_id": args.session})
+        if sess is None:
+            raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
+        got = listing(store, args.session)
+        checks = ([(c["id"], *reverify(store, c["id"])) for c in got.crossings]
+                  if args.verify else [])
+    finally:
+        store.close()
+    if not sess.get("data"):
+        print(f"session {args.session} has no data attached: nothing has crossed")
+        return 0
+    # Labels come from the user's file: strip terminal and bidi controls before printing.
+    print(strip_controls(format_listing(args.session, got)))
+    if checks:
+        print("")
+        for cid, ok, why in checks:
+            print(f"verify {cid}: {'ok' if ok else 'FAILED'}: {why}")
+        return 0 if all(ok for _, ok, _ in checks) else EXIT_FAILED
+    return 0
 
 
 def _report_failure(result: Any, sid: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mole_dag.actors.mine import MineResult, mine_claims
+from mole_dag.compute.findings import LocalResult, analyse_local_data
 from mole_dag.context import Run
 from mole_dag.executor import ExecResult, execute_leads
 from mole_dag.output.finish import FinishResult, finish_session
@@ -22,6 +23,7 @@ class RoundResult:
     mined: MineResult
     edges: EdgeResult
     clusters: int
+    local: LocalResult | None = None
 
 
 def run_round(run: Run) -> RoundResult:
@@ -29,9 +31,10 @@ def run_round(run: Run) -> RoundResult:
     plan = plan_round(run)
     executed = execute_leads(run)
     mined = mine_claims(run)
+    local = analyse_local_data(run)
     edges = build_edges(run)
     scores = score_session(run)
-    return RoundResult(plan, executed, mined, edges, len(scores))
+    return RoundResult(plan, executed, mined, edges, len(scores), local)
 
 
 def run_session(run: Run) -> tuple[list[RoundResult], FinishResult]:

@@ -70,16 +70,28 @@ def create_session(
     actors: tuple[str, ...] = ("local",),
     session_id: str | None = None,
     search: SearchSettings | None = None,
+    data: str | None = None,
 ) -> Balance:
+    """`data`: a CSV file or folder for the local-data boundary, recorded with the session in
+    the same transaction (validate it first: mole_dag.compute.connector.Dataset.open)."""
     if search is not None:
         # Written first, under the id the session will have: a crash in between leaves an
         # orphan settings row (harmless), never a web session without its allow-list.
         session_id = session_id or new_session_id()
         save_for_session(store, session_id, search)
-    return Ledger(store).create_session(
-        question, unit, total, session_id=session_id, provider=provider, corpus=corpus,
-        actors=actors,
-    )
+    ledger = Ledger(store)
+
+    def tx(cur) -> Balance:  # type: ignore[no-untyped-def]
+        bal = ledger.create_session(
+            question, unit, total, session_id=session_id, provider=provider, corpus=corpus,
+            actors=actors,
+        )
+        if data:
+            cur.execute(q("session_set_data"), {"data": data, "now": utcnow(),
+                                                "session_id": bal.session_id})
+        return bal
+
+    return store.transact(tx)
 
 
 @dataclass(frozen=True)
@@ -124,6 +136,7 @@ def ensure_session(
     searxng_url: str | None = None,
     allow_hosts: list[str] | None = None,
     note: Callable[[str], None] | None = None,
+    data: str | None = None,
 ) -> Balance:
     """The session row for a partition: found, or created from launch config (the UI path).
     No provider named: MOLE_PROVIDER, else the config file's, else extractive."""
@@ -140,10 +153,16 @@ def ensure_session(
         from mole_dag.llm.registry import default_provider
 
         provider = default_provider()
+    if data:
+        # Refuse unusable data before the session exists, as the CLI does (raises DataError).
+        from mole_dag.compute.connector import Dataset
+
+        with Dataset.open(data) as ds:
+            data = str(ds.path)
     settings, usable = usable_search(search=search, searxng_url=searxng_url,
                                      allow_hosts=allow_hosts, note=note)
     return create_session(store, question, unit, total, corpus=corpus, provider=provider,
-                          session_id=session_id, actors=usable, search=settings)
+                          session_id=session_id, actors=usable, search=settings, data=data)
 
 
 def begin_reporting(run: Run) -> int:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 
 from mole_dag.actors.quote import MIN_QUOTE_CHARS, collapse
+from mole_dag.compute.choose_extractive import choose_hypotheses
+from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.core import ClaimDraft, Unit
 from mole_dag.llm.skills import (
     Digest,
@@ -246,3 +248,10 @@ class ExtractiveSkills:
 
     def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]:
         return Metered(ground_claim(req), model=NAME)
+
+    # Local data: model-free hypothesis choice, by column-name overlap with the question.
+    def estimate_hypothesize(self, view: ProfileView, unit: Unit) -> int:
+        return 0
+
+    def hypothesize(self, view: ProfileView, unit: Unit) -> Metered[list[HypothesisChoice]]:
+        return Metered(choose_hypotheses(view), model=NAME)

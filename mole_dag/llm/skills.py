@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from mole_dag.budget import Usage
+from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.core import ClaimDraft, Unit
 
 T = TypeVar("T")
@@ -115,3 +116,8 @@ class Skills(Protocol):
 
     def estimate_ground(self, req: GroundRequest, unit: Unit) -> int: ...
     def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]: ...
+
+    # Local data: the view holds names, types, counts and roles, never a row value; the answer
+    # is template names and column names, which the boundary looks up (mole_dag/compute).
+    def estimate_hypothesize(self, view: ProfileView, unit: Unit) -> int: ...
+    def hypothesize(self, view: ProfileView, unit: Unit) -> Metered[list[HypothesisChoice]]: ...

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mole_dag.budget import BudgetExhausted
+from mole_dag.compute.report_section import local_data_section
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, SourceClass, stable_id
 from mole_dag.llm.extractive import MADE_WITHOUT_MODEL, write_body
@@ -157,6 +158,7 @@ def render(
     made_without_model: bool,
     spend_by_role: list[dict[str, Any]],
     writer_note: str | None,
+    appendix: list[str] | None = None,
 ) -> str:
     unit = session["unit"]
     out: list[str] = [f"# {one_line(session['question'])}", ""]
@@ -211,6 +213,7 @@ def render(
                        f"by {newer}: the sources disagree and are more than a year apart.")
         out.append("")
 
+    out += appendix or []  # e.g. the local-data section (mole_dag/compute/report_section.py)
     out += ["## Sources", ""]
     for n, s in sorted(numbered.items()):
         name = one_line(s["publisher_name"] or "")
@@ -284,6 +287,7 @@ def write_report(
         made_without_model=not run.skills.uses_model or writer == "deterministic",
         spend_by_role=run.ledger.spend_by_role(sid),
         writer_note=writer_note,
+        appendix=local_data_section(store, sid),
     )
     now = utcnow()
     report_id = stable_id(sid, now.isoformat(), prefix="r-")

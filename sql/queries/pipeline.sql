@@ -244,7 +244,10 @@ SELECT c.id AS claim_id, c.session_id, c.text, c.quote, c.source_id, cs.confiden
        cs.contradictors
 FROM confidence_scores cs
 JOIN claims c ON c.id = cs.claim_id
+JOIN sources s ON s.id = c.source_id
 WHERE cs.session_id = $session_id AND cs.representative
+  -- Local-data findings are re-verified by re-running their query, not by re-reading.
+  AND s.source_class <> 'local'
   AND c.id NOT IN (
       SELECT claim_id FROM grounding_checks
       WHERE session_id = $session_id
@@ -259,6 +262,7 @@ SELECT c.id AS claim_id, c.session_id, c.text, c.quote, c.source_id,
 FROM claims c
 JOIN sessions s ON s.id = c.session_id AND coalesce(s.kind, 'research') = 'research'
 JOIN confidence_scores cs ON cs.claim_id = c.id AND cs.representative
+JOIN sources src ON src.id = c.source_id AND src.source_class <> 'local'
 LEFT JOIN grounding_checks g ON g.claim_id = c.id
 GROUP BY c.id, c.session_id, c.text, c.quote, c.source_id
 ORDER BY last_checked ASC NULLS FIRST, c.session_id, c.id

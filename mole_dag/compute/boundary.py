@@ -1,0 +1,90 @@
+"""The boundary as one call: a request in, a crossing (what may leave) or a refusal out.
+
+    template choice -> hypothesis.render -> sqlguard -> gate -> exfil check -> Crossing
+    SQL text        ->                      sqlguard -> gate -> exfil check -> Crossing
+
+No store here: recording is crossings.py's job, so this module can be tested, benchmarked and
+used by the toolkit without a session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mole_dag.compute import exfil, gate, hypothesis
+from mole_dag.compute.connector import FLOOR, Dataset
+from mole_dag.compute.refusal import Refused
+from mole_dag.compute.sqlguard import Guarded, guard
+from mole_dag.compute.view import HypothesisChoice, ProfileView
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """Exactly what leaves, and how it was obtained."""
+
+    kind: str  # profile | template | sql
+    template: str | None
+    columns: dict[str, str] | list[str]
+    sql: str | None
+    executed_sql: str | None
+    envelope: dict[str, Any]
+    envelope_json: str
+    envelope_sha256: str
+    min_rows: int
+    # Set when part of the answer was suppressed under the floor (the rest left).
+    partial: Refused | None = None
+
+
+def _crossing(kind: str, template: str | None, columns: dict[str, str] | list[str],
+              sql: str | None, executed: str | None, envelope: dict[str, Any], min_rows: int,
+              partial: Refused | None = None) -> Crossing:
+    text = gate.canonical_json(envelope)
+    return Crossing(kind, template, columns, sql, executed, envelope, text,
+                    gate.sha256_of(text), min_rows, partial)
+
+
+def _checked(dataset: Dataset, guarded: Guarded, envelope: dict[str, Any]) -> None:
+    try:
+        exfil.verify_no_leak(dataset, guarded, envelope)
+    except Refused as r:
+        r.envelope_sha256 = gate.sha256_of(gate.canonical_json(envelope))
+        raise
+
+
+def profile_crossing(dataset: Dataset, view: ProfileView) -> Crossing:
+    """The profile itself leaves (to whichever mind picks hypotheses), so it is a crossing
+    too. Names, types, counts and null rates over all rows; no values."""
+    envelope = {
+        "dataset": dataset.sha256[:12], "file": view.file, "rows": view.rows, "floor": FLOOR,
+        "columns": [
+            {"name": c.name, "type": c.type, "roles": list(c.roles), "distinct": c.distinct,
+             "null_rate": c.null_rate, "withheld": c.withheld}
+            for c in view.columns
+        ],
+    }
+    return _crossing("profile", None, [c.name for c in view.columns], None, None, envelope,
+                     view.rows)
+
+
+def ask_template(dataset: Dataset, choice: HypothesisChoice) -> Crossing:
+    """Raises Refused (hypothesis, sqlguard, gate or exfil) or returns what may leave."""
+    rendered = hypothesis.render(choice, dataset)
+    guarded = guard(rendered.sql, dataset)
+    request: dict[str, Any] = {"kind": "template", "template": rendered.template,
+                               "columns": rendered.columns}
+    if choice.buckets is not None:
+        request["buckets"] = choice.buckets
+    result = gate.run(dataset, guarded, request=request, tests=rendered.tests,
+                      extra=rendered.extra)
+    _checked(dataset, guarded, result.envelope)
+    return _crossing("template", rendered.template, rendered.columns, guarded.sql,
+                     result.executed_sql, result.envelope, result.min_rows, result.suppressed)
+
+
+def ask_sql(dataset: Dataset, sql: str) -> Crossing:
+    """A statement written by someone else (toolkit mode: a coding agent's own model)."""
+    guarded = guard(sql, dataset)
+    result = gate.run(dataset, guarded, request={"kind": "sql"})
+    _checked(dataset, guarded, result.envelope)
+    return _crossing("sql", None, list(guarded.columns), guarded.sql, result.executed_sql,
+                     result.envelope, result.min_rows, result.suppressed)
