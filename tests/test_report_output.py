@@ -137,7 +137,7 @@ def test_views_answer_sql(tmp_path: Path, mini_corpus: Path) -> None:
     store, sid = _session(tmp_path, mini_corpus, ExtractiveSkills())
     rows = materialize_all(store, count=True)
     assert set(rows) == {"spend_by_role_stage", "claim_overview", "publishers_per_cluster",
-                         "dead_ends_by_cause"}
+                         "dead_ends_by_cause", "crossings"}
     assert rows["claim_overview"] == store.scalar("SELECT count(*) FROM claims")
     multi = store.rows("SELECT publishers FROM publishers_per_cluster WHERE session_id = ? "
                        "AND publishers > 1", [sid])

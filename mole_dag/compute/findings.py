@@ -34,6 +34,7 @@ from mole_dag.context import Run
 from mole_dag.core import DeadEndCause, Role, SourceClass, stable_id
 from mole_dag.executor.ingest import store_dead_end
 from mole_dag.llm.chunk import chunk_text
+from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.store import q, utcnow
 
 log = logging.getLogger("mole.local_data")
@@ -214,7 +215,13 @@ def _choose(run: Run, view: ProfileView, result: LocalResult,
                              stage=STAGE) as h:
             profile_leaves()
             got = skills.hypothesize(view, unit)
-            h.settle(got.cost, usage=got.usage)
+            h.settle(got.cost, usage=got.usage, model=got.model or None)
+    except ModelCallFailed as exc:
+        # The model gave no usable answer; the data still gets its model-free questions.
+        result.chooser = "extractive (fallback)"
+        run.progress(f"local data: the model chose nothing ({type(exc).__name__}); the "
+                     "model-free chooser picks the questions")
+        return choose_hypotheses(view)
     except BudgetExhausted as exc:
         detail = str(exc)
         run.store.transact(lambda cur: store_dead_end(

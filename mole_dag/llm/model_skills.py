@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.core import ClaimDraft, Unit
 from mole_dag.llm import prompts
 from mole_dag.llm.pricing import PriceTable
@@ -107,3 +108,12 @@ class ModelSkills:
     def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]:
         done, cost = self._complete(prompts.ground_call(req), unit)
         return Metered(prompts.parse_ground(done.text), cost, done.usage, done.model)
+
+    # -- local data ---------------------------------------------------------------------------
+
+    def estimate_hypothesize(self, view: ProfileView, unit: Unit) -> int:
+        return self.estimate(prompts.hypothesize_call(view), unit)
+
+    def hypothesize(self, view: ProfileView, unit: Unit) -> Metered[list[HypothesisChoice]]:
+        done, cost = self._complete(prompts.hypothesize_call(view), unit)
+        return Metered(prompts.parse_hypotheses(done.text, view), cost, done.usage, done.model)

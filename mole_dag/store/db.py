@@ -178,7 +178,7 @@ class Store:
                 self._local.in_tx = False
                 cur.execute("COMMIT")
 
-    def transact(self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int = 40) -> T:
+    def transact(self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int = 200) -> T:
         """Run `fn` in a write transaction, retrying DuckDB write-write conflicts (another
         connection to the same file in this process) with backoff."""
         delay = 0.005
