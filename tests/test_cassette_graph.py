@@ -86,3 +86,18 @@ def test_clusters_publishers_and_explanations(replayed: Store) -> None:
     assert old["explanation"] == ("0.12 = primary source (0.85) x 1 publisher (0.47) x "
                                   "superseded by a newer claim (x0.3)")
     assert new["confidence"] > old["confidence"]
+
+
+def test_cassette_report_citations_resolve_and_scorecard_is_complete(replayed: Store) -> None:
+    from mole_dag.evals.checks import citation_validity
+    from mole_dag.evals.scorecard import scorecard
+
+    cit = citation_validity(replayed, SESSION_ID)
+    assert cit.ok and cit.citations > 0 and cit.valid == cit.citations
+    metrics = {m.name: m for m in scorecard(replayed, SESSION_ID)}
+    for m in metrics.values():  # every metric is a number or says why not
+        assert m.value is not None or m.reason, m.name
+    assert metrics["citation_accuracy_pct"].value == 100.0
+    assert metrics["claim_integrity_pct"].value == 100.0
+    assert metrics["budget_overshoot_pct"].value == 0.0
+    assert metrics["cost_per_accepted_claim"].value > 0  # a real model was paid
