@@ -106,7 +106,7 @@ class AnthropicProvider:
             raise Retryable(f"{type(exc).__name__}: {redact(str(exc), self._secret)}") from None
 
     def complete(self, call: Call) -> Completion:
-        model = self.model_for(call.tier)
+        model = call.model or self.model_for(call.tier)
         msg = with_retries(lambda: self._attempt(model, call), policy=self.policy,
                            sleep=self.sleep, provider=NAME, model=model)
         u = msg.usage

@@ -9,6 +9,7 @@ by the estimate, which runs before the reservation and so before any call."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.core import ClaimDraft, Unit
@@ -32,10 +33,15 @@ log = logging.getLogger("mole.llm")
 class ModelSkills:
     uses_model = True
 
-    def __init__(self, provider: Provider, prices: PriceTable, *, name: str | None = None) -> None:
+    def __init__(self, provider: Provider, prices: PriceTable, *, name: str | None = None,
+                 judge_model: str | None = None) -> None:
         self.provider = provider
         self.prices = prices
         self.name = name or provider.name
+        # Adjudication decides whether two sentences can both be true, and its errors corrupt
+        # confidence, disputes and three eval metrics: a model too dear to mine with can be
+        # affordable to judge with. None keeps the cheap tier's model.
+        self.judge_model = judge_model
 
     def __repr__(self) -> str:
         return f"ModelSkills({self.name}, {self.provider!r})"
@@ -46,13 +52,18 @@ class ModelSkills:
         return {t: self.provider.model_for(t) for t in Tier}
 
     def check_priced(self, unit: Unit) -> None:
-        """Raise UnpricedModel if a USD session could not price one of the tiers' models."""
+        """Raise UnpricedModel if a USD session could not price one of the models it may use."""
         if unit == Unit.USD_MICROS:
-            for model in self.models().values():
+            for model in [*self.models().values(), *([self.judge_model] if self.judge_model
+                                                      else [])]:
                 self.prices.require(model)
 
+    def _judge_call(self, pairs: list[tuple[str, str]]) -> Call:
+        call = prompts.judge_call(pairs)
+        return replace(call, model=self.judge_model) if self.judge_model else call
+
     def estimate(self, call: Call, unit: Unit) -> int:
-        model = self.provider.model_for(call.tier)
+        model = call.model or self.provider.model_for(call.tier)
         return self.prices.bound(model, self.provider.input_token_bound(call), call.max_tokens,
                                  unit)
 
@@ -89,10 +100,10 @@ class ModelSkills:
         return Metered(prompts.parse_mine(done.text), cost, done.usage, done.model)
 
     def estimate_judge(self, pairs: list[tuple[str, str]], unit: Unit) -> int:
-        return self.estimate(prompts.judge_call(pairs), unit)
+        return self.estimate(self._judge_call(pairs), unit)
 
     def judge(self, pairs: list[tuple[str, str]], unit: Unit) -> Metered[list[Verdict]]:
-        done, cost = self._complete(prompts.judge_call(pairs), unit)
+        done, cost = self._complete(self._judge_call(pairs), unit)
         return Metered(prompts.parse_judge(done.text, len(pairs)), cost, done.usage, done.model)
 
     def estimate_write(self, req: WriteRequest, unit: Unit) -> int:

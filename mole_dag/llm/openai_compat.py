@@ -134,7 +134,7 @@ class OpenAICompatProvider:
         return data
 
     def complete(self, call: Call) -> Completion:
-        model = self.model_for(call.tier)
+        model = call.model or self.model_for(call.tier)
         data = with_retries(lambda: self._attempt(model, call), policy=self.policy,
                             sleep=self.sleep, provider=NAME, model=model)
         raw_usage = data.get("usage")

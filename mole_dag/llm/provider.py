@@ -40,6 +40,8 @@ class Call:
     json: bool = False
     # What the call is for (plan, mine, judge, write): for messages and logs only.
     purpose: str = ""
+    # A model for this call instead of its tier's (a configured judge model). None: the tier's.
+    model: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:

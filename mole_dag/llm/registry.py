@@ -112,7 +112,15 @@ def _make(kind: str, args: dict[str, Any], cassette: Any | None = None,
     return provider
 
 
-def _cassette_meta(kind: str, args: dict[str, Any]) -> dict[str, Any]:
+def judge_model_of(name: str, cfg: Mapping[str, Any]) -> str | None:
+    """MOLE_JUDGE_MODEL, else "<provider>": {"judge_model": ...} in the config, else None."""
+    got = first_set(os.environ.get("MOLE_JUDGE_MODEL"),
+                    section(dict(cfg), name).get("judge_model"))
+    return got.strip() if isinstance(got, str) and got.strip() else None
+
+
+def _cassette_meta(kind: str, args: dict[str, Any],
+                   judge_model: str | None = None) -> dict[str, Any]:
     """What a replay needs to send the same requests: the provider kind, the base URL's path and
     the tier models in effect (defaults included, so a later change of default cannot change
     what a replay sends)."""
@@ -123,7 +131,7 @@ def _cassette_meta(kind: str, args: dict[str, Any]) -> dict[str, Any]:
     base = args.get("base_url") or ""
     return {"provider": kind, "base_path": urlsplit(base).path if base else "",
             "models": {str(t): m for t, m in {**DEFAULT_MODELS, **args["models"]}.items()},
-            "json_mode": args.get("json_mode")}
+            "json_mode": args.get("json_mode"), "judge_model": judge_model}
 
 
 def build_provider(name: str, config: Mapping[str, Any] | None = None) -> Provider:
@@ -151,7 +159,8 @@ def build_provider(name: str, config: Mapping[str, Any] | None = None) -> Provid
         return _make(kind, args, tape, sleep=NoSleep)
     args = _settings(name, cfg)
     record = first_set(os.environ.get("MOLE_RECORD"), cfg.get("record"))
-    tape = (Cassette.record_to(Path(record).expanduser(), _cassette_meta(name, args))
+    tape = (Cassette.record_to(Path(record).expanduser(),
+                               _cassette_meta(name, args, judge_model_of(name, cfg)))
             if record else None)
     return _make(name, args, tape)
 
@@ -168,4 +177,13 @@ def skills_for(provider: str | None, config: Mapping[str, Any] | None = None) ->
 
     cfg = load_config() if config is None else config
     prices = PriceTable.load(cfg.get("pricing"))
-    return ModelSkills(build_provider(name, cfg), prices, name=name)
+    if name == "cassette":
+        # A replay judges with the model it was recorded with, whatever the config says now.
+        from mole_dag.llm.cassette import Cassette
+
+        provider = build_provider(name, cfg)
+        tape = getattr(provider, "cassette", None)
+        judge = (tape.meta.get("judge_model") if isinstance(tape, Cassette) else None) or None
+        return ModelSkills(provider, prices, name=name, judge_model=judge)
+    return ModelSkills(build_provider(name, cfg), prices, name=name,
+                       judge_model=judge_model_of(name, cfg))
