@@ -6,19 +6,12 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.checks import ALL_CHECKS
+from assets.driver import research_driver
+from assets.jobs import research_report, research_round
 from assets.maintenance import reground_job, reground_schedule, regrounding
 from assets.models import MODEL_ASSETS
-from assets.research import ALL_ASSETS, ROUND_ASSETS, report
+from assets.research import ALL_ASSETS
 from mole_dag.resources import BudgetResource, StoreResource
-
-# One Dagster run = one research round; the report is its own job because it runs once, after
-# the rounds, and spends the escrow.
-research_round = dg.define_asset_job(
-    "research_round", selection=dg.AssetSelection.assets(*ROUND_ASSETS),
-    description="One round: plan, execute leads, mine, verify, score.")
-research_report = dg.define_asset_job(
-    "research_report", selection=dg.AssetSelection.assets(report),
-    description="Release escrow and write the report.")
 
 _store = StoreResource()
 
@@ -27,6 +20,7 @@ defs = dg.Definitions(
     asset_checks=ALL_CHECKS,
     jobs=[research_round, research_report, reground_job],
     schedules=[reground_schedule],
+    sensors=[research_driver],
     resources={"store": _store, "budget": BudgetResource(store=_store)},
     # DuckDB allows one writing process per file: steps of a run execute in the run's own
     # process, one after another.

@@ -161,8 +161,12 @@ def ensure_session(
             data = str(ds.path)
     settings, usable = usable_search(search=search, searxng_url=searxng_url,
                                      allow_hosts=allow_hosts, note=note)
-    return create_session(store, question, unit, total, corpus=corpus, provider=provider,
-                          session_id=session_id, actors=usable, search=settings, data=data)
+    bal = create_session(store, question, unit, total, corpus=corpus, provider=provider,
+                         session_id=session_id, actors=usable, search=settings, data=data)
+    # Launched from Dagster: its later rounds and report are the driver sensor's to start.
+    store.transact(lambda cur: cur.execute(q("session_driver_set"),
+                                           {"driver": "dagster", "session_id": bal.session_id}))
+    return bal
 
 
 def begin_reporting(run: Run) -> int:
@@ -194,3 +198,15 @@ def usable_search(
     if not avail.usable:
         raise SettingsError("no usable search provider: " + "; ".join(avail.notes))
     return settings, avail.usable
+
+
+def next_step(run: Run) -> str | None:
+    """What a session needs next: "round", "report", or None (finished, or not startable)."""
+    sess = run.session()
+    if sess["status"] in (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED):
+        return None
+    if sess["status"] == SessionStatus.REPORTING:
+        return "report"
+    if int(sess["rounds"]) == 0 or should_run_another_round(run):
+        return "round"
+    return "report"

@@ -347,3 +347,13 @@ FROM claim_edges e
 JOIN claims a ON a.id = e.src_claim_id
 JOIN claims b ON b.id = e.dst_claim_id
 WHERE e.session_id = $session_id AND e.kind IN ('contradicts', 'supersedes');
+
+-- driver -------------------------------------------------------------------------------------
+
+-- name: session_driver_set
+UPDATE sessions SET driver = $driver WHERE id = $session_id;
+
+-- name: sessions_driven_by_dagster
+SELECT id FROM sessions
+WHERE coalesce(driver, 'cli') = 'dagster' AND status IN ('created', 'running', 'reporting')
+ORDER BY created_at, id;
