@@ -141,7 +141,7 @@ def _open_store(wait: bool = True):  # noqa: ANN202
     from mole_dag.store import Store, StoreError
 
     try:
-        return Store(default_store_path(), lock_wait_s=120.0 if wait else 0.0,
+        return Store(default_store_path(), lock_wait_s=None if wait else 0.0,
                      on_wait=lambda m: print(f"mole: {m}", file=sys.stderr))
     except StoreError as exc:
         raise CliError(str(exc)) from None

@@ -25,7 +25,8 @@ class StoreResource(dg.ConfigurableResource):
     when the run starts (so no machine path is baked into the definitions)."""
 
     database: str = ""
-    lock_wait_s: float = 120.0
+    # None: the store's default (MOLE_LOCK_WAIT, else 30 minutes).
+    lock_wait_s: float | None = None
 
     _store: Store | None = PrivateAttr(default=None)
 

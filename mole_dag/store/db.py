@@ -39,6 +39,12 @@ _WRITE_LOCKS: dict[Path, threading.RLock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
 
 
+# How long a process waits for another to let go of the file. A research round holds it for its
+# whole run (minutes, with web fetching), so the wait is long; a guess, flagged as one, and
+# overridable with MOLE_LOCK_WAIT (seconds).
+DEFAULT_LOCK_WAIT_S = float(os.environ.get("MOLE_LOCK_WAIT", "1800"))
+
+
 def _write_lock_for(path: Path) -> threading.RLock:
     with _WRITE_LOCKS_GUARD:
         return _WRITE_LOCKS.setdefault(path, threading.RLock())
@@ -68,7 +74,7 @@ class Store:
         self,
         path: str | os.PathLike[str],
         *,
-        lock_wait_s: float = 120.0,
+        lock_wait_s: float | None = None,
         on_wait: Callable[[str], None] | None = None,
         migrate_schema: bool = True,
     ) -> None:
@@ -77,7 +83,8 @@ class Store:
         self._local = threading.local()
         self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._cursors_lock = threading.Lock()
-        self._conn = self._open(lock_wait_s, on_wait)
+        self._conn = self._open(DEFAULT_LOCK_WAIT_S if lock_wait_s is None else lock_wait_s,
+                                on_wait)
         if migrate_schema:
             with self._write_lock:
                 migrate.apply(self._conn)
