@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mole_dag.budget import Ledger
+from mole_dag.paths import PROJECT_ROOT
 from mole_dag.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -84,3 +86,15 @@ def _isolated_model_config(_isolated_home: Path, monkeypatch: pytest.MonkeyPatch
     for var in ("MOLE_CASSETTE", "MOLE_RECORD", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
                 "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A DAGSTER_HOME of the test's own with the project's dagster.yaml, for in-process CLI runs
+    (the CLI changes into DAGSTER_HOME; monkeypatch restores the working directory)."""
+    home = tmp_path / "dagster-home"
+    home.mkdir()
+    shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    return home

@@ -4,7 +4,6 @@ edges, clusters, publisher counts, supersession and confidence explanations."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,12 +22,7 @@ NEW = "Green tea extract is no longer classified as a possible liver toxin"
 
 
 @pytest.fixture
-def replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
-    home = tmp_path / "dagster"
-    home.mkdir()
-    shutil.copy(PROJECT / "dagster.yaml", home / "dagster.yaml")
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    monkeypatch.chdir(tmp_path)
+def replayed(dagster_home: Path) -> Store:
     assert cli.main(research_args("--provider", "cassette", "--cassette", str(CASSETTE),
                                   "--quiet")) == 0
     store = Store(default_store_path())

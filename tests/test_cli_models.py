@@ -5,7 +5,6 @@ priced by the table; and the refusals that happen before anything is written or 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import dagster as dg
@@ -24,16 +23,6 @@ from tests.model_server import ModelServer, SimulatedModel
 from tests.record_cassette import CASSETTE, QUESTION, SESSION_ID, research_args
 
 PROJECT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "dagster"
-    home.mkdir()
-    shutil.copy(PROJECT / "dagster.yaml", home / "dagster.yaml")
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    monkeypatch.chdir(tmp_path)  # the CLI changes directory to DAGSTER_HOME; this restores it
-    return home
 
 
 def _recorded_spend(path: Path) -> tuple[int, int]:

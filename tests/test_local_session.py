@@ -7,27 +7,16 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from survey_data import row_level_markers, survey_csv  # noqa: F401 - fixture
 
 from mole_dag.cli import main
-from mole_dag.paths import PROJECT_ROOT, default_store_path
+from mole_dag.paths import default_store_path
 from mole_dag.store import Store
 
 QUESTION = "Does income differ by region and plan, and who renews?"
-
-
-@pytest.fixture
-def dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "dagster-home"
-    home.mkdir()
-    shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    monkeypatch.chdir(tmp_path)  # the CLI changes into DAGSTER_HOME; this restores the cwd
-    return home
 
 
 def test_research_with_data_end_to_end(dagster_home: Path, survey_csv: Path,  # noqa: F811
