@@ -114,6 +114,23 @@ SessionArg = Annotated[str, Field(description="the session id research returned"
 # -- research mode --------------------------------------------------------------------------
 
 
+def research_argv(sid: str, launch: Any, *, usd: float | str | None, tokens: int | None,
+                  search: list[str] | None) -> list[str]:
+    """The `mole research` arguments for a checked launch (mole_dag.launch.Launch): the same
+    budget as given, and the provider, corpus and data as resolved, so the worker cannot
+    resolve them differently."""
+    args = ["--session-id", sid, "--quiet", "--no-report-print",
+            "--usd" if usd is not None else "--tokens",
+            str(usd) if usd is not None else str(tokens),
+            "--provider", launch.provider, "--corpus", str(launch.corpus)]
+    for name in search or []:
+        args += ["--search", name]
+    if launch.data:
+        args += ["--data", launch.data]
+    # After "--" the question cannot be read as an option, whatever it is ("--help", "-h").
+    return [*args, "--", launch.question]
+
+
 @server.tool(description=(
     "Start a research session on a question, within a hard budget: exactly one of usd (e.g. "
     "0.50) or tokens (e.g. 20000), no default. Everything is checked first; bad input is "
@@ -152,17 +169,8 @@ def research(
             tokens=None if tokens is None else str(tokens), provider=provider, corpus=corpus,
             data=data, search=search, note=notes.append, flag="")
         sid = new_session_id()
-        args = ["--session-id", sid, "--quiet", "--no-report-print",
-                "--usd" if usd is not None else "--tokens",
-                str(usd) if usd is not None else str(tokens),
-                "--provider", launch.provider, "--corpus", str(launch.corpus)]
-        for name in search or []:
-            args += ["--search", name]
-        if launch.data:
-            args += ["--data", launch.data]
-        # After "--" the question cannot be read as an option, whatever it starts with.
-        args += ["--", launch.question]
-        worker = workers.start(sid, args)
+        worker = workers.start(sid, research_argv(sid, launch, usd=usd, tokens=tokens,
+                                                  search=search))
     return redact_all({
         "session": sid, "status": "starting", "pid": worker.pid, "notes": notes,
         "next": "poll session_status(session) until finished is true, then report(session)",
