@@ -26,9 +26,10 @@ from mole_dag.store import utcnow
 LOG_TAIL_CHARS = 2000
 
 
-def runs_dir() -> Path:
+def runs_dir(create: bool = False) -> Path:
     path = mole_home() / "mcp"
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if create:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
 
 
@@ -92,7 +93,7 @@ class Workers:
     def start(self, session_id: str, research_args: list[str]) -> WorkerState:
         """Run `mole research <research_args>` detached. research_args must carry
         --session-id session_id (the CLI creates the session under it)."""
-        folder = runs_dir()
+        folder = runs_dir(create=True)
         log = folder / f"{session_id}.log"
         exit_file = folder / f"{session_id}.exit"
         cmd = [sys.executable, "-m", "mole_dag.mcp.worker", str(exit_file), "--", *research_args]
