@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import logging
 import os
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -171,40 +170,20 @@ def _dagster_instance():  # noqa: ANN202
 
 
 def cmd_research(args: argparse.Namespace) -> int:
-    from mole_dag.actors.local import CorpusError, LocalCorpus
-    from mole_dag.paths import demo_corpus
-    from mole_dag.session import (
-        BudgetSpecError,
-        SettingsError,
-        create_session,
-        parse_budget,
-        usable_search,
-    )
+    from mole_dag.launch import LaunchError, check_launch
+    from mole_dag.session import create_session
 
     # Validate everything before writing anything.
-    question = " ".join(args.question.split())
-    if not question:
-        raise CliError("the question is empty; ask something, in quotes")
     try:
-        unit, total = parse_budget(args.usd, args.tokens)
-    except BudgetSpecError as exc:
+        launch = check_launch(
+            args.question, usd=args.usd, tokens=args.tokens, provider=args.provider,
+            session_id=args.session_id, corpus=args.corpus, data=args.data, search=args.search,
+            searxng_url=args.searxng_url, allow_hosts=args.allow_host,
+            note=lambda line: print(f"mole: {line}", file=sys.stderr),
+            before_skills=lambda provider: _cassette_and_record(args, provider))
+    except LaunchError as exc:
         raise CliError(str(exc)) from None
-    provider, skills = _choose_skills(args, unit)
-    try:
-        search, actors = usable_search(
-            search=args.search, searxng_url=args.searxng_url, allow_hosts=args.allow_host,
-            note=lambda line: print(f"mole: {line}", file=sys.stderr))
-    except SettingsError as exc:
-        raise CliError(str(exc)) from None
-    corpus = Path(args.corpus).expanduser().resolve() if args.corpus else demo_corpus()
-    if "local" in actors:
-        try:
-            found = LocalCorpus.open(corpus)
-        except CorpusError as exc:
-            raise CliError(str(exc)) from None
-        for skipped in found.skipped:
-            print(f"mole: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
-    data = _check_data(args.data) if args.data else None
+    question, unit, total, skills = launch.question, launch.unit, launch.total, launch.skills
 
     store = _open_store()
     try:
@@ -214,9 +193,9 @@ def cmd_research(args: argparse.Namespace) -> int:
             if store.row(q("session_get"), {"session_id": args.session_id}) is not None:
                 raise CliError(f"session {args.session_id} already exists; "
                                f"`mole show {args.session_id}` shows it")
-        bal = create_session(store, question, unit, total, corpus=str(corpus), provider=provider,
-                             session_id=args.session_id, actors=actors, search=search,
-                             data=data)
+        bal = create_session(store, question, unit, total, corpus=str(launch.corpus),
+                             provider=launch.provider, session_id=args.session_id,
+                             actors=launch.actors, search=launch.search, data=launch.data)
     finally:
         store.close()
     sid = bal.session_id
@@ -267,56 +246,24 @@ def cmd_research(args: argparse.Namespace) -> int:
     return _print_outcome(sid, quiet=args.quiet, print_report=not args.no_report_print)
 
 
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+def _cassette_and_record(args: argparse.Namespace, provider: str) -> None:
+    """--cassette and --record, checked once the provider is named and before its skills are
+    built (the Dagster runs build their own skills from the environment set here)."""
+    from mole_dag.launch import LaunchError
+    from mole_dag.llm.registry import MODEL_PROVIDERS
 
-
-def _choose_skills(args: argparse.Namespace, unit: Any) -> tuple[str, Any]:
-    """Resolve --provider/--cassette/--record into skills, refusing (before anything is written
-    or any call is made) an unknown provider, a missing key, an unreadable or shared config
-    file, and, in a USD session, a model without a price."""
-    from mole_dag.config import ConfigError
-    from mole_dag.llm.cassette import CassetteError
-    from mole_dag.llm.pricing import PricingError, UnpricedModel
-    from mole_dag.llm.registry import MODEL_PROVIDERS, UnknownProvider, default_provider, skills_for
-
-    if args.session_id and not _SESSION_ID.match(args.session_id):
-        raise CliError(f"--session-id {args.session_id!r}: use letters, digits, '.', '_' or '-' "
-                       "(at most 64, starting with a letter or digit)")
-    try:
-        provider = (args.provider or default_provider()).strip().lower()
-        if args.cassette:
-            if provider != "cassette":
-                raise CliError("--cassette is the recording for --provider cassette")
-            # The Dagster runs below build their own skills from the environment.
-            os.environ["MOLE_CASSETTE"] = str(Path(args.cassette).expanduser().resolve())
-        if args.record:
-            path = Path(args.record).expanduser().resolve()
-            if provider not in MODEL_PROVIDERS:
-                raise CliError(f"--record records a model provider's calls; --provider {provider} "
-                               f"makes none (use one of {', '.join(MODEL_PROVIDERS)})")
-            if path.exists():
-                raise CliError(f"--record {path}: the file exists; record to a new file")
-            os.environ["MOLE_RECORD"] = str(path)
-        skills = skills_for(provider)
-        check = getattr(skills, "check_priced", None)
-        if check is not None:
-            check(unit)
-    except (UnknownProvider, ConfigError, PricingError, UnpricedModel, CassetteError) as exc:
-        raise CliError(str(exc)) from None
-    return provider, skills
-
-
-def _check_data(path: str) -> str:
-    """Open and profile the data before anything is written; a clear error if it cannot be
-    used. Returns the resolved path the session records."""
-    from mole_dag.compute.connector import DataError, Dataset
-
-    try:
-        with Dataset.open(path) as ds:
-            print(f"mole: data {ds.describe()}", file=sys.stderr)
-            return str(ds.path)
-    except DataError as exc:
-        raise CliError(f"--data: {exc}") from None
+    if args.cassette:
+        if provider != "cassette":
+            raise LaunchError("--cassette is the recording for --provider cassette")
+        os.environ["MOLE_CASSETTE"] = str(Path(args.cassette).expanduser().resolve())
+    if args.record:
+        path = Path(args.record).expanduser().resolve()
+        if provider not in MODEL_PROVIDERS:
+            raise LaunchError(f"--record records a model provider's calls; --provider {provider} "
+                              f"makes none (use one of {', '.join(MODEL_PROVIDERS)})")
+        if path.exists():
+            raise LaunchError(f"--record {path}: the file exists; record to a new file")
+        os.environ["MOLE_RECORD"] = str(path)
 
 
 def cmd_crossings(args: argparse.Namespace) -> int:

@@ -33,6 +33,10 @@ class StoreError(RuntimeError):
     """The store cannot be used; the message says why and what to do."""
 
 
+class StoreBusy(StoreError):
+    """Another process held the store for longer than this one was willing to wait."""
+
+
 # One write lock per database file for the whole process: two Store objects on one file share
 # the DuckDB instance, and their writers must queue rather than conflict.
 _WRITE_LOCKS: dict[Path, threading.RLock] = {}
@@ -122,7 +126,7 @@ class Store:
                     raise StoreError(
                         f"cannot open the store {self.path}: {_one_line(exc)}") from None
                 if time.monotonic() >= deadline:
-                    raise StoreError(
+                    raise StoreBusy(
                         f"the store {self.path} is held by another process (a running session, "
                         "the Dagster UI or a schedule) and was not released within "
                         f"{lock_wait_s:.0f}s; "

@@ -1,0 +1,147 @@
+"""Checking a research launch before anything is written.
+
+The question, the budget (exactly one of USD or tokens, no default), the session id, the model
+provider (known, keyed, priced in a USD session), the search providers, the local corpus and
+the local data are each checked here, in that order, and the first problem is raised as one
+user-facing line. `mole research` and mole-mcp's `research` tool both call this, so the two
+front doors refuse the same input in the same words, and neither writes anything for it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mole_dag.actors.search_settings import SearchSettings
+from mole_dag.core import Unit
+
+SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class LaunchError(ValueError):
+    """Input a research session cannot start from; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything a session needs, checked."""
+
+    question: str
+    unit: Unit
+    total: int
+    provider: str
+    skills: Any  # mole_dag.llm.skills.Skills
+    search: SearchSettings
+    actors: tuple[str, ...]
+    corpus: Path
+    data: str | None
+
+
+def _quiet(_line: str) -> None:
+    return None
+
+
+def check_session_id(session_id: str, flag: str = "--") -> str:
+    if not SESSION_ID.match(session_id):
+        raise LaunchError(f"{flag}session-id {session_id!r}: use letters, digits, '.', '_' or "
+                          "'-' (at most 64, starting with a letter or digit)")
+    return session_id
+
+
+def provider_name(provider: str | None) -> str:
+    """The provider asked for, else MOLE_PROVIDER, else the config file's, else extractive."""
+    from mole_dag.config import ConfigError
+    from mole_dag.llm.registry import default_provider
+
+    try:
+        return (provider or default_provider()).strip().lower()
+    except ConfigError as exc:
+        raise LaunchError(str(exc)) from None
+
+
+def choose_skills(provider: str, unit: Unit) -> Any:
+    """The provider's skills, refusing (before any call is made) an unknown provider, a missing
+    key, an unreadable or shared config file, and, in a USD session, a model without a price."""
+    from mole_dag.config import ConfigError
+    from mole_dag.llm.cassette import CassetteError
+    from mole_dag.llm.pricing import PricingError, UnpricedModel
+    from mole_dag.llm.registry import UnknownProvider, skills_for
+
+    try:
+        skills = skills_for(provider)
+        check = getattr(skills, "check_priced", None)
+        if check is not None:
+            check(unit)
+    except (UnknownProvider, ConfigError, PricingError, UnpricedModel, CassetteError) as exc:
+        raise LaunchError(str(exc)) from None
+    return skills
+
+
+def check_data(path: str, note: Callable[[str], None] = _quiet, flag: str = "--") -> str:
+    """Open and profile the data; returns the resolved path the session records. `flag` is how
+    error messages spell option names ("--" on the command line, "" for a tool argument)."""
+    from mole_dag.compute.connector import DataError, Dataset
+
+    try:
+        with Dataset.open(path) as ds:
+            note(f"data {ds.describe()}")
+            return str(ds.path)
+    except DataError as exc:
+        raise LaunchError(f"{flag}data: {exc}") from None
+
+
+def check_launch(
+    question: str,
+    *,
+    usd: str | None,
+    tokens: str | None,
+    provider: str | None = None,
+    session_id: str | None = None,
+    corpus: str | None = None,
+    data: str | None = None,
+    search: list[str] | None = None,
+    searxng_url: str | None = None,
+    allow_hosts: list[str] | None = None,
+    note: Callable[[str], None] = _quiet,
+    flag: str = "--",
+    before_skills: Callable[[str], None] | None = None,
+) -> Launch:
+    """Check everything a `mole research` launch names. `note` receives warnings that do not
+    stop the launch (a search provider skipped for a missing key, a corpus file skipped).
+    `before_skills(provider)` runs once the provider is named and before its skills are built
+    (the CLI checks --cassette and --record there); it raises LaunchError to refuse."""
+    from mole_dag.actors.local import CorpusError, LocalCorpus
+    from mole_dag.actors.search_settings import SettingsError
+    from mole_dag.paths import demo_corpus
+    from mole_dag.session import BudgetSpecError, parse_budget, usable_search
+
+    question = " ".join(question.split())
+    if not question:
+        raise LaunchError("the question is empty; ask something, in quotes")
+    try:
+        unit, total = parse_budget(usd, tokens)
+    except BudgetSpecError as exc:
+        raise LaunchError(str(exc)) from None
+    if session_id is not None:
+        check_session_id(session_id, flag)
+    name = provider_name(provider)
+    if before_skills is not None:
+        before_skills(name)
+    skills = choose_skills(name, unit)
+    try:
+        settings, actors = usable_search(search=search, searxng_url=searxng_url,
+                                         allow_hosts=allow_hosts, note=note)
+    except SettingsError as exc:
+        raise LaunchError(str(exc)) from None
+    root = Path(corpus).expanduser().resolve() if corpus else demo_corpus()
+    if "local" in actors:
+        try:
+            found = LocalCorpus.open(root)
+        except CorpusError as exc:
+            raise LaunchError(str(exc)) from None
+        for skipped in found.skipped:
+            note(f"skipped {skipped.path}: {skipped.reason}")
+    resolved_data = check_data(data, note, flag) if data else None
+    return Launch(question, unit, total, name, skills, settings, actors, root, resolved_data)
