@@ -98,3 +98,12 @@ if pytest is not None:
     @pytest.fixture(scope="session")
     def survey_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return write_survey(tmp_path_factory.mktemp("survey") / "survey.csv")
+
+
+def no_fold(guarded, result):  # noqa: ANN001, ANN201
+    """A broken gate for falsification tests: every group named, whatever its size (stands in
+    for gate.fold_rows)."""
+    nk, nv = len(guarded.keys), len(guarded.values)
+    rows = [{"keys": list(r[:nk]), "n": int(r[nk + nv]), "values": list(r[nk:nk + nv])}
+            for r in result]
+    return rows, False, min(r["n"] for r in rows)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
-from survey_data import survey_csv  # noqa: F401 - fixture
+from survey_data import no_fold, survey_csv  # noqa: F401 - fixture
 
 from mole_dag.compute import boundary, exfil, gate
 from mole_dag.compute.connector import FLOOR, Dataset
@@ -261,12 +261,6 @@ def test_exfil_catches_a_gate_that_stops_folding(small: Dataset,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Revert the gate's fold (every group named, whatever its size): the exfil check, which
     recounts from the rows, still withholds the envelope."""
-    def no_fold(guarded, result):  # noqa: ANN001, ANN202
-        nk, nv = len(guarded.keys), len(guarded.values)
-        rows = [{"keys": list(r[:nk]), "n": int(r[nk + nv]), "values": list(r[nk:nk + nv])}
-                for r in result]
-        return rows, False, min(r["n"] for r in rows)
-
     def no_floor_sql(dataset, guarded):  # noqa: ANN001, ANN202
         keys = ", ".join(e.sql(dialect="duckdb") for _, e in guarded.keys)
         vals = ", ".join(e.sql(dialect="duckdb") for _, e in guarded.values) or "1"

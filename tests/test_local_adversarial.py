@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from survey_data import row_level_markers, survey_csv  # noqa: F401 - fixture
+from survey_data import no_fold, row_level_markers, survey_csv  # noqa: F401 - fixture
 
 from mole_dag.budget import Ledger
 from mole_dag.compute import gate
@@ -144,12 +144,6 @@ def test_an_envelope_the_exfil_check_stops_is_not_kept(
         store: Store, session: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Break the gate (no folding, no floor): the exfil check withholds the envelope, records the
     refusal with the envelope's hash only, and the rare labels reach no table."""
-    def no_fold(guarded, result):  # noqa: ANN001, ANN202
-        nk, nv = len(guarded.keys), len(guarded.values)
-        rows = [{"keys": list(r[:nk]), "n": int(r[nk + nv]), "values": list(r[nk:nk + nv])}
-                for r in result]
-        return rows, False, min(r["n"] for r in rows)
-
     def no_floor_sql(dataset, guarded):  # noqa: ANN001, ANN202
         keys = ", ".join(e.sql(dialect="duckdb") for _, e in guarded.keys)
         return f"SELECT {keys}, count(*), true FROM data GROUP BY {keys}", "b", "n"
