@@ -150,6 +150,9 @@ class ClaimDraft:
 
     text: str
     quote: str
+    # How well the claim answers the question, as the miner graded it: 0 (not at all) .. 3
+    # (states the answer). A model miner returns it with each claim; None when none was given.
+    grade: int | None = None
 
 
 @dataclass(frozen=True)

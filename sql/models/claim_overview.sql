@@ -17,6 +17,11 @@ SELECT
     cs.superseded,
     cs.grounded,
     cs.explanation,
+    cr.relevance,
+    cr.to_question       AS relevance_to_question,
+    cr.to_sub_question   AS relevance_to_sub_question,
+    cr.basis             AS relevance_basis,
+    cr.explanation       AS relevance_explanation,
     (SELECT string_agg(e.kind || ':' || CASE WHEN e.src_claim_id = c.id THEN e.dst_claim_id
                                              ELSE e.src_claim_id END, ', ' ORDER BY e.kind)
      FROM claim_edges e
@@ -24,3 +29,4 @@ SELECT
 FROM claims c
 JOIN sources s ON s.id = c.source_id
 LEFT JOIN confidence_scores cs ON cs.claim_id = c.id
+LEFT JOIN claim_relevance cr ON cr.claim_id = c.id

@@ -175,11 +175,39 @@ VALUES ($session_id, $claim_id, $cluster_id, $representative, $confidence,
 -- report -----------------------------------------------------------------------------------
 
 -- name: report_findings
+-- One row per cluster representative. `relevance` is the best relevance of any member of the
+-- cluster (a duplicate may be worded closer to the question than the representative); 0 when
+-- nothing scored it yet.
 SELECT cs.cluster_id, cs.claim_id, cs.confidence, cs.publishers, cs.contradictors, cs.superseded,
-       cs.source_class, cs.explanation, c.text, c.sub_question_id
-FROM confidence_scores cs JOIN claims c ON c.id = cs.claim_id
+       cs.source_class, cs.explanation, c.text, c.quote, c.sub_question_id,
+       sq.text AS sub_question, sq.round AS sub_question_round, sq.ordinal AS sub_question_ordinal,
+       coalesce((SELECT max(r.relevance) FROM confidence_scores m
+                 JOIN claim_relevance r ON r.claim_id = m.claim_id
+                 WHERE m.session_id = cs.session_id AND m.cluster_id = cs.cluster_id), 0.0)
+           AS relevance,
+       coalesce(cr.explanation, 'not scored') AS relevance_explanation
+FROM confidence_scores cs
+JOIN claims c ON c.id = cs.claim_id
+JOIN sub_questions sq ON sq.id = c.sub_question_id
+LEFT JOIN claim_relevance cr ON cr.claim_id = cs.claim_id
 WHERE cs.session_id = $session_id AND cs.representative
-ORDER BY cs.confidence DESC, cs.publishers DESC, cs.claim_id;
+ORDER BY relevance DESC, cs.confidence DESC, cs.publishers DESC, cs.claim_id;
+
+-- relevance -----------------------------------------------------------------------------------
+
+-- name: relevance_clear
+DELETE FROM claim_relevance WHERE session_id = $session_id;
+
+-- name: relevance_claims
+-- Every claim of the session with where its quote sits, its sub-question and, when a model
+-- mined it, the grade the miner gave (kept across re-scoring).
+SELECT c.id, c.source_id, c.text, c.quote, c.quote_byte_start, c.quote_byte_end,
+       c.sub_question_id, sq.text AS sub_question, cr.model_grade
+FROM claims c
+JOIN sub_questions sq ON sq.id = c.sub_question_id
+LEFT JOIN claim_relevance cr ON cr.claim_id = c.id
+WHERE c.session_id = $session_id
+ORDER BY c.source_id, c.quote_byte_start, c.id;
 
 -- name: cluster_members
 SELECT cs.cluster_id, c.id AS claim_id, c.source_id, c.quote
@@ -295,10 +323,11 @@ VALUES ($report_id, $session_id, $number, $source_id);
 -- name: trace_clusters
 SELECT cs.cluster_id, cs.claim_id, cs.representative, cs.confidence, cs.publishers,
        cs.contradictors, cs.superseded, cs.grounded, cs.source_class, cs.explanation,
-       c.text, s.publisher
+       c.text, s.publisher, cr.relevance, cr.explanation AS relevance_explanation
 FROM confidence_scores cs
 JOIN claims c ON c.id = cs.claim_id
 JOIN sources s ON s.id = c.source_id
+LEFT JOIN claim_relevance cr ON cr.claim_id = cs.claim_id
 WHERE cs.session_id = $session_id
 ORDER BY cs.confidence DESC, cs.cluster_id, cs.representative DESC, cs.claim_id;
 
