@@ -9,6 +9,9 @@ CREATE TABLE claim_relevance (
     relevance       DOUBLE  NOT NULL CHECK (relevance >= 0 AND relevance <= 1),
     to_question     DOUBLE  NOT NULL CHECK (to_question >= 0 AND to_question <= 1),
     to_sub_question DOUBLE  NOT NULL CHECK (to_sub_question >= 0 AND to_sub_question <= 1),
+    -- The sub-question the claim answers best (the report's section for it); may differ from
+    -- the one whose lead mined it, since one page can answer several parts of a question.
+    sub_question_id VARCHAR NOT NULL,
     -- 'lexical' (extractive: term weights, context, answer-type cues) or 'model+lexical'
     -- (the miner's grade blended with the lexical score).
     basis           VARCHAR NOT NULL CHECK (basis IN ('lexical', 'model+lexical')),

@@ -179,7 +179,7 @@ VALUES ($session_id, $claim_id, $cluster_id, $representative, $confidence,
 -- cluster (a duplicate may be worded closer to the question than the representative); 0 when
 -- nothing scored it yet.
 SELECT cs.cluster_id, cs.claim_id, cs.confidence, cs.publishers, cs.contradictors, cs.superseded,
-       cs.source_class, cs.explanation, c.text, c.quote, c.sub_question_id,
+       cs.source_class, cs.explanation, c.text, c.quote, sq.id AS sub_question_id,
        sq.text AS sub_question, sq.round AS sub_question_round, sq.ordinal AS sub_question_ordinal,
        coalesce((SELECT max(r.relevance) FROM confidence_scores m
                  JOIN claim_relevance r ON r.claim_id = m.claim_id
@@ -188,12 +188,18 @@ SELECT cs.cluster_id, cs.claim_id, cs.confidence, cs.publishers, cs.contradictor
        coalesce(cr.explanation, 'not scored') AS relevance_explanation
 FROM confidence_scores cs
 JOIN claims c ON c.id = cs.claim_id
-JOIN sub_questions sq ON sq.id = c.sub_question_id
 LEFT JOIN claim_relevance cr ON cr.claim_id = cs.claim_id
+JOIN sub_questions sq ON sq.id = coalesce(cr.sub_question_id, c.sub_question_id)
 WHERE cs.session_id = $session_id AND cs.representative
 ORDER BY relevance DESC, cs.confidence DESC, cs.publishers DESC, cs.claim_id;
 
 -- relevance -----------------------------------------------------------------------------------
+
+-- name: relevance_insert
+INSERT INTO claim_relevance (claim_id, session_id, relevance, to_question, to_sub_question,
+                             sub_question_id, basis, model_grade, explanation, scored_at)
+VALUES ($claim_id, $session_id, $relevance, $to_question, $to_sub_question, $sub_question_id,
+        $basis, $model_grade, $explanation, $now);
 
 -- name: relevance_clear
 DELETE FROM claim_relevance WHERE session_id = $session_id;
