@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,10 +11,11 @@ from hypothesis import strategies as st
 from mole_dag.actors.quote import MIN_QUOTE_CHARS, find_quote
 from mole_dag.core import ClaimDraft, Unit
 from mole_dag.llm.extractive import (
-    _FACETS,
     MADE_WITHOUT_MODEL,
     MAX_CLAIMS_PER_CHUNK,
+    MIN_WORDS,
     ExtractiveSkills,
+    is_broad,
     judge_pair,
     mine_sentences,
     plan_questions,
@@ -26,6 +29,7 @@ from mole_dag.llm.skills import (
     PlannedQuestion,
     WriteRequest,
 )
+from mole_dag.mining.relevance import TermStats
 from mole_dag.output.citations import cited_numbers
 
 # --- judge -------------------------------------------------------------------------------------
@@ -190,7 +194,10 @@ def test_mine_caps_claims_per_chunk_and_keeps_order() -> None:
         for i in range(12)
     ]
     chunk = " ".join(sentences)
-    drafts = mine_sentences(_req(chunk))
+    # Weights from a session's pages, where these words are not on every line.
+    stats = TermStats.from_sentences([*sentences, *(f"Unrelated line {i} about weather and "
+                                                    "sleep." for i in range(40))])
+    drafts = mine_sentences(replace(_req(chunk), stats=stats))
     assert len(drafts) == MAX_CLAIMS_PER_CHUNK
     positions = [chunk.index(d.quote) for d in drafts]
     assert positions == sorted(positions)
@@ -238,7 +245,7 @@ def test_mine_property_verbatim_and_capped(chunk: str) -> None:
         assert isinstance(d, ClaimDraft)
         assert d.quote in chunk
         assert d.quote == d.quote.strip()
-        assert 6 <= len(d.quote.split()) <= 90
+        assert MIN_WORDS <= len(d.quote.split()) <= 90
         pos = chunk.index(d.quote, last + 1)  # a repeated sentence may be mined twice
         last = pos
         if len(d.quote) >= MIN_QUOTE_CHARS:
@@ -248,19 +255,48 @@ def test_mine_property_verbatim_and_capped(chunk: str) -> None:
 # --- plan --------------------------------------------------------------------------------------
 
 
-def test_plan_question_first_and_facets() -> None:
-    q = "  What are the health effects of drinking green tea?  "
+def test_plan_is_the_question_with_no_fixed_facets() -> None:
+    # Seen: every question got the same health-style facets and queries padded with fixed words
+    # ("What benefits are reported for In which Emacs release…", "... benefit lower reduced").
+    q = "  In which Emacs release did the package manager become part of the core?  "
     plan = plan_questions(q)
-    assert plan[0].text == q.strip()
-    assert len(plan) == 1 + len(_FACETS)
+    assert [p.text for p in plan] == [q.strip()]
     assert all(isinstance(p, PlannedQuestion) for p in plan)
-    topic = topic_of(q)
-    assert topic == "health effects of drinking green tea"
-    for p in plan[1:]:
-        assert topic in p.text
-    assert plan[0].query == "health effect drink green tea"
-    assert all(p.query.startswith(plan[0].query) for p in plan)
-    assert len({p.text for p in plan}) == 1 + len(_FACETS)
+    for word in ("benefit", "risk", "revised", "disputed", "protective", "harm"):
+        assert word not in plan[0].query
+        assert word not in plan[0].text.casefold()
+    assert plan[0].query == "emac releas packag manager becom part core"
+
+
+def test_plan_splits_a_two_part_question_into_its_parts() -> None:
+    q = ("Which Python release did the project choose as its minimum, and which release did the "
+         "blog announce as the newest major release of the language?")
+    plan = plan_questions(q)
+    assert [p.text for p in plan] == [
+        q,
+        "Which Python release did the project choose as its minimum?",
+        "Which release did the blog announce as the newest major release of the language?",
+    ]
+
+
+@pytest.mark.parametrize("q", [
+    "Who is the general secretary of the Union, which reported on casual labour?",
+    "Which cats and dogs are friendliest to children?",
+    "Who founded Acme and when?",
+])
+def test_plan_keeps_relative_clauses_and_short_tails_whole(q: str) -> None:
+    assert [p.text for p in plan_questions(q)] == [q]
+
+
+def test_broad_question_is_planned_from_corpus_topics() -> None:
+    assert is_broad("What do the sources say?")
+    assert is_broad("Summarise this folder")
+    assert not is_broad("What do the sources say about coffee?")
+    plan = plan_questions("What do the sources say?", ("coffee", "sleep"))
+    assert [p.query for p in plan[1:]] == ["coffee", "sleep"]
+    assert plan[1].text == "What do the sources say about coffee?"
+    # Without topics (a web session) the question stands alone.
+    assert len(plan_questions("What do the sources say?")) == 1
 
 
 def test_plan_is_deterministic() -> None:
@@ -277,8 +313,9 @@ def test_topic_of_keeps_question_when_only_leading_words() -> None:
 @given(st.text(min_size=1, max_size=80).filter(lambda s: s.strip()))
 def test_plan_property(question: str) -> None:
     plan = plan_questions(question)
-    assert plan[0].text == question.strip()
-    assert len(plan) == 1 + len(_FACETS)
+    assert plan[0].text == " ".join(question.split())
+    assert len({p.text for p in plan}) == len(plan)
+    assert all(p.query.strip() for p in plan)
     assert plan == plan_questions(question)
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import date
@@ -20,7 +22,7 @@ from mole_dag.actors.bm25 import BM25
 from mole_dag.actors.extract import ExtractionError, from_html, from_plain
 from mole_dag.core import DeadEndCause, Document
 from mole_dag.paths import index_dir
-from mole_dag.text import terms
+from mole_dag.text import stem, terms, words
 
 log = logging.getLogger("mole.local")
 
@@ -29,6 +31,13 @@ TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".rst"}
 # A guess, flagged as one: a local document larger than this is almost certainly not prose.
 MAX_FILE_BYTES = 8 * 1024 * 1024
 INDEX_VERSION = 3
+
+
+# Words that name the work rather than its subject. A guess, flagged as one.
+_GENERIC = frozenset(stem(w) for w in (
+    "people study studies research result results finding findings data time year years "
+    "also report reported analysis participants author authors paper article page chapter"
+).split())
 
 
 class CorpusError(ValueError):
@@ -182,6 +191,37 @@ class LocalCorpus:
     @property
     def skipped(self) -> list[Skipped]:
         return self.index.skipped
+
+    def topics(self, k: int) -> tuple[str, ...]:
+        """The corpus's dominant terms, as words a reader would write: a term's occurrences
+        over the corpus times its inverse document frequency (the terms documents keep coming
+        back to, not the ones every document has), minus words every study uses. For planning
+        a broad question ("What do the sources say?") from the corpus itself."""
+        n = len(self.index.terms)
+        if n == 0:
+            return ()
+        df: Counter[str] = Counter()
+        tf: Counter[str] = Counter()
+        for doc_terms in self.index.terms:
+            kept = [t for t in doc_terms if len(t) > 3 and t.isalpha() and t not in _GENERIC]
+            df.update(set(kept))
+            tf.update(kept)
+        ranked = sorted(((tf[t] * math.log(1 + n / c), t) for t, c in df.items()
+                         if c > 1 or n == 1), key=lambda x: (-x[0], x[1]))
+        top = [t for _, t in ranked[: k * 3]]
+        # The commonest word form of each stem, so "caffein" reads as "caffeine".
+        forms: dict[str, Counter[str]] = {t: Counter() for t in top}
+        for doc in self._docs[:200]:
+            for w in words(f"{doc.title} {doc.text}"):
+                st = stem(w)
+                if st in forms:
+                    forms[st][w] += 1
+        out: list[str] = []
+        for t in top:
+            word = forms[t].most_common(1)[0][0] if forms[t] else t
+            if word not in out:
+                out.append(word)
+        return tuple(out[:k])
 
     def search(self, query: str, limit: int) -> list[tuple[Document, float]]:
         hits = self._bm25.top(terms(query), limit)

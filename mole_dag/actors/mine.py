@@ -19,6 +19,7 @@ from mole_dag.core import DeadEndCause, Role, stable_id
 from mole_dag.executor.ingest import store_dead_end
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import MineRequest
+from mole_dag.mining.score_relevance import score_relevance, session_passages, session_stats
 from mole_dag.store import q, utcnow
 
 log = logging.getLogger("mole.mine")
@@ -37,6 +38,8 @@ class MineResult:
     # Model calls that failed after their retries (or answered with nothing): the chunk yields
     # no claims, the session goes on.
     failed_calls: int = 0
+    # Claims of the whole session with a relevance above zero, after this round's re-scoring.
+    relevant: int = 0
 
 
 def _chunk_at(chunks: list[dict[str, Any]], byte_pos: int) -> str:
@@ -52,6 +55,10 @@ def mine_claims(run: Run) -> MineResult:
     unit = run.unit
     result = MineResult()
     work = store.named("unmined_lead_sources", {"session_id": sid})
+    # Term weights over every page read so far, so the model-free miner weighs a question word
+    # by how rare it is across the session's pages, not within one chunk.
+    stats = session_stats(session_passages(store, sid)) if work and not run.skills.uses_model \
+        else None
     for item in work:
         chunks = store.named("source_chunks", {"source_id": item["source_id"]})
         if not chunks:
@@ -62,7 +69,7 @@ def mine_claims(run: Run) -> MineResult:
         try:
             for ch in chunks:
                 req = MineRequest(sess["question"], item["sub_question"], ch["text"],
-                                  item["title"] or "")
+                                  item["title"] or "", stats)
                 estimate = run.skills.estimate_mine(req, unit)
                 try:
                     with run.ledger.hold(sid, Role.EXECUTOR, estimate,
@@ -114,14 +121,24 @@ def mine_claims(run: Run) -> MineResult:
                     continue
                 text = " ".join(d.text.split())[:600]
                 quote = source_text.encode("utf-8")[m.byte_start:m.byte_end].decode("utf-8")
+                claim_id = stable_id(sid, item["source_id"], str(m.byte_start), str(m.byte_end),
+                                     prefix="c-")
                 cur.execute(q("claim_insert"), {
-                    "id": stable_id(sid, item["source_id"], str(m.byte_start), str(m.byte_end),
-                                    prefix="c-"),
+                    "id": claim_id,
                     "session_id": sid, "source_id": item["source_id"],
                     "chunk_id": _chunk_at(chunks, m.byte_start),
                     "sub_question_id": item["sub_question_id"], "text": text, "quote": quote,
                     "quote_byte_start": m.byte_start, "quote_byte_end": m.byte_end,
                     "created_by": run.skills.name, "now": now})
+                if d.grade is not None:
+                    # The miner's grade is kept with the relevance row; the lexical part is
+                    # scored below, once the round's claims are all in.
+                    cur.execute(q("relevance_insert"), {
+                        "claim_id": claim_id, "session_id": sid, "relevance": 0.0,
+                        "to_question": 0.0, "to_sub_question": 0.0,
+                        "sub_question_id": item["sub_question_id"], "basis": "model+lexical",
+                        "model_grade": min(max(int(d.grade), 0), 3),
+                        "explanation": "not scored yet", "now": now})
                 added += 1
             for cause, n in causes.items():
                 cur.execute(q("discarded_insert"), {"session_id": sid,
@@ -149,9 +166,14 @@ def mine_claims(run: Run) -> MineResult:
                     store_dead_end(cur, sid, DeadEnd(DeadEndCause.NO_CLAIMS),
                                    sub_question_id=c["sub_question_id"], lead_id=c["lead_id"])
             store.transact(note)
+    relevance = score_relevance(run)
+    result.relevant = relevance.relevant
     failed = f", {result.failed_calls} mining calls failed" if result.failed_calls else ""
+    sources = len({w["source_id"] for w in work})
     run.progress(
-        f"mined {result.claims} claims from {result.pairs_mined} sources "
-        f"({sum(result.discarded.values())} discarded by the quote check{failed})"
+        f"mined {result.claims} claims from {sources} distinct source"
+        f"{'s' if sources != 1 else ''} ({sum(result.discarded.values())} discarded by the quote "
+        f"check{failed}); {relevance.relevant} of the session's {relevance.claims} claims bear "
+        "on the question"
     )
     return result

@@ -3,9 +3,10 @@
 The offline default, and the baseline every model is measured against. It costs nothing and
 says so: every report it writes states it was made without a language model. Its judgements
 are heuristics, flagged as such in what it writes:
-- plan: the question plus fixed facets (benefits, risks, disagreement) of its topic;
-- mine: sentences of a chunk that share content terms with the question and sub-question,
-  quoted verbatim;
+- plan: the question, its parts when it asks several things, and for a broad question the
+  corpus's dominant topics;
+- mine: the sentences of a chunk most relevant to the question or sub-question (lexical
+  relevance with context and answer-type cues), page furniture refused, quoted verbatim;
 - judge: word-overlap pairs whose polarity, direction words or numbers differ contradict;
   near-identical pairs duplicate; everything else is `neither`;
 - write: the findings in confidence order with their mechanically assigned citations."""
@@ -28,8 +29,11 @@ from mole_dag.llm.skills import (
     Verdict,
     WriteRequest,
 )
+from mole_dag.mining.furniture import non_claim_reason
+from mole_dag.mining.passages import Passages
+from mole_dag.mining.relevance import CONTEXT_WINDOW, Query, TermStats, score
 from mole_dag.output.citations import strip_reference_markers
-from mole_dag.text import NEGATIONS, sentence_spans, stem, terms, words
+from mole_dag.text import NEGATIONS, stem, terms, words
 
 NAME = "extractive"
 MADE_WITHOUT_MODEL = (
@@ -40,7 +44,12 @@ MADE_WITHOUT_MODEL = (
 # How many claims one chunk may yield. A guess, flagged as one: enough to catch a paragraph's
 # distinct statements without turning every sentence into a claim.
 MAX_CLAIMS_PER_CHUNK = 5
-MIN_WORDS, MAX_WORDS = 6, 90
+# Four words hold a short answer ("Redonda is now recovering."); the quote check's 24-character
+# floor still applies.
+MIN_WORDS, MAX_WORDS = 4, 90
+# Relevance below which a sentence is not worth a claim. A guess, flagged as one: low enough that
+# an answer worded apart from the question, next to one that names its topic, gets through.
+MIN_MINE_RELEVANCE = 0.08
 MAX_CLAIM_CHARS = 600
 # Content-word Jaccard above which two claims are the same assertion, and above which a
 # difference in polarity, direction or number reads as a contradiction. Guesses, flagged as
@@ -53,16 +62,28 @@ _LEADING = re.compile(
     r"will|would|has|have)\b(?:\s+(?:are|is|was|were|do|does|did|can|the|a|an|there))*\s*",
     re.IGNORECASE,
 )
-
-_FACETS = (
-    ("What benefits are reported for {topic}?", "benefit lower reduced protective improve"),
-    ("What risks or harms are reported for {topic}?", "risk increase harm adverse raise"),
-    ("Where do sources disagree about {topic}?",
-     "disputed conflicting contrary mixed unclear debate"),
-    ("What has been revised or overturned about {topic}?",
-     "revised updated longer reclassified overturned earlier review"),
+# Where a question asks two things: ", and which ...", "; when ...", or a second question. A
+# bare ", which" is not one: it starts a relative clause ("the Union, which reported ...").
+_PART_BREAK = re.compile(
+    r"(?:,?\s+(?:and|but)\s+(?:also\s+)?|;\s*|\?\s+)"
+    r"(?=(?:(?:by|in|on|at|for|to|from|of|since|until|with)\s+)?"
+    r"(?:which|what|who|whom|whose|when|where|how|why)\b)",
+    re.IGNORECASE,
 )
-
+# Words that name the corpus rather than a topic: a question made only of these ("What do the
+# sources say?", "Summarise this folder") is broad, and is planned from the corpus's own topics.
+_GENERIC = frozenset(
+    stem(w)
+    for w in (
+        "source sources document documents folder corpus file files text texts page pages "
+        "summarise summarize summary overview main topic topics theme themes key point points "
+        "tell say said think find write written cover covered discuss discussed content "
+        "contents everything anything general idea ideas information info"
+    ).split()
+)
+# Sub-questions planned from a broad question's corpus. A guess, flagged as one: enough topics
+# to cover a small folder's themes, few enough that each gets its own section.
+BROAD_TOPICS = 6
 _ANTONYMS = {
     frozenset(stem(w) for w in p)
     for p in [
@@ -92,12 +113,40 @@ def topic_of(question: str) -> str:
     return stripped or q
 
 
-def plan_questions(question: str) -> list[PlannedQuestion]:
-    topic = topic_of(question)
-    base = " ".join(dict.fromkeys(terms(topic))) or topic
-    out = [PlannedQuestion(question.strip(), base)]
-    for template, extra in _FACETS:
-        out.append(PlannedQuestion(template.format(topic=topic), f"{base} {extra}"))
+def question_parts(question: str) -> list[str]:
+    """The separate things a question asks, in order; one part for a simple question. Split at
+    a conjunction or a second question mark that starts a new wh-clause, so "Which X did Y,
+    and when did Z?" gives two parts, while "Which cats and dogs ..." stays one."""
+    q = " ".join(question.split())
+    pieces = [p.strip(" ,;") for p in _PART_BREAK.split(q)]
+    parts = [p[:1].upper() + p[1:] if p.endswith("?") else p[:1].upper() + p[1:].rstrip(".!")
+             + "?" for p in pieces if len(terms(p)) >= 2]
+    return parts if len(parts) >= 2 else [q]
+
+
+def is_broad(question: str) -> bool:
+    """A question with no content word beyond the corpus's own vocabulary."""
+    return not [t for t in terms(question) if t not in _GENERIC]
+
+
+def _query(text: str) -> str:
+    return (" ".join(dict.fromkeys(terms(topic_of(text)))) or topic_of(text).strip()
+            or " ".join(text.split()))
+
+
+def plan_questions(question: str, corpus_topics: tuple[str, ...] = ()) -> list[PlannedQuestion]:
+    """The question itself; its parts when it asks several things; for a broad question, one
+    sub-question per dominant topic of the corpus. No fixed facets: words the question did not
+    use ("benefit", "risk") send the search away from what was asked."""
+    q = " ".join(question.split())
+    out = [PlannedQuestion(q, _query(q))]
+    if is_broad(q) and corpus_topics:
+        out += [PlannedQuestion(f"What do the sources say about {t}?", t)
+                for t in corpus_topics[:BROAD_TOPICS]]
+        return out
+    parts = question_parts(q)
+    if len(parts) > 1:
+        out += [PlannedQuestion(p, _query(p)) for p in parts]
     return out
 
 
@@ -106,11 +155,19 @@ def _stems(text: str) -> set[str]:
 
 
 def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
-    question_terms = _stems(req.question)
-    want = question_terms | _stems(req.sub_question)
+    """The sentences of a chunk that best answer the question or the sub-question, by the same
+    lexical relevance the report orders by (mining/relevance.py): the sentence's own words, the
+    words around it (an answer is often worded apart from the question, next to the sentence
+    that names the topic), and whether it holds the kind of answer asked for. Non-claims (page
+    furniture, references, headings) are refused before they are scored."""
+    page = Passages(req.chunk)
+    stats = req.stats or TermStats.from_sentences(s.text for s in page.sentences)
+    queries = [Query.of(req.question, stats)]
+    if req.sub_question.strip() and req.sub_question.strip() != req.question.strip():
+        queries.append(Query.of(req.sub_question, stats))
     scored: list[tuple[float, int, str]] = []
-    for a, b in sentence_spans(req.chunk):
-        sentence = req.chunk[a:b]
+    for s in page.sentences:
+        sentence = s.text
         n_words = len(sentence.split())
         if not (MIN_WORDS <= n_words <= MAX_WORDS) or len(sentence) > MAX_CLAIM_CHARS:
             continue
@@ -118,16 +175,16 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
             continue
         if sentence.rstrip()[-1:] in {":", ",", ";"} or sentence.lstrip().startswith("#"):
             continue
-        have = _stems(sentence)
-        shared = have & want
-        effect = bool(have & _EFFECT) or any(_NUMBER.match(w) for w in have)
-        if not (have & question_terms) or (len(shared) < 2 and not effect):
+        if non_claim_reason(sentence):
             continue
-        score = len(shared) + 0.5 * len(have & question_terms) + (1.0 if effect else 0.0)
-        scored.append((score, a, sentence))
-    best = sorted(scored, key=lambda s: (-s[0], s[1]))[:MAX_CLAIMS_PER_CHUNK]
-    best.sort(key=lambda s: s[1])
-    return [ClaimDraft(text=" ".join(s.split()), quote=s) for _, _, s in best]
+        around = page.around(s.start, s.end, CONTEXT_WINDOW)
+        rel = max(score(qq, stats, sentence, around, req.title).value for qq in queries)
+        if rel < MIN_MINE_RELEVANCE:
+            continue
+        scored.append((rel, s.start, sentence))
+    best = sorted(scored, key=lambda x: (-x[0], x[1]))[:MAX_CLAIMS_PER_CHUNK]
+    best.sort(key=lambda x: x[1])
+    return [ClaimDraft(text=" ".join(x[2].split()), quote=x[2]) for x in best]
 
 
 def _signals(a: str, b: str) -> tuple[float, list[str]]:
@@ -218,7 +275,8 @@ class ExtractiveSkills:
     def plan(self, digest: Digest, unit: Unit) -> Metered[list[PlannedQuestion]]:
         # It plans once: without reading pages (which the planner must never do) there is
         # nothing new for a model-free planner to ask in a later round.
-        planned = plan_questions(digest.question) if digest.round == 1 else []
+        planned = (plan_questions(digest.question, digest.corpus_topics)
+                   if digest.round == 1 else [])
         return Metered(planned, model=NAME)
 
     def estimate_mine(self, req: MineRequest, unit: Unit) -> int:

@@ -13,6 +13,7 @@ from typing import Generic, Protocol, TypeVar
 from mole_dag.budget import Usage
 from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.core import ClaimDraft, Unit
+from mole_dag.mining.relevance import TermStats
 
 T = TypeVar("T")
 
@@ -41,6 +42,9 @@ class Digest:
     unit: str = ""
     # (sub-question wording, dead-end cause, count): which sub-questions keep hitting walls.
     dead_ends_by_sub_question: tuple[tuple[str, str, int], ...] = ()
+    # The local corpus's dominant terms, given only to the model-free planner and only for a
+    # broad question ("What do the sources say?"): a model planner sees no page-derived words.
+    corpus_topics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,9 @@ class MineRequest:
     sub_question: str
     chunk: str
     title: str = ""
+    # Term weights over every page the session has read, for the model-free miner's relevance
+    # (mole_dag/mining/relevance.py); a model miner reads meaning instead and ignores them.
+    stats: TermStats | None = None
 
 
 @dataclass(frozen=True)

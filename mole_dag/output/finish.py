@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from mole_dag.budget import escrow_for
 from mole_dag.context import Run
+from mole_dag.mining.score_relevance import score_relevance
 from mole_dag.output.report import ReportResult, write_report
 from mole_dag.session import begin_reporting
 from mole_dag.verifier.confidence import score_session
@@ -48,6 +49,9 @@ def finish_session(
                      f"{s['confirmed']} confirmed, {s['unsupported']} unsupported, "
                      f"{s['vanished']} vanished, {s['unreachable']} unreachable")
     score_session(run)
+    # Claims added since the last round's scoring (local-data findings) get their relevance
+    # too; the report orders and cuts by it.
+    score_relevance(run)
     report = write_report(run)
     report.escrow_released = report.escrow_released or released
     return FinishResult(released, final, grounding, report)

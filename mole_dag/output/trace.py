@@ -29,6 +29,9 @@ def render_trace(store: Store, session_id: str) -> str:
         pubs = sorted({m["publisher"] for m in members})
         out.append(f"  {rep['confidence']:.2f}  {rep['claim_id']}  {_short(rep['text'])}")
         out.append(f"        {one_line(rep['explanation'])}")
+        rel = rep["relevance"]
+        out.append("        relevance " + (f"{rel:.2f}: {one_line(rep['relevance_explanation'])}"
+                                           if rel is not None else "not scored"))
         if len(members) > 1:
             out.append(f"        {len(members)} claims from {len(pubs)} publishers: "
                        + ", ".join(pubs))

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mole_dag.actors.registry import local_corpus
 from mole_dag.budget import BudgetExhausted
 from mole_dag.context import Run
 from mole_dag.core import Role, SessionStatus, stable_id
+from mole_dag.llm.extractive import BROAD_TOPICS, is_broad
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import Digest, Metered, PlannedQuestion
+from mole_dag.paths import demo_corpus
 from mole_dag.store import q, utcnow
 
 STAGE = "sub_questions"
@@ -23,6 +26,18 @@ class PlanResult:
     spent: int
 
 
+def _corpus_topics(run: Run, question: str) -> tuple[str, ...]:
+    """A broad question over a local folder is planned from the folder's dominant terms; only
+    for the model-free planner, since a model planner must see no page-derived words."""
+    if run.skills.uses_model or not is_broad(question):
+        return ()
+    actors = [a.strip() for a in str(run.session()["actors"] or "").split(",")]
+    if "local" not in actors:
+        return ()
+    corpus = local_corpus(run.session().get("corpus") or str(demo_corpus()))
+    return corpus.topics(BROAD_TOPICS)
+
+
 def build_digest(run: Run, round_no: int) -> Digest:
     """Counts and the planner's own wording only: nothing a page wrote reaches the planner."""
     store, sid = run.store, run.session_id
@@ -33,6 +48,7 @@ def build_digest(run: Run, round_no: int) -> Digest:
     contradictions = store.scalar(q("digest_contradictions"), {"session_id": sid}) or 0
     bal = run.ledger.balance(sid)
     return Digest(
+        corpus_topics=_corpus_topics(run, str(sess["question"])) if round_no == 1 else (),
         question=sess["question"],
         round=round_no,
         sub_questions=tuple((s["text"], int(s["claims"])) for s in subs),

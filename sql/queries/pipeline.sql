@@ -392,3 +392,14 @@ UPDATE sessions SET driver = $driver WHERE id = $session_id;
 SELECT id FROM sessions
 WHERE coalesce(driver, 'cli') = 'dagster' AND status IN ('created', 'running', 'reporting')
 ORDER BY created_at, id;
+
+-- name: relevance_sub_questions
+SELECT id, text FROM sub_questions WHERE session_id = $session_id ORDER BY round, ordinal, id;
+
+-- name: relevance_source_texts
+-- A source's text is its chunks in order: they tile it byte for byte.
+SELECT s.id AS source_id, string_agg(ch.text, '' ORDER BY ch.ordinal) AS text
+FROM sources s JOIN chunks ch ON ch.source_id = s.id
+WHERE s.session_id = $session_id
+GROUP BY s.id
+ORDER BY s.id;

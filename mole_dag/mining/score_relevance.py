@@ -1,0 +1,103 @@
+"""The relevance stage: score every claim of a session against the question and each
+sub-question, and store the result (claim_relevance). Re-run after each round's mining and
+before the report, because term weights depend on every page read so far: a word rare after
+one page may turn out to be on all of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mole_dag.context import Run
+from mole_dag.mining.passages import Passages, char_offset
+from mole_dag.mining.relevance import (
+    CONTEXT_WINDOW,
+    Query,
+    TermStats,
+    blend_with_grade,
+    combine,
+    score,
+)
+from mole_dag.store import Store, q, utcnow
+
+
+@dataclass(frozen=True)
+class RelevanceResult:
+    claims: int
+    relevant: int  # claims with relevance > 0
+    best: float
+
+
+@dataclass(frozen=True)
+class SubQuestionText:
+    id: str
+    text: str
+
+
+def session_passages(store: Store, session_id: str) -> dict[str, Passages]:
+    """Every source's text (its chunks, which tile it exactly), split into sentences."""
+    out: dict[str, Passages] = {}
+    for src in store.named("relevance_source_texts", {"session_id": session_id}):
+        out[str(src["source_id"])] = Passages(str(src["text"] or ""))
+    return out
+
+
+def session_stats(passages: dict[str, Passages]) -> TermStats:
+    return TermStats.from_sentences(s.text for p in passages.values() for s in p.sentences)
+
+
+def score_relevance(run: Run) -> RelevanceResult:
+    store, sid = run.store, run.session_id
+    question = str(run.session()["question"])
+    subs = [SubQuestionText(str(r["id"]), str(r["text"]))
+            for r in store.named("relevance_sub_questions", {"session_id": sid})]
+    claims = store.named("relevance_claims", {"session_id": sid})
+    titles = {str(s["id"]): str(s["title"] or "")
+              for s in store.named("session_sources", {"session_id": sid})}
+    passages = session_passages(store, sid)
+    stats = session_stats(passages)
+    q_question = Query.of(question, stats)
+    q_subs = [(s, Query.of(s.text, stats)) for s in subs]
+    rows = []
+    now = utcnow()
+    for c in claims:
+        page = passages.get(str(c["source_id"]))
+        context: list[str] = []
+        if page is not None:
+            data = page.text.encode("utf-8")
+            a = char_offset(data, int(c["quote_byte_start"]))
+            b = char_offset(data, int(c["quote_byte_end"]))
+            context = page.around(a, b, CONTEXT_WINDOW)
+        sentence = " ".join(str(c["quote"]).split())
+        title = titles.get(str(c["source_id"]), "")
+        to_q = score(q_question, stats, sentence, context, title)
+        best_sub, best = str(c["sub_question_id"]), None
+        for sub, query in q_subs:
+            r = score(query, stats, sentence, context, title)
+            # Ties go to the sub-question that mined the claim, then to planner order.
+            if best is None or r.value > best.value or (
+                    r.value == best.value and sub.id == c["sub_question_id"]):
+                best_sub, best = sub.id, r
+        to_sub = best.value if best is not None else to_q.value
+        grade = c["model_grade"]
+        value = blend_with_grade(combine(to_q.value, to_sub),
+                                 int(grade) if grade is not None else None)
+        explanation = f"question: {to_q.explain()}"
+        if best is not None and best.value > to_q.value:
+            explanation += f"; sub-question: {best.explain()}"
+        if grade is not None:
+            explanation += f"; the miner graded it {int(grade)}/3"
+        rows.append({
+            "claim_id": c["id"], "session_id": sid, "relevance": min(max(value, 0.0), 1.0),
+            "to_question": to_q.value, "to_sub_question": to_sub, "sub_question_id": best_sub,
+            "basis": "model+lexical" if grade is not None else "lexical",
+            "model_grade": int(grade) if grade is not None else None,
+            "explanation": explanation, "now": now})
+
+    def write(cur) -> None:  # type: ignore[no-untyped-def]
+        cur.execute(q("relevance_clear"), {"session_id": sid})
+        if rows:
+            cur.executemany(q("relevance_insert"), rows)
+
+    store.transact(write)
+    values = [r["relevance"] for r in rows]
+    return RelevanceResult(len(rows), sum(1 for v in values if v > 0), max(values, default=0.0))
