@@ -16,6 +16,7 @@ from mole_dag.llm.extractive import (
     MIN_WORDS,
     ExtractiveSkills,
     is_broad,
+    is_wide,
     judge_pair,
     mine_sentences,
     plan_questions,
@@ -297,6 +298,17 @@ def test_broad_question_is_planned_from_corpus_topics() -> None:
     assert plan[1].text == "What do the sources say about coffee?"
     # Without topics (a web session) the question stands alone.
     assert len(plan_questions("What do the sources say?")) == 1
+
+
+def test_wide_question_is_planned_from_the_facets_of_its_documents() -> None:
+    assert is_wide("What are the health effects of drinking coffee?")
+    assert not is_wide("Who developed the algorithm?")
+    assert not is_wide("How many rooms does the resort have?")
+    plan = plan_questions("What are the health effects of drinking coffee?",
+                          ("blood pressure", "pregnancy"))
+    assert [p.query for p in plan] == ["health effect drink coffe",
+                                       "health effect drink coffe blood pressure",
+                                       "health effect drink coffe pregnancy"]
 
 
 def test_plan_is_deterministic() -> None:

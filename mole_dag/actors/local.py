@@ -40,6 +40,11 @@ _GENERIC = frozenset(stem(w) for w in (
 ).split())
 
 
+# Documents a wide question's facets are read from: enough that a facet few documents share
+# (a supersession about cancer in a corpus about coffee) still counts. A guess, flagged as one.
+TOPIC_DOCS = 50
+
+
 class CorpusError(ValueError):
     """The corpus folder cannot be used; the message says why."""
 
@@ -192,33 +197,52 @@ class LocalCorpus:
     def skipped(self) -> list[Skipped]:
         return self.index.skipped
 
-    def topics(self, k: int) -> tuple[str, ...]:
+    def topics(self, k: int, about: str = "") -> tuple[str, ...]:
         """The corpus's dominant terms, as words a reader would write: a term's occurrences
         over the corpus times its inverse document frequency (the terms documents keep coming
         back to, not the ones every document has), minus words every study uses. For planning
         a broad question ("What do the sources say?") from the corpus itself."""
-        n = len(self.index.terms)
+        docs = self.index.terms
+        exclude = set(_GENERIC)
+        if about:
+            # Topics of the documents a search for `about` finds, minus its own words: the
+            # facets of a broad question, read off the corpus rather than a fixed list.
+            exclude |= set(terms(about))
+            docs = [self.index.terms[i] for i, _ in self._bm25.top(terms(about), TOPIC_DOCS)]
+        n = len(docs)
         if n == 0:
             return ()
         df: Counter[str] = Counter()
         tf: Counter[str] = Counter()
-        for doc_terms in self.index.terms:
-            kept = [t for t in doc_terms if len(t) > 3 and t.isalpha() and t not in _GENERIC]
+        for doc_terms in docs:
+            kept = [t for t in doc_terms if len(t) > 3 and t.isalpha() and t not in exclude]
             df.update(set(kept))
             tf.update(kept)
         ranked = sorted(((tf[t] * math.log(1 + n / c), t) for t, c in df.items()
                          if c > 1 or n == 1), key=lambda x: (-x[0], x[1]))
         top = [t for _, t in ranked[: k * 3]]
-        # The commonest word form of each stem, so "caffein" reads as "caffeine".
+        # The commonest word form of each stem ("caffein" reads as "caffeine"), and pairs that
+        # are one phrase ("blood pressure") joined, so one facet is not planned twice.
         forms: dict[str, Counter[str]] = {t: Counter() for t in top}
+        pairs: Counter[tuple[str, str]] = Counter()
         for doc in self._docs[:200]:
+            prev = ""
             for w in words(f"{doc.title} {doc.text}"):
                 st = stem(w)
                 if st in forms:
                     forms[st][w] += 1
+                    if prev in forms and prev != st:
+                        pairs[(prev, st)] += 1
+                prev = st
+        phrase: dict[str, str] = {}
+        for (a, b), c in pairs.most_common():
+            # A guess, flagged as one: joined when most of the rarer word's uses are in the pair.
+            if a not in phrase and b not in phrase and c >= 0.5 * min(tf[a], tf[b]):
+                phrase[a] = phrase[b] = f"{a} {b}"
         out: list[str] = []
         for t in top:
-            word = forms[t].most_common(1)[0][0] if forms[t] else t
+            stems = phrase.get(t, t).split()
+            word = " ".join(forms[s].most_common(1)[0][0] if forms[s] else s for s in stems)
             if word not in out:
                 out.append(word)
         return tuple(out[:k])

@@ -31,7 +31,14 @@ from mole_dag.llm.skills import (
 )
 from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.passages import Passages
-from mole_dag.mining.relevance import CONTEXT_WINDOW, Query, TermStats, score
+from mole_dag.mining.relevance import (
+    CONTEXT_WINDOW,
+    AnswerType,
+    Query,
+    TermStats,
+    answer_type,
+    score,
+)
 from mole_dag.output.citations import strip_reference_markers
 from mole_dag.text import NEGATIONS, stem, terms, words
 
@@ -81,9 +88,13 @@ _GENERIC = frozenset(
         "contents everything anything general idea ideas information info"
     ).split()
 )
+# Words that ask about a topic's many sides rather than one fact. A guess, flagged as one.
+_SCOPE = re.compile(
+    r"\b(?:effects?|impacts?|consequences?|benefits?|risks?|harms?|advantages?|"
+    r"disadvantages?|pros|cons|evidence|known|overview|implications?)\b", re.IGNORECASE)
 # Sub-questions planned from a broad question's corpus. A guess, flagged as one: enough topics
 # to cover a small folder's themes, few enough that each gets its own section.
-BROAD_TOPICS = 6
+BROAD_TOPICS = 8
 _ANTONYMS = {
     frozenset(stem(w) for w in p)
     for p in [
@@ -129,6 +140,13 @@ def is_broad(question: str) -> bool:
     return not [t for t in terms(question) if t not in _GENERIC]
 
 
+def is_wide(question: str) -> bool:
+    """A question about a topic's many sides ("What are the health effects of coffee?"), not
+    one asking for a name, a number or a date: worth a sub-question per facet."""
+    return bool(_SCOPE.search(question)) and answer_type(question) in (AnswerType.ANY,
+                                                                       AnswerType.NAME)
+
+
 def _query(text: str) -> str:
     return (" ".join(dict.fromkeys(terms(topic_of(text)))) or topic_of(text).strip()
             or " ".join(text.split()))
@@ -144,6 +162,10 @@ def plan_questions(question: str, corpus_topics: tuple[str, ...] = ()) -> list[P
         out += [PlannedQuestion(f"What do the sources say about {t}?", t)
                 for t in corpus_topics[:BROAD_TOPICS]]
         return out
+    if corpus_topics:  # a wide question: its facets, as the corpus's documents on it have them
+        base = _query(q)
+        out += [PlannedQuestion(f"{topic_of(q)[:1].upper()}{topic_of(q)[1:]}: {t}?",
+                                f"{base} {t}") for t in corpus_topics[:BROAD_TOPICS]]
     parts = question_parts(q)
     if len(parts) > 1:
         out += [PlannedQuestion(p, _query(p)) for p in parts]

@@ -8,7 +8,7 @@ from mole_dag.actors.registry import local_corpus
 from mole_dag.budget import BudgetExhausted
 from mole_dag.context import Run
 from mole_dag.core import Role, SessionStatus, stable_id
-from mole_dag.llm.extractive import BROAD_TOPICS, is_broad
+from mole_dag.llm.extractive import BROAD_TOPICS, is_broad, is_wide
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import Digest, Metered, PlannedQuestion
 from mole_dag.paths import demo_corpus
@@ -27,15 +27,16 @@ class PlanResult:
 
 
 def _corpus_topics(run: Run, question: str) -> tuple[str, ...]:
-    """A broad question over a local folder is planned from the folder's dominant terms; only
+    """A broad question over a local folder is planned from the folder's dominant terms, a wide
+    one ("What are the effects of X?") from the dominant terms of the documents about it; only
     for the model-free planner, since a model planner must see no page-derived words."""
-    if run.skills.uses_model or not is_broad(question):
+    if run.skills.uses_model or not (is_broad(question) or is_wide(question)):
         return ()
     actors = [a.strip() for a in str(run.session()["actors"] or "").split(",")]
     if "local" not in actors:
         return ()
     corpus = local_corpus(run.session().get("corpus") or str(demo_corpus()))
-    return corpus.topics(BROAD_TOPICS)
+    return corpus.topics(BROAD_TOPICS, about="" if is_broad(question) else question)
 
 
 def build_digest(run: Run, round_no: int) -> Digest:
