@@ -153,3 +153,14 @@ def test_relevance_is_stored_for_every_claim_and_queryable(tmp_path: Path) -> No
     assert all("blood pressure" in r["text"].lower() for r in top), top
     assert "relevance " in render_trace(store, sid)
     store.close()
+
+
+def test_progress_says_when_a_round_runs_follow_ups_only() -> None:
+    # Seen: "round 2: planned 0 sub-questions, 0 leads", then 2 leads ran.
+    from mole_dag.planner.plan import plan_progress
+
+    assert plan_progress(2, 0, 0, 2) == "round 2: no new sub-questions; running 2 follow-up " \
+        "leads only"
+    assert plan_progress(1, 3, 3, 3) == "round 1: planned 3 sub-questions, 3 leads"
+    assert plan_progress(2, 1, 1, 2) == ("round 2: planned 1 sub-questions, 1 leads, plus 1 "
+                                         "follow-up lead")

@@ -26,6 +26,19 @@ class PlanResult:
     spent: int
 
 
+def plan_progress(round_no: int, added_sq: int, added_leads: int, pending: int) -> str:
+    """What the round will do, in words that match what follows: a round that planned nothing
+    new but has follow-up leads queued (from contradictions) says it runs those only."""
+    follow_ups = pending - added_leads
+    if added_sq == 0 and follow_ups > 0:
+        return (f"round {round_no}: no new sub-questions; running {follow_ups} follow-up "
+                f"lead{'s' if follow_ups != 1 else ''} only")
+    line = f"round {round_no}: planned {added_sq} sub-questions, {added_leads} leads"
+    if follow_ups > 0:
+        line += f", plus {follow_ups} follow-up lead{'s' if follow_ups != 1 else ''}"
+    return line
+
+
 def _corpus_topics(run: Run, question: str) -> tuple[str, ...]:
     """A broad question over a local folder is planned from the folder's dominant terms, a wide
     one ("What are the effects of X?") from the dominant terms of the documents about it; only
@@ -118,5 +131,5 @@ def plan_round(run: Run) -> PlanResult:
 
     store.transact(write)
     pending = int(store.scalar(q("pending_leads_count"), {"session_id": sid}) or 0)
-    run.progress(f"round {round_no}: planned {added_sq} sub-questions, {added_leads} leads")
+    run.progress(plan_progress(round_no, added_sq, added_leads, pending))
     return PlanResult(round_no, added_sq, added_leads, pending, planned.cost)
