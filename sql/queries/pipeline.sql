@@ -73,6 +73,14 @@ WHERE id = $id AND status = 'leased' AND lease_owner = $owner;
 -- name: source_by_url
 SELECT id FROM sources WHERE session_id = $session_id AND url = $url;
 
+-- name: dead_end_by_url
+-- How an earlier lead of this session failed on a URL, so another lead does not fetch it again.
+-- The oldest first, so every later lead repeats the same cause.
+SELECT cause, detail FROM dead_ends
+WHERE session_id = $session_id AND url = $url AND cause <> 'budget_exhausted'
+ORDER BY created_at, id
+LIMIT 1;
+
 -- name: source_insert
 INSERT INTO sources (id, session_id, url, title, publisher, publisher_name, author, published, doi,
                      pmid, pmcid, arxiv_id, source_class, actor, provider_supplied,
