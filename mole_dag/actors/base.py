@@ -14,6 +14,9 @@ class Found:
     document: Document
     rank: int
     score: float
+    # The document is a stand-in (URL and title, no text) for a source this session already
+    # stored: the executor links the stored copy to the lead and never inserts the stand-in.
+    linked: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from mole_dag.actors.base import DeadEnd, Found
 from mole_dag.actors.extract import ExtractionError, from_html
 from mole_dag.actors.fetch import Fetched, Fetcher, FetchFailed
+from mole_dag.actors.once import FetchOnce, Outcome, Stored
 from mole_dag.actors.search import Hit, Provider, SearchFailed
 from mole_dag.core import DeadEndCause, Document
 from mole_dag.output.sanitize import one_line, strip_controls
@@ -111,9 +112,14 @@ class WebActor:
     provider: Provider
     fetcher: Fetcher
     price_usd_micros: int = 0
-    # Whether this session already stored a URL: another lead found it first, so it is linked
-    # to this lead without being fetched again (the executor's ingest keeps the stored copy).
+    # Whether this session already stored a URL (an earlier round, another process): the lead
+    # links the stored copy without fetching it again (the executor's ingest keeps that copy).
     known: Callable[[str], bool] | None = None
+    # How an earlier lead of this session failed on a URL, if one did: not retried.
+    failed: Callable[[str], DeadEnd | None] | None = None
+    # The session's in-process registry of requested URLs: leads running at the same time on
+    # other worker threads wait for one fetch instead of each making their own.
+    once: FetchOnce | None = None
 
     @property
     def name(self) -> str:
@@ -134,14 +140,42 @@ class WebActor:
                 continue
             seen.add(hit.url)
             score = hit.score if hit.score is not None else 1.0 / (rank + 1)
-            if self.known is not None and self.known(hit.url):
-                yield Found(Document(url=hit.url, title=hit.title, text=""), rank, score)
-                continue
-            got = self.document(hit)
+            got = self.resolve(hit)
             if isinstance(got, DeadEnd):
                 yield got
+            elif isinstance(got, Stored):
+                yield Found(Document(url=got.url, title=_meta(hit.title) or got.url, text=""),
+                            rank, score, linked=True)
+            else:
+                yield Found(document=got, rank=rank, score=score)
+
+    def resolve(self, hit: Hit) -> Outcome:
+        """The hit's document, a link to the stored copy, or its dead end: fetched only if no
+        lead of this session fetched (or is fetching) the URL already."""
+        if self.once is None:
+            return self.first_look(hit)
+        for _ in range(2):
+            got, fresh = self.once.resolve(hit.url, lambda: self.first_look(hit))
+            if fresh:
+                return got
+            if isinstance(got, DeadEnd):
+                return replace(got, detail=_not_retried(got.detail))
+            if isinstance(got, Stored) and self.known is not None and not self.known(got.url):
+                # The lead that fetched it failed before writing it: fetch it (once) again.
+                self.once.forget(hit.url)
                 continue
-            yield Found(document=got, rank=rank, score=score)
+            return got
+        return self.first_look(hit)
+
+    def first_look(self, hit: Hit) -> Outcome:
+        """What the store already says about the URL, else the page itself."""
+        if self.known is not None and self.known(hit.url):
+            return Stored(hit.url)
+        if self.failed is not None:
+            dead = self.failed(hit.url)
+            if dead is not None:
+                return replace(dead, detail=_not_retried(dead.detail))
+        return self.document(hit)
 
     def document(self, hit: Hit) -> Document | DeadEnd:
         supplied = provider_document(hit)
@@ -155,3 +189,10 @@ class WebActor:
         if isinstance(got, DeadEnd):
             return got
         return _with_hit(got, hit)
+
+
+def _not_retried(detail: str | None) -> str:
+    prefix = "not retried: another lead of this session failed on it"
+    if detail and detail.startswith(prefix):
+        return detail
+    return f"{prefix}: {detail}" if detail else prefix

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mole_dag.actors import once
 from mole_dag.actors.base import DeadEnd
 from mole_dag.actors.fetch import Fetcher, FetchLimits, Policy
 from mole_dag.actors.search import SPECS, build
@@ -19,6 +20,7 @@ from mole_dag.actors.search_settings import (
     read_config,
 )
 from mole_dag.actors.web import WebActor, page_document
+from mole_dag.core import DeadEndCause
 from mole_dag.store import Store, q
 
 log = logging.getLogger("mole.web")
@@ -39,15 +41,23 @@ def web_actor_for(name: str, session: dict[str, Any], store: Store | None) -> We
         return None
     provider = build(name, key=api_key(name, config), searxng_url=searxng_url,
                      contact_email=contact_email(config))
-    known = None
+    sid = str(session["id"])
+    known = failed = None
     if store is not None:
-        sid = str(session["id"])
 
         def known(url: str) -> bool:
             return store.scalar(q("source_by_url"), {"session_id": sid, "url": url}) is not None
 
+        def failed(url: str) -> DeadEnd | None:
+            row = store.row(q("dead_end_by_url"), {"session_id": sid, "url": url})
+            if row is None:
+                return None
+            return DeadEnd(DeadEndCause(row["cause"]), url, row["detail"])
+
+    # One registry per session, shared by all its providers' actors and worker threads.
     return WebActor(provider, Fetcher(Policy.of(allow_hosts), FETCH_LIMITS),
-                    price_usd_micros=SPECS[name].price_usd_micros, known=known)
+                    price_usd_micros=SPECS[name].price_usd_micros, known=known, failed=failed,
+                    once=once.for_session(sid))
 
 
 def reread_page(session: dict[str, Any], store: Store | None, url: str) -> str:

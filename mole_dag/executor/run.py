@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from threading import Lock
 
+from mole_dag.actors import once
 from mole_dag.actors.base import Actor, DeadEnd, Found
 from mole_dag.actors.registry import actors_for
 from mole_dag.budget import BudgetExhausted
@@ -60,7 +61,17 @@ def _run_lead(run: Run, actor: Actor, lease: leases.Lease, result: ExecResult, l
                 n_dead += 1
                 continue
             assert isinstance(item, Found)
-            source_id, chunks = store_source(cur, sid, actor.name, item.document)
+            if item.linked:
+                # A stand-in for a source this session stored earlier: link it, never insert it.
+                got = cur.execute(q("source_by_url"),
+                                  {"session_id": sid, "url": item.document.url}).fetchone()
+                if got is None:
+                    log.warning("lead %s: linked source %s is not stored", lease.lead_id,
+                                item.document.url)
+                    continue
+                source_id, chunks = got[0], 0
+            else:
+                source_id, chunks = store_source(cur, sid, actor.name, item.document)
             n_src += 1 if chunks else 0
             n_chunks += chunks
             cur.execute(q("lead_source_insert"), {
@@ -119,6 +130,8 @@ def execute_leads(run: Run, workers: int = DEFAULT_WORKERS) -> ExecResult:
         futures = [pool.submit(_worker, run, actors, result, lock) for _ in range(max(1, workers))]
         for f in futures:
             f.result()
+    # Every page this round fetched is stored now: the registry keeps where, not the text.
+    once.settle(run.session_id)
     result.lead_ids.sort()
     run.progress(
         f"executed {result.leads_run} leads: {result.sources} new sources, "

@@ -72,6 +72,9 @@ def derive(
     its stated confidence."""
     grounded = grounded or {}
     by_id = {c.id: c for c in claims}
+    # The caller's order (content order: URL, then offset) breaks the last tie, not the id,
+    # which hashes the session id.
+    position = {c.id: i for i, c in enumerate(claims)}
     dup = [(s, d) for s, d, k in edges if k == EdgeKind.DUPLICATE_OF]
     groups = clusters(by_id, dup)
     cluster_of = {cid: g[0] for g in groups for cid in g}
@@ -93,7 +96,7 @@ def derive(
         publishers = sorted({m.publisher for m in members})
         strongest = max(members, key=lambda m: STRENGTH[m.source_class]).source_class
         rep = min(members, key=lambda m: (-STRENGTH[m.source_class],
-                                          m.created_at or datetime.min, m.id))
+                                          m.created_at or datetime.min, position[m.id]))
         against = sorted({by_id[c].publisher for c in contra.get(g[0], set())} - set(publishers))
         n_for, n_against = len(publishers), len(against)
         cls_w = weight(strongest)

@@ -67,7 +67,17 @@ def propose(
 ) -> list[FollowUp]:
     out: list[FollowUp] = []
     per_root = dict(existing_per_root)
-    for a_id, b_id in sorted({tuple(sorted(p)) for p in contradictions}):
+    def text_of(x: str) -> str:
+        got = claims.get(x)
+        return got.text if got else ""
+
+    # Pairs, and the two claims within a pair, in the order of their wording, not their ids:
+    # ids hash the session id, and the per-pass cap, the query's word order and the follow-up's
+    # sub-question all follow this order (issue 10 item 6). The ids settle exact ties only.
+    pairs = {tuple(sorted(p)) for p in contradictions}
+    ordered = sorted((sorted(p, key=lambda x: (text_of(x), x)) for p in pairs),
+                     key=lambda p: ([text_of(x) for x in p], p))
+    for a_id, b_id in ordered:
         if len(out) >= max_per_pass:
             break
         a, b = claims.get(a_id), claims.get(b_id)
@@ -84,5 +94,7 @@ def propose(
             continue
         per_root[root] = per_root.get(root, 0) + 1
         out.append(FollowUp(a.sub_question_id, query, depth, root,
-                            f"contradiction between {a_id} and {b_id}"))
+                            # Canonical (id) order: how the store and the
+                            # already-followed check name the pair.
+                            "contradiction between {} and {}".format(*sorted((a_id, b_id)))))
     return out

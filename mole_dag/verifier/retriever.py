@@ -72,7 +72,9 @@ class LexicalRetriever:
             s = self.similarity(target_index, j)
             if s > 0:
                 scored.append((j, s))
-        scored.sort(key=lambda p: (-p[1], self.pool[p[0]].id))
+        # Ties by position in the pool (the caller's content order), not by id: ids hash the
+        # session id, so an id tie-break picks different candidates in identical runs.
+        scored.sort(key=lambda p: (-p[1], p[0]))
         return scored[:k]
 
 
@@ -93,4 +95,6 @@ def candidate_pairs(
             pair = Pair.of(claim.id, retriever.pool[j].id)
             if pair not in judged:
                 out[pair] = None
-    return sorted(out)
+    # In retrieval order (pool order, then similarity), which is content order: sorting by id
+    # would order the judge's batches by hashes of the session id.
+    return list(out)

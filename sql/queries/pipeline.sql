@@ -73,6 +73,14 @@ WHERE id = $id AND status = 'leased' AND lease_owner = $owner;
 -- name: source_by_url
 SELECT id FROM sources WHERE session_id = $session_id AND url = $url;
 
+-- name: dead_end_by_url
+-- How an earlier lead of this session failed on a URL, so another lead does not fetch it again.
+-- The oldest first, so every later lead repeats the same cause.
+SELECT cause, detail FROM dead_ends
+WHERE session_id = $session_id AND url = $url AND cause <> 'budget_exhausted'
+ORDER BY created_at, id
+LIMIT 1;
+
 -- name: source_insert
 INSERT INTO sources (id, session_id, url, title, publisher, publisher_name, author, published, doi,
                      pmid, pmcid, arxiv_id, source_class, actor, provider_supplied,
@@ -97,12 +105,15 @@ VALUES ($id, $session_id, $sub_question_id, $lead_id, $url, $cause, $detail, $no
 -- miner ------------------------------------------------------------------------------------
 
 -- name: unmined_lead_sources
+-- In plan order, never by id: ids hash the session id, and the first lead to mine a shared
+-- source gives its claims their sub-question (issue 10 item 6: two identical runs differed).
 SELECT ls.lead_id, ls.source_id, ls.sub_question_id, sq.text AS sub_question, s.title
 FROM lead_sources ls
 JOIN sub_questions sq ON sq.id = ls.sub_question_id
+JOIN leads l ON l.id = ls.lead_id
 JOIN sources s ON s.id = ls.source_id
 WHERE ls.session_id = $session_id AND NOT ls.mined
-ORDER BY ls.lead_id, ls.rank;
+ORDER BY sq.round, sq.ordinal, l.depth, l.actor, l.query, ls.rank, s.url;
 
 -- name: source_chunks
 SELECT id, ordinal, byte_start, byte_end, text FROM chunks WHERE source_id = $source_id ORDER BY ordinal;
@@ -139,7 +150,9 @@ SELECT c.id, c.text, c.source_id, c.verified, c.created_at, s.published, s.publi
        s.source_class, s.url
 FROM claims c JOIN sources s ON s.id = c.source_id
 WHERE c.session_id = $session_id
-ORDER BY c.id;
+-- By content, not by id (ids hash the session id): the verifier's candidate cut-off and the
+-- choice of a cluster's representative break ties by this order.
+ORDER BY s.url, c.quote_byte_start, c.quote_byte_end;
 
 -- name: judged_pairs
 SELECT a_claim_id, b_claim_id FROM pair_verdicts WHERE session_id = $session_id;
@@ -191,7 +204,9 @@ JOIN claims c ON c.id = cs.claim_id
 LEFT JOIN claim_relevance cr ON cr.claim_id = cs.claim_id
 JOIN sub_questions sq ON sq.id = coalesce(cr.sub_question_id, c.sub_question_id)
 WHERE cs.session_id = $session_id AND cs.representative
-ORDER BY relevance DESC, cs.confidence DESC, cs.publishers DESC, cs.claim_id;
+-- The last ties by content: claim ids hash the session id.
+ORDER BY relevance DESC, cs.confidence DESC, cs.publishers DESC,
+         (SELECT s.url FROM sources s WHERE s.id = c.source_id), c.quote_byte_start, cs.claim_id;
 
 -- relevance -----------------------------------------------------------------------------------
 
@@ -286,7 +301,9 @@ WHERE cs.session_id = $session_id AND cs.representative
       SELECT claim_id FROM grounding_checks
       WHERE session_id = $session_id
         AND outcome IN ('confirmed', 'unsupported', 'vanished', 'not_refetchable'))
-ORDER BY (cs.contradictors > 0) DESC, cs.confidence DESC, c.id
+-- Ties by content, not by id (ids hash the session id, so two identical runs grounded
+-- different claims).
+ORDER BY (cs.contradictors > 0) DESC, cs.confidence DESC, s.url, c.quote_byte_start, c.id
 LIMIT $limit;
 
 -- name: reground_candidates
