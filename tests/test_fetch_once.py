@@ -26,7 +26,9 @@ from mole_dag.session import create_session
 from mole_dag.store import Store, utcnow
 from tests.fakeweb import FakeWeb, Route, Seen, page
 
-QUESTION = "Does green tea affect sleep?"
+# A question of three parts: the planner gives it four sub-questions, so four leads at once.
+QUESTION = ("How does green tea affect sleep, and what is known about green tea and stroke, and "
+            "which green tea extract harms the liver?")
 SHARED = "/tea/shared"
 DEAD = "/tea/dead"
 PARAS = ("Drinking green tea in the evening raises the risk of poor sleep in adults who are "
@@ -137,8 +139,7 @@ def test_a_later_round_links_what_an_earlier_round_stored(store: Store, web: Fak
 
 
 def test_local_corpus_links_a_document_two_leads_find(store: Store, mini_corpus: Path) -> None:
-    bal = create_session(store, "Does green tea affect sleep?", Unit.USD_MICROS, 500_000,
-                         corpus=str(mini_corpus))
+    bal = create_session(store, QUESTION, Unit.USD_MICROS, 500_000, corpus=str(mini_corpus))
     run = Run(store, Ledger(store), ExtractiveSkills(), bal.session_id, progress=lambda m: None)
     sid = run.session_id
     plan_round(run)
