@@ -1,0 +1,1 @@
+"""Deciding which extracted sentences may become claims."""
