@@ -155,10 +155,22 @@ _ENGLISH = frozenset(
 )
 _FOREIGN = frozenset(
     (
-        "der die das und ist nicht ein eine zu von mit den dem des im für auf sich als auch es "
-        "wird sind hat haben war le la les et est un une du en que qui pour dans sont il elle "
-        "el los las y con por para se es una del al lo su il di che della sono"
+        "der die das und ist nicht ein eine einen einem einer eines zu von mit den dem des im "
+        "für auf sich als auch es wird werden wurde wurden sind hat habe haben war ich du wir ihr "
+        "sie er wie was wer aber oder noch nur dass daß wenn nach bei aus um kann können muss "
+        "sollte diese dieser dieses man mal jetzt schon sehr immer mehr über gibt zum zur vom "
+        "beim kein keine doch dann denn weil ob damit sagt "
+        "le la les et est un une du en que qui pour dans sont il elle je nous vous ils elles "
+        "avec sur pas ce cette ces mais ou être son sa ses leur aux au ne plus comme très aussi "
+        "el los las y con por para se es una del al lo su muy pero como más también está este "
+        "esta sus het een niet ik zijn voor maar ook wordt di che della sono gli nel non"
     ).split()
+)
+# Marks of running prose (pronouns, articles inside the line, commas): a verbless line with
+# them is a sentence whose verb the light check does not know, not a title.
+_PROSE = frozenset(
+    "i we you he she it they this that these those there here my our your his her their its "
+    "the a an".split()
 )
 _SMALL = frozenset("a an the of and or in on at to for with by from vs via as nor but".split())
 
@@ -249,15 +261,19 @@ def non_claim_reason(sentence: str) -> str | None:
     if " | " in s:
         # A table row: with a number it is data a miner can use; without, a header row.
         return None if re.search(r"\d", s) else "heading"
+    low = [t.lower() for t in tokens]
+    # Positive evidence of English, and no sign of running prose, before a missing verb counts.
+    title_like = (english and any(t in _ENGLISH for t in low) or n <= 3) and "," not in bare \
+        and not any(t in _PROSE for t in low[1:]) and low[0] not in _PROSE - {"the", "a", "an"}
     if not terminal:
         letters = [ch for ch in bare if ch.isalpha()]
         if len(letters) > 3 and all(ch.isupper() for ch in letters):
             return "heading"
         if english and n >= 2 and _title_case_ratio(tokens) >= 0.75:
             return "heading"
-        if not verb:
+        if english and not verb and (n <= 4 or (title_like and n <= 14)):
             return "heading"
-    if english and not verb and n >= 2:
+    if english and not verb and n >= 2 and title_like and n <= 25:
         # A verbless line ending in a full stop: on papers, mostly bibliography titles.
         return "reference_entry" if n >= 5 and s.endswith(".") else "no_verb"
     return None
