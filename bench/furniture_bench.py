@@ -184,6 +184,7 @@ def main() -> int:
     seen_after: Counter[str] = Counter()  # every miner-shaped sentence of the new path
     refused: Counter[str] = Counter()  # by markup label
     causes: Counter[str] = Counter()
+    para_causes: Counter[str] = Counter()  # why paragraph text was refused
     chars_old = chars_new = kept_sentences = old_sentences = 0
     word = re.compile(r"[^\W_]+")
     for path in names:
@@ -210,6 +211,8 @@ def main() -> int:
             else:
                 refused[label] += 1
                 causes[cause] += 1
+                if label == "paragraph":
+                    para_causes[cause] += 1
 
     def row(name: str, c: Counter[str]) -> str:
         total = sum(c.values())
@@ -230,7 +233,9 @@ def main() -> int:
           f"({100 * refused['paragraph'] / max(para, 1):.1f}%); furniture refused "
           f"{sum(refused[k] for k in FURNITURE)}/{furn} "
           f"({100 * sum(refused[k] for k in FURNITURE) / max(furn, 1):.1f}%)")
-    print("refusals by cause:", ", ".join(f"{k} {v}" for k, v in causes.most_common()))
+    print("paragraph text refused by cause:",
+          ", ".join(f"{k} {v}" for k, v in para_causes.most_common()))
+    print("all refusals by cause:", ", ".join(f"{k} {v}" for k, v in causes.most_common()))
     print(f"extraction kept: {chars_new}/{chars_old} characters "
           f"({100 * chars_new / max(chars_old, 1):.1f}%, whitespace collapsed); old sentences "
           f"whose words are found in order in the new text {kept_sentences}/{old_sentences} "

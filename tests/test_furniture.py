@@ -58,6 +58,8 @@ REFUSED = [
     ("Okafor N, et al. Caffeine metabolism. Proc Natl Acad Sci USA. 2009.", "reference_entry"),
     ("Hypertension in pregnancy. doi:10.1000/xyz123", "reference_entry"),
     ("Retrieved 12 March 2021.", "reference_entry"),
+    ("^ Marsh, Ada; Quill, Tom (2016-10-13).", "reference_entry"),
+    ("^ \"Coffee in the modern kitchen\".", "reference_entry"),
     ("Outcomes of late-onset asthma in 42 adults.", "reference_entry"),
     ("Short-term effects", "heading"),
     ("World News In Pictures", "heading"),

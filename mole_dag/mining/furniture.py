@@ -84,6 +84,10 @@ _REF_STRONG = (
     re.compile(r"\b\d{1,4}\s*\(\s*\d{1,4}(?:[-\u2013]\d{1,4})?\s*\)\s*:\s*[a-zA-Z]?\d+"),
     re.compile(r"\b\d{1,4}\s*:\s*\d{1,6}\s*[-\u2013]\s*\d{1,6}\b"),
     re.compile(r"\b(?:retrieved|accessed|archived from the original)\b.{0,40}\d{4}", re.I),
+    # a wiki back-link caret, "Surname, Given;" author lists, a full date in brackets
+    re.compile(r"\A\^\s"),
+    re.compile(r"\b[A-Z][a-z'\u2019-]+, [A-Z][a-z]+(?: [A-Z]\.)*;"),
+    re.compile(r"\((?:19|20)\d{2}-\d{2}-\d{2}\)"),
     # two author-with-initials entries in a row: "Smith J, Doe AB," / "Smith, J., Doe, A."
     re.compile(r"\b[A-Z][a-z'\u2019-]+,?\s+(?:[A-Z]\.?\s?){1,3}[,;.]\s*(?:and\s+|&\s*)?"
                r"[A-Z][a-z'\u2019-]+,?\s+(?:[A-Z]\.?\s?){1,3}[,;.]"),
