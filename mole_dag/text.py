@@ -114,15 +114,106 @@ _SENTENCE_END = re.compile(
     r"(?=[\"'(\[\u201c\u2018]?[A-Z0-9\u00c0-\u024f\u0400-\u04ff\u3040-\u30ff\u4e00-\u9fff])"
     r"|(?<=[\u3002\uff01\uff1f])(?P<cjkclose>[\u300d\u300f\u201d\uff09]*)"
     r"|\n\s*\n"
+    # A single line break (not the start of a blank line): a boundary or not, decided below.
+    r"|(?P<nl>\n)(?![ \t\r\f\v]*\n)"
 )
+
+# Abbreviations that end in a full stop without ending the sentence, lower-cased: honorifics and
+# titles (always before a name), company and name suffixes, references (Fig. 3, Vol. 2, pp. 4),
+# Latin shorthands and month names. A guess, flagged as one: the list covers English prose.
+_ABBREVIATIONS = frozenset(
+    (
+        "mr mrs ms mx dr prof sen rep gov gen col lt capt cmdr sgt rev hon pres st mt ft "
+        "jr sr inc ltd co corp bros llc plc vs etc cf viz approx ca al fig figs vol vols pp p "
+        "ed eds no nos dept univ est jan feb mar apr jun jul aug sep sept oct nov dec"
+    ).split()
+)
+# Never the last word of a sentence.
+_NEVER_FINAL = frozenset({"e.g", "i.e", "cf", "vs", "viz", "mr", "mrs", "ms", "dr", "prof", "fig",
+                          "figs", "pp"})
+# After an abbreviation, a capitalised word from this list starts a new sentence ("... Acme Inc.
+# The company ..."); any other word continues it ("Acme Inc. CEO", "St. Louis"). A guess, flagged
+# as one: sentences most often open on a determiner, pronoun, preposition or connective.
+_STARTERS = frozenset(
+    (
+        "the a an this that these those it its he she they we i you there here his her their our "
+        "my in on at for but and or so if when while as after before however then thus yet both "
+        "each such some all most many what which who how why where also although though because "
+        "since during despite according"
+    ).split()
+)
+_WORD_BEFORE = re.compile(r"(?<![^\s(\[\"'\u201c\u2018/-])([A-Za-z]+(?:\.[A-Za-z]+)*)\.\Z")
+_ENUMERATOR = re.compile(r"(?:\A|\n)[ \t]*\d{1,3}\.\Z")
+_WORD_AFTER = re.compile(r"[\"'(\[\u201c\u2018]?([^\W\d_]+)(\.?)")
+# A line shorter than this that ends without sentence punctuation is a heading or a list line,
+# not a hard-wrapped piece of a sentence (wrapped prose fills most of a 72-100 column line).
+# A guess, flagged as one.
+SHORT_LINE = 60
+_LIST_MARK = re.compile(r"(?:[-*\u2022\u2023\u25aa\u25cf\u2013]|\d{1,3}[.)])\s")
+_ENDS_SENTENCE = re.compile(r"[.!?:\u2026][\"')\]\u201d\u2019]*\Z")
+_CONTINUES = ",;&/(-\u2013\u2014"
+
+
+def _abbreviation_continues(before: str, after: str) -> bool:
+    """Whether the full stop that ends `before` belongs to an abbreviation or initial and the
+    sentence goes on into `after`."""
+    if _ENUMERATOR.search(before[-8:] if "\n" in before[-8:] else before):
+        return True  # "2. Tea is milder." opens a numbered list line
+    m = _WORD_BEFORE.search(before[-40:])
+    if not m:
+        return False
+    word = m.group(1)
+    low = word.lower()
+    single = len(word) == 1
+    if not (single or "." in word or low in _ABBREVIATIONS):
+        return False
+    if low in _NEVER_FINAL:
+        return True
+    nxt = _WORD_AFTER.match(after)
+    if not nxt:
+        # A number next: "Fig. 3", "Jan. 5", "No. 10", "pp. 4-9", "et al. (2019)".
+        return after.lstrip("\"'([\u201c\u2018")[:1].isdigit()
+    follower, dot = nxt.group(1), nxt.group(2)
+    if len(follower) == 1 and follower.isupper() and dot:
+        return True  # the next initial: "J. R. R. Tolkien"
+    return follower.lower() not in _STARTERS
+
+
+def _line_break_ends(text: str, at: int) -> bool:
+    """Whether the single line break at `at` ends a sentence: a heading, a list line or a line
+    that ends in a full stop. A hard-wrapped sentence goes on (next line in lower case, long
+    line, or a line ending in a comma or a word like "the")."""
+    line_start = text.rfind("\n", 0, at) + 1
+    prev = text[line_start:at].strip()
+    nl_end = text.find("\n", at + 1)
+    nxt = text[at + 1 : nl_end if nl_end >= 0 else len(text)].strip()
+    if not prev or not nxt:
+        return True
+    if _LIST_MARK.match(nxt):
+        return prev[-1] not in _CONTINUES
+    if nxt[0].islower():
+        return False
+    if _ENDS_SENTENCE.search(prev):
+        return not (prev.endswith(".") and _abbreviation_continues(prev, nxt))
+    if len(prev) >= SHORT_LINE or prev[-1] in _CONTINUES:
+        return False
+    last = words(prev[-30:])
+    return not last or last[-1] not in STOPWORDS
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of sentences, trimmed of surrounding whitespace. A heuristic splitter:
-    Latin terminators followed by a capital or digit, CJK terminators, and blank lines."""
+    Latin terminators followed by a capital or digit (not after an abbreviation or an initial),
+    CJK terminators, blank lines, and single line breaks after a heading or list line."""
     spans: list[tuple[int, int]] = []
     start = 0
     for m in _SENTENCE_END.finditer(text):
+        if m.group("nl") is not None:
+            if not _line_break_ends(text, m.start()):
+                continue
+        elif m.group("close") == "" and _abbreviation_continues(text[start : m.start()],
+                                                                 text[m.end() :]):
+            continue
         # Closing quotes and brackets after a terminator belong to the sentence they close.
         closer = m.group("close") or m.group("cjkclose") or ""
         end = m.start() + len(closer)

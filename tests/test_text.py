@@ -198,3 +198,77 @@ def test_sentence_spans_are_trimmed_ordered_and_nonempty(text: str) -> None:
     for a, b in spans:
         covered.update(range(a, b))
     assert all(text[k].isspace() for k in range(len(text)) if k not in covered)
+
+
+def _sentences(text: str) -> list[str]:
+    return [text[a:b] for a, b in sentence_spans(text)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The office in St. Louis Park appears to be closed.",
+        "Mr. Hancock and Mrs. Hancock met Dr. Okafor and Prof. Lindqvist.",
+        "Sen. Ortiz, Rep. Vale, Gov. Brandt and Gen. Moss spoke first.",
+        "Martin Luther King Jr. Day falls on a Monday.",
+        "Shares of Acme Inc. Rose sharply after Brill Ltd. Announced the deal.",
+        "The novel by J. R. R. Tolkien sold well.",
+        "John F. Kennedy was elected in 1960.",
+        "Some fruits, e.g. Apples and pears, keep well; i.e. Most of them.",
+        "The effect is shown in Fig. 3 and discussed in Vol. 2, pp. 14-19.",
+        "It opened on Jan. 5, 2020, and closed on Sept. 30 of that year.",
+        "Smith et al. (2019) found the same effect.",
+        "The case Brown vs. Board was decided in 1954.",
+        "Room No. 10 is on the left.",
+        "The U.S. Senate passed the bill.",
+    ],
+)
+def test_abbreviations_and_initials_do_not_end_a_sentence(text: str) -> None:
+    assert _sentences(text) == [text]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("He founded Acme Inc. The company grew.", ["He founded Acme Inc.", "The company grew."]),
+        ("Pens, paper, etc. They were all sold.", ["Pens, paper, etc.", "They were all sold."]),
+        ("She moved to the U.S. In 2004 she left.", ["She moved to the U.S.", "In 2004 she left."]),
+        ("He got an A. It was his first.", ["He got an A.", "It was his first."]),
+        ("Prices rose 3.5 percent. Wages did not.", ["Prices rose 3.5 percent.", "Wages did not."]),
+    ],
+)
+def test_sentences_still_end_after_an_abbreviation_before_a_sentence_opener(
+    text: str, expected: list[str]
+) -> None:
+    assert _sentences(text) == expected
+
+
+def test_single_line_break_after_a_heading_or_list_line_ends_it() -> None:
+    text = ("Short-term effects\nIn people who drink coffee, the heart rate rises.\n"
+            "Key points:\n- Coffee raises alertness\n- Decaf has less caffeine\n"
+            "2. Tea is milder.\n3. Water is best")
+    assert _sentences(text) == [
+        "Short-term effects", "In people who drink coffee, the heart rate rises.", "Key points:",
+        "- Coffee raises alertness", "- Decaf has less caffeine", "2. Tea is milder.",
+        "3. Water is best"]
+
+
+def test_hard_wrapped_prose_is_not_broken() -> None:
+    # Wrapped at about 72 columns, as plain-text mail and many Markdown files are: wrapped lines
+    # are long, end mid-clause, or go on in lower case.
+    text = ("The Mercurial version control tool was first released in April 2005\n"
+            "(the same month that Git was initially released). Support for Python 2.4\n"
+            "and 2.5 was dropped in May 2015, a decision that took the project a long\n"
+            "time and was debated by\n"
+            "Matt Mackall and others.")
+    assert _sentences(text) == [
+        "The Mercurial version control tool was first released in April 2005\n"
+        "(the same month that Git was initially released).",
+        "Support for Python 2.4\nand 2.5 was dropped in May 2015, a decision that took the "
+        "project a long\ntime and was debated by\nMatt Mackall and others.",
+    ]
+
+
+def test_line_break_after_abbreviation_at_line_end_does_not_split() -> None:
+    assert _sentences("The talk was given by Dr.\nOkafor in the main hall.") == [
+        "The talk was given by Dr.\nOkafor in the main hall."]

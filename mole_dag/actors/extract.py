@@ -3,16 +3,25 @@
 HTML goes through trafilatura (main text, title, author, date) with scholarly identifiers read
 from the citation meta tags journals publish; Markdown and plain text may carry a front-matter
 block of `key: value` lines. The text returned here is what chunks tile and quotes are checked
-against, so nothing downstream may alter it."""
+against, so nothing downstream may alter it.
+
+HTML text is rebuilt from trafilatura's structured body rather than its txt output: that output
+ends every block with a single newline, so a heading ran into the sentence after it and a list
+item into the next one. Here each heading, paragraph, list item, table row and quote is a block
+of its own, and blocks are joined by a blank line, which both the chunker's paragraph cut and the
+sentence splitter treat as a boundary. Plain text only: no list dashes, no heading marks."""
 
 from __future__ import annotations
 
+import html as htmllib
 import logging
 import re
 from datetime import date
 
 import lxml.html
 import trafilatura
+from lxml.etree import _Element
+from trafilatura.utils import sanitize
 
 from mole_dag.core import Document
 
@@ -101,6 +110,74 @@ def _scholarly_ids(html: str) -> dict[str, str]:
     return found
 
 
+# Tags of trafilatura's internal (TEI-like) body that start and end a block of their own.
+_BLOCKS = frozenset({"body", "div", "p", "head", "list", "item", "table", "row", "quote", "figure",
+                     "note", "graphic"})
+# Text whose line breaks are the author's (code, preformatted quotes): kept as lines.
+_PREFORMATTED = frozenset({"code", "quote"})
+# Code is a block when it stands between blocks (a listing), inline inside running text.
+_INLINE_HOSTS = frozenset({"p", "head", "item", "cell"})
+_CELL_SEP = " | "
+_BLOCK_SEP = "\n\n"
+_FLOW_SPACE = re.compile(r"\s+")
+
+
+class _Blocks:
+    """Collects the text of the current block and closes it into a list of plain-text blocks."""
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+        self.buf: list[str] = []
+
+    def add(self, text: str | None, *, pre: bool) -> None:
+        if text:
+            # In running HTML text a newline is only whitespace (the browser shows a space);
+            # only <br> (lb) and preformatted text break a line.
+            self.buf.append(text if pre else _FLOW_SPACE.sub(" ", text))
+
+    def close(self) -> None:
+        raw = "".join(self.buf)
+        self.buf = []
+        block = sanitize(raw) if raw.strip() else None
+        if block:
+            self.done.append(htmllib.unescape(block))
+
+
+def _walk(el: _Element, out: _Blocks, pre: bool = False) -> None:
+    tag = el.tag if isinstance(el.tag, str) else ""
+    parent = el.getparent()
+    is_block = tag in _BLOCKS or (
+        tag == "code" and (parent is None or parent.tag not in _INLINE_HOSTS))
+    # Preformatting reaches inline children, not a paragraph nested in a blockquote.
+    inner = tag in _PREFORMATTED or (pre and not is_block)
+    if is_block:
+        out.close()
+    elif tag == "lb":
+        out.buf.append("\n")
+    elif tag == "cell" and el.getprevious() is not None:
+        # Cells of a row stay one block (a row reads as a record), separated as trafilatura's
+        # txt output separated them.
+        out.buf.append(_CELL_SEP)
+    out.add(el.text, pre=inner)
+    for child in el:
+        _walk(child, out, inner)
+    if is_block:
+        out.close()
+    # A tail is the parent's text that follows this element.
+    out.add(el.tail, pre=pre)
+
+
+def body_text(body: _Element | None) -> str:
+    """Plain text of trafilatura's body, one block per heading, paragraph, list item, table row
+    or quote, blocks separated by a blank line."""
+    if body is None:
+        return ""
+    out = _Blocks()
+    _walk(body, out)
+    out.close()
+    return _BLOCK_SEP.join(out.done)
+
+
 def from_html(html: str, *, url: str | None = None, fallback_title: str = "") -> Document:
     """Extract the main text and metadata of an HTML page. Empty text is returned as such: the
     caller decides whether that is `no_text` or `js_required`."""
@@ -112,7 +189,9 @@ def from_html(html: str, *, url: str | None = None, fallback_title: str = "") ->
         raise ExtractionError(f"could not parse HTML: {type(exc).__name__}") from None
     data = doc.as_dict() if doc is not None and hasattr(doc, "as_dict") else (doc or {})
     ids = _scholarly_ids(html)
-    text = (data.get("text") or "").strip("\n")
+    body = getattr(doc, "body", None)
+    # Older trafilatura returned a dict without the tree: fall back to its txt output.
+    text = body_text(body) if body is not None else (data.get("text") or "").strip("\n")
     page_url = url or data.get("url") or ""
     return Document(
         url=page_url,

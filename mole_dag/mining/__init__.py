@@ -1,1 +1,1 @@
-"""Mining: which sentences of a page are claims, and how well each answers the question."""
+"""Deciding which extracted sentences may become claims."""

@@ -1,5 +1,283 @@
-"""Placeholder: the non-claim filter arrives with the furniture branch."""
+"""Page furniture: sentences that cannot be claims.
+
+Extraction keeps more than the article: headings, menus, share bars, captions, cookie notices and,
+on papers, the bibliography. Such a "sentence" quoted as a claim is true to the page and says
+nothing. `non_claim_reason` names why a sentence is refused, or returns None for one that may be
+a claim. Every rule below is a heuristic, and each is a guess, flagged as one: the rules are kept
+conservative, because refusing a real answer ("Nadia Mohamed, 27, won with 58% of the vote.")
+costs more than letting a heading through (the miner and the relevance grade see it next)."""
+
+from __future__ import annotations
+
+import re
+
+CAUSES: tuple[str, ...] = (
+    "markup",
+    "boilerplate",
+    "caption",
+    "navigation",
+    "download",
+    "reference_entry",
+    "question",
+    "heading",
+    "no_verb",
+)
+
+_WORD = re.compile(r"[^\W_][\w'’\-.]*", re.UNICODE)
+_LIST_MARK = re.compile(r"\A(?:[-*\u2022\u2023\u25aa\u25cf\u2013|>]+\s+|\d{1,3}[.)]\s+)")
+_BRACKET_TOKEN = re.compile(r"\[[^\]\n]{0,40}\]")
+_TERMINAL = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"')\]\u201d\u2019]*\Z")
+
+# Wiki and CMS edit links and bracketed note markers. A guess, flagged as one.
+_MARKUP = re.compile(r"\[(?:edit|source|edit source|citation needed|show|hide|top|\d{1,3})\]",
+                     re.I)
+
+# Site chrome written as prose: cookie banners, advertising labels, newsletter pitches, legal
+# lines, Q&A network headers. Matched anywhere. A guess, flagged as one.
+_BOILERPLATE = re.compile(
+    r"\b(?:we use cookies|use of cookies|cookie (?:policy|settings|preferences)|accept (?:all )?"
+    r"cookies|this (?:site|website) uses|advertisement|sponsored content|paid content|ad choices|"
+    r"subscribe to (?:our|the) newsletter|sign up (?:for|to) (?:our|the) (?:newsletter|mailing)|"
+    r"newsletter sign[- ]?up|get the latest news|all rights reserved|terms of (?:use|service)|"
+    r"privacy policy|stack exchange network|sign up to join this community|anybody can ask a "
+    r"question|best answers are voted up|enable javascript|thank you for subscribing|"
+    r"your subscription|by clicking|unsubscribe at any time)\b",
+    re.I,
+)
+_COPYRIGHT = re.compile(r"(?:\u00a9|\(c\)|copyright)\s*(?:\d{4}|[A-Z])", re.I)
+
+# Captions and picture credits. A guess, flagged as one.
+_CAPTION = re.compile(
+    r"\A(?:photo(?:graph)?|image|picture|pic|illustration|credit|photo credit|image credit|"
+    r"video|graphic|caption|source)\s*:"
+    r"|\((?:getty images|ap photo|reuters|afp|epa|shutterstock|istock|pa)[^)]{0,60}\)"
+    r"|\b(?:getty images|shutterstock|istockphoto)\b"
+    r"|\A(?:photo|image|picture)s? (?:by|via|courtesy)\b",
+    re.I,
+)
+
+# Navigation: menu labels, "show all", "read more", share bars, breadcrumbs. A guess, flagged as
+# one. Strong phrases count anywhere; weak ones only in a short line or at its start.
+_NAV_STRONG = re.compile(
+    r"\bshow all \d+|\bread more\b\s*(?:[\u00bb\u203a>\u2026.]|\Z)|\bskip to (?:main )?content\b|"
+    r"\bback to top\b|\b(?:next|previous) (?:article|post|page|story)\b|\byou may also like\b|"
+    r"\brelated (?:articles|posts|stories)\b|\bfollow us on\b|\bclick here\b|\bpage \d+ of \d+\b|"
+    r"\bjump to (?:navigation|search)\b|\bmain menu\b|\bshare (?:this|on|via)\b",
+    re.I,
+)
+_NAV_WEAK = re.compile(
+    r"\A(?:home|menu|search|sign (?:up|in)|log ?(?:in|out)|register|subscribe|share|tweet|print|"
+    r"email|comments?|reply|more|next|previous|back|contact(?: us)?|about(?: us)?|"
+    r"see (?:also|more)|view (?:all|more)|load more|top stories|latest|trending)\b",
+    re.I,
+)
+_SOCIAL = re.compile(r"\b(?:facebook|twitter|whatsapp|linkedin|pinterest|reddit|instagram|"
+                     r"telegram|xing|e-?mail)\b", re.I)
+_BREADCRUMB = re.compile(r"\s[\u00bb\u203a>/|]\s")
+_DOWNLOAD = re.compile(r"\bdownloads?\b", re.I)
+
+# Bibliography entries. Strong signals suffice alone; weak ones must come in pairs. A guess,
+# flagged as one.
+_REF_STRONG = (
+    re.compile(r"\bdoi\s*:|\bdoi\.org/|\barxiv:\s*\d|\bISBN\b|\bPMID:?\s*\d|\bPMC\d{4,}", re.I),
+    # volume(issue):pages, volume:pages-pages
+    re.compile(r"\b\d{1,4}\s*\(\s*\d{1,4}(?:[-\u2013]\d{1,4})?\s*\)\s*:\s*[a-zA-Z]?\d+"),
+    re.compile(r"\b\d{1,4}\s*:\s*\d{1,6}\s*[-\u2013]\s*\d{1,6}\b"),
+    re.compile(r"\b(?:retrieved|accessed|archived from the original)\b.{0,40}\d{4}", re.I),
+    # a wiki back-link caret, "Surname, Given;" author lists, a full date in brackets
+    re.compile(r"\A\^\s"),
+    re.compile(r"\b[A-Z][a-z'\u2019-]+, [A-Z][a-z]+(?: [A-Z]\.)*;"),
+    re.compile(r"\((?:19|20)\d{2}-\d{2}-\d{2}\)"),
+    # two author-with-initials entries in a row: "Smith J, Doe AB," / "Smith, J., Doe, A."
+    re.compile(r"\b[A-Z][a-z'\u2019-]+,?\s+(?:[A-Z]\.?\s?){1,3}[,;.]\s*(?:and\s+|&\s*)?"
+               r"[A-Z][a-z'\u2019-]+,?\s+(?:[A-Z]\.?\s?){1,3}[,;.]"),
+)
+_REF_WEAK = (
+    re.compile(r"\bet al\b\.?"),
+    re.compile(r"\((?:19|20)\d{2}[a-z]?\)|[.,]\s*(?:19|20)\d{2}[a-z]?\s*[.;]"),
+    re.compile(r"\bpp?\.\s*\d"),
+    re.compile(r"\b(?:vol|no|ed|eds)\.\s", re.I),
+    re.compile(r"\bIn:\s|\(eds?\.\)|\bpress\b|\bjournal of\b|\bproceedings of\b", re.I),
+    # journal abbreviations: "J Clin Invest", "Proc. Natl. Acad. Sci.", "N Engl J Med"
+    re.compile(r"\b(?:J|Proc|Natl|Acad|Sci|Med|Rev|Lett|Phys|Chem|Biol|Engl|Res|Clin|Ann|Trans|"
+               r"Soc|Assoc|Dermatol|Immunol|Pharmacol|Epidemiol|Nutr|Psychol|Neurol|Int)\.?\s+"
+               r"(?:J|Proc|Natl|Acad|Sci|Med|Rev|Lett|Phys|Chem|Biol|Engl|Res|Clin|Ann|Trans|"
+               r"Soc|Assoc|Dermatol|Immunol|Pharmacol|Epidemiol|Nutr|Psychol|Neurol|Int)\b"),
+)
+
+# Finite-verb evidence. A light check, a guess flagged as one: auxiliaries, copulas and modals,
+# common irregular verbs, -ed forms past the first word, and -s forms that follow a subject.
+_AUX = frozenset(
+    (
+        "is are was were be been being am has have had do does did will would can could shall "
+        "should may might must isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't "
+        "didn't won't wouldn't can't cannot couldn't shouldn't it's that's there's he's she's "
+        "what's who's they're we're you're i'm they've we've i've let's"
+    ).split()
+)
+# Past forms that are verbs wherever they stand.
+_PAST = frozenset(
+    (
+        "said found made took taken gave given went gone got gotten led ran became began begun "
+        "rose risen fell fallen grew grown held kept left met paid saw seen sold told thought "
+        "brought bought built came drew drawn drove felt fought flew knew known lost meant sent "
+        "sat spoke spent stood struck taught won wrote written bore slept wore"
+    ).split()
+)
+# Present forms, many of them nouns too ("falls", "costs", "works"): verbs only after a subject.
+_PRESENT = frozenset(
+    (
+        "say says find finds show shows make makes take takes give gives go goes get gets lead "
+        "leads run runs become becomes begin begins rise rises fall falls grow grows hold holds "
+        "keep keeps leave leaves meet meets pay pays put puts read reads see sees sell sells tell "
+        "tells think thinks bring brings buy buys build builds come comes cost costs cut cuts "
+        "draw draws drive drives feel feels fly flies know knows lose loses mean means send sends "
+        "set sets sit sits speak speaks spend spends stand stands teach teaches win wins write "
+        "writes contain contains include includes remain remains seem seems need needs want wants "
+        "use uses help helps live lives work works lie lies hit hits beat beats sleep sleeps "
+        "wear wears suggest suggests report reports reduce reduces increase increases cause "
+        "causes affect affects"
+    ).split()
+)
+# Words before a plural noun, never before a verb: "the patients", "38 patients", "of effects".
+_NOT_SUBJECT = frozenset(
+    (
+        "the a an of in for with and or on to by from at these those many several some all "
+        "few most two three four five six seven eight nine ten new old other such more its "
+        "their his her our your my no"
+    ).split()
+)
+# Words after a plural noun, rarely after a verb: "features of", "factors for".
+_NOUN_FOLLOWERS = frozenset("of and or in for with from as".split())
+_NOT_S_VERB = ("ss", "us", "is", "ous", "ics", "sis")
+
+# English function words: the verb and title-case checks run only on English-looking text,
+# since other languages capitalise nouns and conjugate verbs these lists do not know.
+_ENGLISH = frozenset(
+    "the of and to in is was for on with that by as at from it are be this has have were an a "
+    "or which not but their its his her they he she we".split()
+)
+_FOREIGN = frozenset(
+    (
+        "der die das und ist nicht ein eine einen einem einer eines zu von mit den dem des im "
+        "für auf sich als auch es wird werden wurde wurden sind hat habe haben war ich du wir ihr "
+        "sie er wie was wer aber oder noch nur dass daß wenn nach bei aus um kann können muss "
+        "sollte diese dieser dieses man mal jetzt schon sehr immer mehr über gibt zum zur vom "
+        "beim kein keine doch dann denn weil ob damit sagt "
+        "le la les et est un une du en que qui pour dans sont il elle je nous vous ils elles "
+        "avec sur pas ce cette ces mais ou être son sa ses leur aux au ne plus comme très aussi "
+        "el los las y con por para se es una del al lo su muy pero como más también está este "
+        "esta sus het een niet ik zijn voor maar ook wordt di che della sono gli nel non"
+    ).split()
+)
+# Marks of running prose (pronouns, articles inside the line, commas): a verbless line with
+# them is a sentence whose verb the light check does not know, not a title.
+_PROSE = frozenset(
+    "i we you he she it they this that these those there here my our your his her their its "
+    "the a an".split()
+)
+_SMALL = frozenset("a an the of and or in on at to for with by from vs via as nor but".split())
+
+
+def _tokens(text: str) -> list[str]:
+    return [t.strip(".'’-") for t in _WORD.findall(text)]
+
+
+def _is_english(tokens: list[str]) -> bool:
+    low = [t.lower() for t in tokens]
+    if any(t in _FOREIGN for t in low):
+        return False
+    return all(t.isascii() for t in tokens if t.isalpha())
+
+
+def has_verb(text: str) -> bool:
+    """Whether an English sentence shows a finite verb (a light check, see above)."""
+    found = [(m.group(0).strip(".'’-"), text[m.end() : m.end() + 1]) for m in _WORD.finditer(text)]
+    found = [(t, after) for t, after in found if t]
+    tokens = [t for t, _ in found]
+    low = [t.lower() for t in tokens]
+    for i, w in enumerate(low):
+        if w in _AUX or w in _PAST:
+            return True
+        if not w.isalpha():
+            continue
+        after_subject = (0 < i < len(low) - 1 and tokens[i][0].islower()
+                         and found[i][1] not in ",;:" and low[i - 1] not in _NOT_SUBJECT
+                         and not low[i - 1].isdigit() and low[i + 1] not in _NOUN_FOLLOWERS)
+        if w in _PRESENT and after_subject:
+            return True
+        if i > 0 and w.endswith("ed") and len(w) > 4 and tokens[i][0].islower():
+            return True
+        # "Coffee raises alertness": an -s form between a subject and what follows it, with
+        # no comma after it (a list of nouns) and not at the end (a heading's plural noun).
+        if after_subject and w.endswith("s") and not w.endswith(_NOT_S_VERB) and len(w) > 3:
+            return True
+    return False
+
+
+def _title_case_ratio(tokens: list[str]) -> float:
+    content = [t for t in tokens if t[:1].isalpha() and t.lower() not in _SMALL]
+    if not content:
+        return 0.0
+    return sum(1 for t in content if t[0].isupper()) / len(content)
+
+
+def _reference_entry(s: str) -> bool:
+    if any(p.search(s) for p in _REF_STRONG):
+        return True
+    return sum(1 for p in _REF_WEAK if p.search(s)) >= 2
 
 
 def non_claim_reason(sentence: str) -> str | None:
+    """Why `sentence` cannot be a claim (one of CAUSES), or None when it may be one."""
+    s = " ".join(sentence.split())
+    s = _LIST_MARK.sub("", s).strip()
+    if not any(ch.isalpha() for ch in s):
+        return "markup"
+    if _MARKUP.search(s) and len(_tokens(_BRACKET_TOKEN.sub(" ", s))) < 6:
+        return "markup"
+    bare = _BRACKET_TOKEN.sub(" ", s).strip()
+    if not any(ch.isalpha() for ch in bare):
+        return "markup"
+    tokens = [t for t in _tokens(bare) if t]
+    n = len(tokens)
+    english = _is_english(tokens)
+    verb = has_verb(bare) if english else True
+    if _BOILERPLATE.search(s) or _COPYRIGHT.search(s):
+        return "boilerplate"
+    if _CAPTION.search(s):
+        return "caption"
+    if _NAV_STRONG.search(s):
+        return "navigation"
+    if n <= 8 and _NAV_WEAK.match(s) and not (verb and _TERMINAL.search(s) and n > 3):
+        return "navigation"
+    if len(_SOCIAL.findall(s)) >= 2 and n <= 12:
+        return "navigation"
+    if len(_BREADCRUMB.findall(f" {s} ")) >= 2 and not re.search(r"\d", s):
+        return "navigation"
+    if _DOWNLOAD.search(s) and (not verb or n <= 4 or re.search(r"\bDOWNLOADS?\b", s)):
+        return "download"
+    if _reference_entry(s):
+        return "reference_entry"
+    if s.endswith("?"):
+        return "question"
+    terminal = bool(_TERMINAL.search(s))
+    if " | " in s:
+        # A table row: with a number it is data a miner can use; without, a header row.
+        return None if re.search(r"\d", s) else "heading"
+    low = [t.lower() for t in tokens]
+    # Positive evidence of English, and no sign of running prose, before a missing verb counts.
+    title_like = (english and any(t in _ENGLISH for t in low) or n <= 3) and "," not in bare \
+        and not any(t in _PROSE for t in low[1:]) and low[0] not in _PROSE - {"the", "a", "an"}
+    if not terminal:
+        letters = [ch for ch in bare if ch.isalpha()]
+        if len(letters) > 3 and all(ch.isupper() for ch in letters):
+            return "heading"
+        if english and n >= 2 and _title_case_ratio(tokens) >= 0.75:
+            return "heading"
+        if english and not verb and (n <= 4 or (title_like and n <= 14)):
+            return "heading"
+    if english and not verb and n >= 2 and title_like and n <= 25:
+        # A verbless line ending in a full stop: on papers, mostly bibliography titles.
+        return "reference_entry" if n >= 5 and s.endswith(".") else "no_verb"
     return None
