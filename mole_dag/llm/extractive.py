@@ -33,6 +33,7 @@ from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.passages import Passages
 from mole_dag.mining.relevance import (
     CONTEXT_WINDOW,
+    SCOPE,
     AnswerType,
     Query,
     TermStats,
@@ -50,7 +51,7 @@ MADE_WITHOUT_MODEL = (
 
 # How many claims one chunk may yield. A guess, flagged as one: enough to catch a paragraph's
 # distinct statements without turning every sentence into a claim.
-MAX_CLAIMS_PER_CHUNK = 5
+MAX_CLAIMS_PER_CHUNK = 8
 # Four words hold a short answer ("Redonda is now recovering."); the quote check's 24-character
 # floor still applies.
 MIN_WORDS, MAX_WORDS = 4, 90
@@ -88,10 +89,6 @@ _GENERIC = frozenset(
         "contents everything anything general idea ideas information info"
     ).split()
 )
-# Words that ask about a topic's many sides rather than one fact. A guess, flagged as one.
-_SCOPE = re.compile(
-    r"\b(?:effects?|impacts?|consequences?|benefits?|risks?|harms?|advantages?|"
-    r"disadvantages?|pros|cons|evidence|known|overview|implications?)\b", re.IGNORECASE)
 # Sub-questions planned from a broad question's corpus. A guess, flagged as one: enough topics
 # to cover a small folder's themes, few enough that each gets its own section.
 BROAD_TOPICS = 8
@@ -143,8 +140,7 @@ def is_broad(question: str) -> bool:
 def is_wide(question: str) -> bool:
     """A question about a topic's many sides ("What are the health effects of coffee?"), not
     one asking for a name, a number or a date: worth a sub-question per facet."""
-    return bool(_SCOPE.search(question)) and answer_type(question) in (AnswerType.ANY,
-                                                                       AnswerType.NAME)
+    return bool(SCOPE.search(question)) and answer_type(question) is AnswerType.ANY
 
 
 def _query(text: str) -> str:

@@ -1,1 +1,1 @@
-"""Deciding which extracted sentences may become claims."""
+"""Mining: which sentences of a page may become claims, and how well each answers the question."""

@@ -101,7 +101,18 @@ def _has_run_at_start(sentence: str, query: Query) -> bool:
     return any(p not in query.surface for p in parts) and not _CALENDAR.match(m.group(0))
 
 
+# Words that ask about a topic's many sides rather than one fact ("What are the health effects
+# of coffee?" wants no name, though it starts with "what"). A guess, flagged as one.
+SCOPE = re.compile(
+    r"\b(?:effects?|impacts?|consequences?|benefits?|risks?|harms?|advantages?|"
+    r"disadvantages?|pros|cons|evidence|known|overview|implications?)\b", re.IGNORECASE)
+
+
 def answer_type(question: str) -> AnswerType:
+    if SCOPE.search(question) and not re.search(r"\b(?:which|who|whom|whose|when|where)\b",
+                                                question, re.IGNORECASE):
+        kind = next((k for p, k in _TYPE_RULES if p.search(question)), AnswerType.ANY)
+        return kind if kind in (AnswerType.NUMBER, AnswerType.DATE) else AnswerType.ANY
     for pattern, kind in _TYPE_RULES:
         if pattern.search(question):
             return kind
