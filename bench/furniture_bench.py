@@ -34,8 +34,13 @@ import trafilatura
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mole_dag.actors.extract import from_html  # noqa: E402
+from mole_dag.llm.chunk import chunk_text  # noqa: E402
+from mole_dag.llm.extractive import mine_sentences  # noqa: E402
+from mole_dag.llm.skills import MineRequest  # noqa: E402
 from mole_dag.mining.furniture import non_claim_reason  # noqa: E402
-from mole_dag.text import sentence_spans  # noqa: E402
+from mole_dag.mining.passages import Passages  # noqa: E402
+from mole_dag.mining.relevance import TermStats  # noqa: E402
+from mole_dag.text import sentence_spans, stem, terms  # noqa: E402
 
 PAGES = Path(__file__).resolve().parent.parent.parent / "shared" / "web-pages"
 
@@ -160,6 +165,41 @@ def label_of(sentence: str, segments: list[tuple[str, str]]) -> str:
     return "unlabelled"
 
 
+# ---- mined claims: the miner as it was before issue 10, and as it is ---------------------------
+
+_OLD_EFFECT = frozenset(stem(w) for w in (
+    "risk increase decrease raise lower reduce cause associated link protect protective "
+    "improve worsen higher more less percent effect benefit harm safe unsafe classified "
+    "evidence found show").split())
+_OLD_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
+
+
+def old_mine(chunk: str, question: str) -> list[str]:
+    """The extractive miner before issue 10 (sentences sharing content terms with the question,
+    at most 5 a chunk), copied here to measure the old path."""
+    want = set(terms(question))
+    scored = []
+    for a, b in old_sentence_spans(chunk):
+        sentence = chunk[a:b]
+        if not (6 <= len(sentence.split()) <= 90) or len(sentence) > 600 or \
+                len(collapse(sentence)) < 24:
+            continue
+        if sentence.rstrip()[-1:] in {":", ",", ";"} or sentence.lstrip().startswith("#"):
+            continue
+        have = set(terms(sentence))
+        shared = have & want
+        effect = bool(have & _OLD_EFFECT) or any(_OLD_NUMBER.match(w) for w in have)
+        if not shared or (len(shared) < 2 and not effect):
+            continue
+        scored.append((len(shared) * 1.5 + (1.0 if effect else 0.0), a, sentence))
+    return [x[2] for x in sorted(scored, key=lambda x: (-x[0], x[1]))[:5]]
+
+
+def new_mine(text: str, question: str, stats: TermStats) -> list[str]:
+    return [d.quote for ch in chunk_text(text)
+            for d in mine_sentences(MineRequest(question, question, ch.text, "", stats))]
+
+
 # ---- the two paths ----------------------------------------------------------------------------
 
 def miner_shaped(sentence: str) -> bool:
@@ -186,12 +226,26 @@ def main() -> int:
     causes: Counter[str] = Counter()
     para_causes: Counter[str] = Counter()  # why paragraph text was refused
     chars_old = chars_new = kept_sentences = old_sentences = 0
+    mined_before: Counter[str] = Counter()
+    mined_after: Counter[str] = Counter()
+    # The question each page is mined for: its own title, the question a reader who landed on
+    # it most plausibly had. Session-wide weights come from every page, as in a session.
+    texts = {p: from_html(p.read_text(encoding="utf-8", errors="replace")) for p in names}
+    stats = TermStats.from_sentences(s.text for d in texts.values()
+                                     for s in Passages(d.text).sentences)
     word = re.compile(r"[^\W_]+")
     for path in names:
         html = path.read_text(encoding="utf-8", errors="replace")
         segments = markup_segments(html)
         old = old_text(html)
-        new = from_html(html).text
+        doc = texts[path]
+        new = doc.text
+        question = doc.title or path.stem
+        for ch in chunk_text(old):
+            for q in old_mine(ch.text, question):
+                mined_before[label_of(q, segments)] += 1
+        for q in new_mine(new, question, stats):
+            mined_after[label_of(q, segments)] += 1
         chars_old += len(collapse(old))
         chars_new += len(collapse(new))
         new_words = " ".join(word.findall(new))
@@ -227,6 +281,11 @@ def main() -> int:
     print("|--------|-----------:|--------:|----------:|-----------:|----------:|----------:|")
     print(row("before", before))
     print(row("after", after))
+    print("\nmined claims (each page mined for its own title as the question):\n")
+    print("| miner  | claims     | heading | reference | navigation | furniture | paragraph |")
+    print("|--------|-----------:|--------:|----------:|-----------:|----------:|----------:|")
+    print(row("before", mined_before))
+    print(row("after", mined_after))
     para = seen_after["paragraph"]
     furn = sum(seen_after[k] for k in FURNITURE)
     print(f"\nfilter, new path: false refusals on paragraph text {refused['paragraph']}/{para} "

@@ -425,3 +425,13 @@ def test_write_body_does_not_leak_reference_markers_as_citations() -> None:
     findings = (FindingForWriter(1, "Green tea lowers stroke risk in adults.[7]", (1,), 0.9),)
     body = write_body(_write_req(findings))
     assert set(cited_numbers(body)) <= {1}
+
+
+def test_mine_refuses_a_lone_unpunctuated_line_in_any_language() -> None:
+    # Seen: headings glued to or mined as sentences ("Short-term effects In people who…"); the
+    # filter's word lists are English, so German headings got through.
+    chunk = ("Das Wahrzeichen von Montauk und der alte Leuchtturm\n\n"
+             "Green tea drinkers had a lower risk of stroke in a large cohort study.\n\n"
+             "Green tea lowers stroke risk in older adults")
+    quotes = [d.quote for d in mine_sentences(_req(chunk))]
+    assert quotes == ["Green tea drinkers had a lower risk of stroke in a large cohort study."]

@@ -14,6 +14,7 @@ are heuristics, flagged as such in what it writes:
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from mole_dag.actors.quote import MIN_QUOTE_CHARS, collapse
 from mole_dag.compute.choose_extractive import choose_hypotheses
@@ -58,6 +59,8 @@ MIN_WORDS, MAX_WORDS = 4, 90
 # Relevance below which a sentence is not worth a claim. A guess, flagged as one: low enough that
 # an answer worded apart from the question, next to one that names its topic, gets through.
 MIN_MINE_RELEVANCE = 0.08
+HEADING_WORDS = 12
+_TERMINAL = frozenset('.!?…"”’)»')
 MAX_CLAIM_CHARS = 600
 # Content-word Jaccard above which two claims are the same assertion, and above which a
 # difference in polarity, direction or number reads as a contradiction. Guesses, flagged as
@@ -172,6 +175,14 @@ def _stems(text: str) -> set[str]:
     return set(terms(text))
 
 
+def _lone_line(sentence: str, sentences_in_block: int) -> bool:
+    """A short block of one unpunctuated line is a heading, a caption or a menu entry in any
+    language (extraction keeps each heading its own block): the furniture filter's word lists
+    are English, this shape is not. At most HEADING_WORDS words, a guess flagged as one."""
+    return (sentences_in_block == 1 and len(sentence.split()) <= HEADING_WORDS
+            and sentence.rstrip()[-1:] not in _TERMINAL)
+
+
 def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
     """The sentences of a chunk that best answer the question or the sub-question, by the same
     lexical relevance the report orders by (mining/relevance.py): the sentence's own words, the
@@ -184,6 +195,7 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
     if req.sub_question.strip() and req.sub_question.strip() != req.question.strip():
         queries.append(Query.of(req.sub_question, stats))
     scored: list[tuple[float, int, str]] = []
+    per_block = Counter(s.block for s in page.sentences)
     for s in page.sentences:
         sentence = s.text
         n_words = len(sentence.split())
@@ -193,7 +205,7 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
             continue
         if sentence.rstrip()[-1:] in {":", ",", ";"} or sentence.lstrip().startswith("#"):
             continue
-        if non_claim_reason(sentence):
+        if non_claim_reason(sentence) or _lone_line(sentence, per_block[s.block]):
             continue
         around = page.around(s.start, s.end, CONTEXT_WINDOW)
         rel = max(score(qq, stats, sentence, around, req.title).value for qq in queries)
