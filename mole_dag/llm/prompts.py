@@ -109,9 +109,9 @@ Reply with JSON only, no prose, one verdict per pair using the pair's index: \
 
 WRITE_SYSTEM = """\
 You write the answer paragraph of a research report. You get the question and numbered \
-findings. Each finding is a passage quoted from a source, with the sub-question it answers, \
-its relevance to the question and its confidence (how far the sources can be trusted), both \
-from 0 to 1.
+findings under the sub-questions they answer. Each finding is a passage quoted from a source, \
+with its relevance to the question and its confidence (how far its sources can be trusted), \
+both from 0 to 1.
 
 Answer the question in two to five plain sentences, from the findings only. Each sentence \
 must state only what the findings it names say, in their words as far as you can; name them \
@@ -266,10 +266,15 @@ def parse_judge(text: str, n_pairs: int) -> list[Verdict]:
 
 
 def write_call(req: WriteRequest) -> Call:
-    lines = [f"Question: {_flat(req.question, 1000)}", "", "Findings:"]
+    lines = [f"Question: {_flat(req.question, 1000)}"]
+    part: str | None = None
     for f in req.findings:
-        flags = [f"sub-question: {_flat(f.sub_question, MAX_SUB_QUESTION_CHARS)}",
-                 f"relevance {f.relevance:.2f}", f"confidence {f.confidence:.2f}"]
+        # Findings come in report order, grouped by sub-question: each sub-question is written
+        # once, above its findings, not repeated on every line (it would size the call).
+        if f.sub_question != part:
+            part = f.sub_question
+            lines += ["", f"Sub-question: {_flat(part, MAX_SUB_QUESTION_CHARS) or '(none)'}"]
+        flags = [f"relevance {f.relevance:.2f}", f"confidence {f.confidence:.2f}"]
         if f.disputed:
             flags.append("disputed")
         if f.superseded:
@@ -280,7 +285,7 @@ def write_call(req: WriteRequest) -> Call:
         text = _REF_MARK.sub("", _flat(f.text, MAX_WRITE_QUOTE_CHARS))
         lines.append(f"{f.number}. ({'; '.join(flags)}) \u201c{text}\u201d")
     if not req.findings:
-        lines.append("(none)")
+        lines += ["", "Findings: (none)"]
     return Call(Tier.STRONG, (Message("user", "\n".join(lines)),), WRITE_MAX_TOKENS,
                 system=WRITE_SYSTEM, json=True, purpose="write")
 
@@ -312,11 +317,12 @@ def parse_write(text: str) -> WrittenAnswer:
     free prose yields no sentence (and says so), a truncated answer keeps its whole
     sentences. The text is kept as written (controls stripped): the binding check
     (mole_dag.output.binding) decides what may reach the report."""
+    if not re.search(r'"sentences"\s*:', text):
+        # Free prose, or JSON of another shape. Not parse_items: its bare-array fallback
+        # would read a prose "[1]" as an empty list and call the answer complete.
+        return WrittenAnswer((), "the answer's JSON had no sentences" if first_object(text)
+                             else "the answer was not the JSON asked for")
     got = parse_items(text, "sentences")
-    if not got.items and not got.complete:
-        problem = ("the answer was not the JSON asked for" if "{" not in text
-                   else "the answer's JSON could not be read")
-        return WrittenAnswer((), problem)
     out: list[BoundSentence] = []
     for item in got.items[:MAX_WRITE_SENTENCES]:
         sentence = strip_controls(string_field(item, "text", "sentence"))[:MAX_SENTENCE_CHARS]

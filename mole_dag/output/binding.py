@@ -74,8 +74,9 @@ class Binding:
         if not self.offered:
             return "the writer returned no sentence"
         parts = ", ".join(f"{n} {reason}" for reason, n in self.dropped)
-        return (f"{len(self.kept)} of the writer's {self.offered} sentences passed the evidence "
-                f"check" + (f"; dropped: {parts}" if parts else ""))
+        said = f"{self.offered} sentence{'s' if self.offered != 1 else ''}"
+        return (f"{len(self.kept)} of the writer's {said} passed the evidence check"
+                + (f"; dropped: {parts}" if parts else ""))
 
 
 def _collapse(text: str) -> str:

@@ -273,8 +273,9 @@ _WORK = {"plan": "planned", "mine": "mined", "judge": "judged",
 
 def model_work(run: Run) -> str:
     """Which work a model did in this session, from settled calls in the ledger."""
-    rows = [r for r in run.store.named("report_model_work", {"session_id": run.session_id})
-            if r["skill"] in _WORK]
+    rows = sorted((r for r in run.store.named("report_model_work",
+                                              {"session_id": run.session_id})
+                   if r["skill"] in _WORK), key=lambda r: list(_WORK).index(r["skill"]))
     if not rows:
         return f"No model call of `{run.skills.name}` was settled before the report"
     parts = [f"{_WORK[r['skill']]} ({_count(int(r['calls']), 'call')})" for r in rows]
@@ -443,10 +444,10 @@ def _write(run: Run, req: WriteRequest, findings: list[Finding]) -> _Written:
             notes.append(f"The writer's answer: {binding.explain()}.")
         return _Written(binding, run.skills.name, notes, [], spent)
 
-    if binding is not None:
+    if binding is not None and got is not None:
         why = binding.explain()
-        if got is not None and got.problem:
-            why = f"{got.problem}; {why}"
+        if got.problem:
+            why = got.problem if not binding.offered else f"{got.problem}; {why}"
     log.warning("session %s: writer answer not used: %s", sid, why)
     fallback = bind(write_body(req), texts, req.question)
     notes = []
