@@ -203,8 +203,9 @@ class SimulatedModel:
     """Answers mole's four prompts the way a careful model might, deterministically:
     plans from the question, mines verbatim sentences (plus one fabricated and one too-short
     quote per chunk, which the quote check must discard), judges with word-overlap heuristics
-    and writes a summary citing the numbers it was given. Reports usage as a tokenizer of
-    about four bytes a token would, with the system prompt billed as a cache read."""
+    and writes answer sentences bound to the finding numbers it was given. Reports usage as a
+    tokenizer of about four bytes a token would, with the system prompt billed as a cache
+    read."""
 
     def __init__(self, *, fabricate: bool = True, later_rounds: bool = True,
                  throttle_first_mine: bool = False) -> None:
@@ -249,14 +250,15 @@ class SimulatedModel:
                                  "rationale": v.rationale})
             return json.dumps({"verdicts": verdicts})
         if skill == "write":
+            # Sentences bound to finding numbers, as the prompt asks: one paraphrase-like
+            # sentence (a lead-in plus the quote) and one verbatim quote.
             found = _FINDING.findall(user)
-            if not found:
-                return "Nothing survived the quote check."
-            parts = []
-            for _n, flags, text in found[:2]:
-                cites = re.search(r"sources ((?:\[\d+\])+)", flags)
-                parts.append(f"{text} {cites.group(1) if cites else ''}".strip())
-            return "The sources report the following. " + " ".join(parts)
+            sentences = []
+            for i, (n, _flags, text) in enumerate(found[:2]):
+                quote = text.strip("\u201c\u201d")
+                said = quote if i else f"According to the sources, {quote[:1].lower()}{quote[1:]}"
+                sentences.append({"text": said, "findings": [int(n)]})
+            return json.dumps({"sentences": sentences})
         if skill == "ground":
             m = _PASSAGE.search(user)
             passage = " ".join((m.group(1) if m else "").split())

@@ -21,6 +21,7 @@ from mole_dag.output.citations import cited_numbers
 from mole_dag.pipeline import run_session
 from mole_dag.store import Store, q
 from tests.model_server import ModelServer, Reply, SimulatedModel, claude_message
+from tests.report_reader import read, section
 
 QUESTION = "Does green tea affect sleep and stroke risk?"
 KEY = "sk-ant-e2e-test-key"
@@ -65,12 +66,14 @@ def test_model_session_end_to_end(store: Store, mini_corpus: Path, tmp_path: Pat
         rounds, finished = run_session(run)
         report = finished.report
 
-    # The model wrote the summary, and it passed the citation check.
+    # The model wrote the answer, its sentences passed the evidence check, and the citations
+    # rendered from the findings it named are real sources.
     assert report.writer == "anthropic"
     assert "without a language model" not in report.markdown
-    summary = report.markdown.split("## Summary", 1)[1].split("## Findings", 1)[0]
-    assert cited_numbers(summary)
-    assert set(cited_numbers(summary)) <= set(range(1, report.sources + 1))
+    answer = section(report.markdown, "Answer")
+    assert cited_numbers(answer)
+    assert set(cited_numbers(answer)) <= set(range(1, report.sources + 1))
+    assert read(report.markdown).ok
 
     # Every stored claim's quote is in its source verbatim, at the stored span.
     claims = store.rows("SELECT * FROM claims WHERE session_id = 's-live'")

@@ -9,7 +9,8 @@ are heuristics, flagged as such in what it writes:
   relevance with context and answer-type cues), page furniture refused, quoted verbatim;
 - judge: word-overlap pairs whose polarity, direction words or numbers differ contradict;
   near-identical pairs duplicate; everything else is `neither`;
-- write: the findings in confidence order with their mechanically assigned citations."""
+- write: the most relevant findings' quotes, one finding per sentence (the report renders
+  their citations)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from mole_dag.compute.choose_extractive import choose_hypotheses
 from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.core import ClaimDraft, Unit
 from mole_dag.llm.skills import (
+    BoundSentence,
     Digest,
     GroundRequest,
     GroundVerdict,
@@ -29,6 +31,7 @@ from mole_dag.llm.skills import (
     PlannedQuestion,
     Verdict,
     WriteRequest,
+    WrittenAnswer,
 )
 from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.passages import Passages
@@ -41,7 +44,6 @@ from mole_dag.mining.relevance import (
     answer_type,
     score,
 )
-from mole_dag.output.citations import strip_reference_markers
 from mole_dag.text import NEGATIONS, stem, terms, words
 
 NAME = "extractive"
@@ -263,34 +265,35 @@ def ground_claim(req: GroundRequest) -> GroundVerdict:
     return GroundVerdict("undecided", "without a model, only a verbatim claim can be judged")
 
 
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
+# How many findings the deterministic answer quotes. A guess, flagged as one: enough to answer
+# a question of a few parts, short enough to be read before the sections.
+MAX_ANSWER_SENTENCES = 3
 
 
-def write_body(req: WriteRequest) -> str:
-    """A summary built from counts and the best-supported finding, cited by number. Also the
-    deterministic fallback when a model's prose fails the citation check."""
+def write_body(req: WriteRequest) -> WrittenAnswer:
+    """The deterministic answer: the most relevant findings' quotes, one finding per sentence,
+    so the first thing a reader meets is what the sources said, each cited. One per
+    sub-question first, when the question has several parts; superseded findings only when
+    nothing else is left. Also the fallback when a model's answer fails the evidence check."""
     if not req.findings:
-        return "No finding survived the quote check, so there is nothing to report yet."
-    sources = len(req.sources)
-    disputed = sum(1 for f in req.findings if f.disputed)
-    superseded = sum(1 for f in req.findings if f.superseded)
-    live = [f for f in req.findings if not f.superseded] or list(req.findings)
-    top = max(live, key=lambda f: (f.confidence, len(f.citations), -f.number))
-    cites = "".join(f"[{n}]" for n in top.citations)
-    text = strip_reference_markers(top.text)
-    lines = [
-        f"{_count(len(req.findings), 'finding is', 'findings are')} listed below, each quoted "
-        f"verbatim from {sources} cited source{'s' if sources != 1 else ''}.",
-        f"The best supported (confidence {top.confidence:.2f}) is: \u201c{text}\u201d {cites}",
-    ]
-    if disputed:
-        lines.append(f"{_count(disputed, 'finding is', 'findings are')} disputed between "
-                     "sources; both sides are cited under Disputed.")
-    if superseded:
-        lines.append(f"{_count(superseded, 'finding is', 'findings are')} superseded by newer "
-                     "sources and marked as such.")
-    return " ".join(lines)
+        return WrittenAnswer((), "there is no finding to answer from")
+    ranked = sorted(req.findings,
+                    key=lambda f: (f.superseded, -f.relevance, -f.confidence, f.number))
+    picked: list[int] = []
+    parts: set[str] = set()
+    for f in ranked:
+        if f.sub_question not in parts and len(picked) < MAX_ANSWER_SENTENCES:
+            picked.append(f.number)
+            parts.add(f.sub_question)
+    for f in ranked:
+        if len(picked) >= MAX_ANSWER_SENTENCES:
+            break
+        if f.number not in picked:
+            picked.append(f.number)
+    order = {f.number: i for i, f in enumerate(ranked)}
+    by_no = {f.number: f for f in req.findings}
+    return WrittenAnswer(tuple(BoundSentence(" ".join(by_no[n].text.split()), (n,))
+                               for n in sorted(picked, key=order.__getitem__)))
 
 
 class ExtractiveSkills:
@@ -328,7 +331,7 @@ class ExtractiveSkills:
     def estimate_write(self, req: WriteRequest, unit: Unit) -> int:
         return 0
 
-    def write(self, req: WriteRequest, unit: Unit) -> Metered[str]:
+    def write(self, req: WriteRequest, unit: Unit) -> Metered[WrittenAnswer]:
         return Metered(write_body(req), model=NAME)
 
     def estimate_ground(self, req: GroundRequest, unit: Unit) -> int:

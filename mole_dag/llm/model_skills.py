@@ -25,6 +25,7 @@ from mole_dag.llm.skills import (
     PlannedQuestion,
     Verdict,
     WriteRequest,
+    WrittenAnswer,
 )
 
 log = logging.getLogger("mole.llm")
@@ -109,7 +110,7 @@ class ModelSkills:
     def estimate_write(self, req: WriteRequest, unit: Unit) -> int:
         return self.estimate(prompts.write_call(req), unit)
 
-    def write(self, req: WriteRequest, unit: Unit) -> Metered[str]:
+    def write(self, req: WriteRequest, unit: Unit) -> Metered[WrittenAnswer]:
         done, cost = self._complete(prompts.write_call(req), unit)
         return Metered(prompts.parse_write(done.text), cost, done.usage, done.model)
 

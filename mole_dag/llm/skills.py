@@ -73,10 +73,14 @@ class Verdict:
 
 @dataclass(frozen=True)
 class FindingForWriter:
-    number: int  # the finding's position
-    text: str
-    citations: tuple[int, ...]  # source numbers, assigned before the writer runs
+    """One finding as the writer sees it: its number in the report and the source's own words.
+    No source numbers: the writer names findings, and the project renders the citations."""
+
+    number: int  # the finding's number in the report (#n)
+    text: str  # the stored quote, whitespace collapsed: what the source said
     confidence: float
+    relevance: float = 0.0
+    sub_question: str = ""  # the report section the finding sits in
     disputed: bool = False
     superseded: bool = False
 
@@ -85,7 +89,23 @@ class FindingForWriter:
 class WriteRequest:
     question: str
     findings: tuple[FindingForWriter, ...]
-    sources: tuple[tuple[int, str], ...]  # (number, "title — publisher")
+
+
+@dataclass(frozen=True)
+class BoundSentence:
+    """A sentence of the answer paragraph and the findings (by number) that support it."""
+
+    text: str
+    findings: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class WrittenAnswer:
+    """What a writer returns: sentences bound to findings, never citations or free prose.
+    `problem` says why an answer could not be read (no JSON, cut off), '' when it could."""
+
+    sentences: tuple[BoundSentence, ...]
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -119,7 +139,7 @@ class Skills(Protocol):
     def judge(self, pairs: list[tuple[str, str]], unit: Unit) -> Metered[list[Verdict]]: ...
 
     def estimate_write(self, req: WriteRequest, unit: Unit) -> int: ...
-    def write(self, req: WriteRequest, unit: Unit) -> Metered[str]: ...
+    def write(self, req: WriteRequest, unit: Unit) -> Metered[WrittenAnswer]: ...
 
     def estimate_ground(self, req: GroundRequest, unit: Unit) -> int: ...
     def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]: ...

@@ -15,6 +15,7 @@ _STRIKE = re.compile(r"~~(.+?)~~")
 _CODE = re.compile(r"`([^`]+)`")
 _LINK = re.compile(r"&lt;(https?://[^\s&]+(?:&amp;[^\s&]+)*)&gt;")
 _CITE = re.compile(r"\[(\d+)\]")
+_ESCAPES = (("\\\\", "\ue000"), ("\\[", "\ue001"), ("\\]", "\ue002"))
 
 STYLE = (
     "body{font:16px/1.55 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;"
@@ -25,7 +26,14 @@ STYLE = (
 
 
 def _inline(text: str) -> str:
+    # Backslash escapes first (the report escapes brackets a source wrote, `int(l\\[2\\])`):
+    # held as private-use characters through html.escape, then written as character
+    # references, they show as written and can never become a citation link.
+    for esc, hold in _ESCAPES:
+        text = text.replace(esc, hold)
     t = html.escape(text, quote=True)
+    for (_esc, hold), ref in zip(_ESCAPES, ("&#92;", "&#91;", "&#93;"), strict=True):
+        t = t.replace(hold, ref)
     t = _CODE.sub(r"<code>\1</code>", t)
     t = _BOLD.sub(r"<strong>\1</strong>", t)
     t = _STRIKE.sub(r"<del>\1</del>", t)

@@ -1,14 +1,23 @@
-"""The report: findings in confidence order, citations assigned mechanically, disputes with both
-sides cited, superseded findings marked, every string stripped of terminal and bidi controls.
+"""The report, answer first: the question, a short answer paragraph in which every sentence is
+cited, then one section per sub-question listing its findings, then disputes, superseded
+findings, the local-data appendix, sources and spend.
 
-The writer (a model, or the extractive summariser) only writes the summary, using source numbers
-fixed before it runs. A summary that cites a number mapping to no source, or a source that
-supports no finding, is rejected; after one retry the deterministic summary is used instead.
-The report never carries a forged citation."""
+Relevance decides what is listed and in which order; confidence keeps explaining how far each
+finding can be trusted. A finding is shown in the source's own words (its stored quote), with
+Markdown escaped, never with the miner's paraphrase.
+
+No sentence without evidence: the writer (a model, or the extractive provider) returns
+sentences bound to finding numbers and writes no citation; mole_dag.output.binding drops every
+sentence that names no finding, an unknown one, carries markup of its own or is not supported
+by what it names; the citations are rendered here from the named findings' sources. When too
+few sentences survive, the deterministic answer (the most relevant findings, quoted) is used
+and the report says why. With no finding there is no writer call, and the report says what
+happened, with counts from the store."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,8 +28,8 @@ from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, SourceClass, stable_id
 from mole_dag.llm.extractive import MADE_WITHOUT_MODEL, write_body
 from mole_dag.llm.provider import ModelCallFailed
-from mole_dag.llm.skills import FindingForWriter, WriteRequest
-from mole_dag.output.citations import CitationCheck, check_body, strip_reference_markers
+from mole_dag.llm.skills import FindingForWriter, WriteRequest, WrittenAnswer
+from mole_dag.output.binding import Binding, bind
 from mole_dag.output.sanitize import one_line, strip_controls
 from mole_dag.paths import reports_dir
 from mole_dag.session import begin_reporting
@@ -32,7 +41,14 @@ STAGE = "report"
 # How many findings the report lists. A guess, flagged as one: past a few dozen a reader skims,
 # and the rest stay queryable in the store (sql/models/claim_overview).
 MAX_FINDINGS = 30
-WRITE_ATTEMPTS = 2
+# A finding is listed only if its relevance is at least this share of the best relevance in the
+# session. A guess, flagged as one: relevance scores are relative to the session's pages, so an
+# absolute floor would mean different things in different sessions; half the best keeps the
+# findings that answer some part of the question and drops those that merely share its words.
+RELATIVE_FLOOR = 0.5
+# The line that opens the answer of a report with no findings (tests and readers key on it).
+EMPTY_PREFIX = "No finding to report"
+ANSWER_FALLBACK = "the answer below is the deterministic one: the most relevant findings, quoted"
 
 
 @dataclass
@@ -40,15 +56,28 @@ class Finding:
     number: int
     cluster_id: str
     claim_id: str
-    text: str
+    text: str  # the stored quote, whitespace collapsed: the source's words
     confidence: float
     explanation: str
     publishers: int
     source_class: str
     superseded: bool
+    relevance: float = 0.0
+    sub_question_id: str = ""
+    sub_question: str = ""
+    section: tuple[int, int] = (0, 0)  # the sub-question's (round, ordinal): planner order
     citations: list[int] = field(default_factory=list)
     disputed_with: list[int] = field(default_factory=list)
     superseded_by: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Selection:
+    findings: list[Finding]
+    numbered: dict[int, Any]  # source number -> source row
+    scored: bool  # anything in the session had its relevance scored
+    best: float  # the best relevance in the session
+    candidates: int  # cluster representatives in the store, before relevance cut them
 
 
 @dataclass
@@ -60,40 +89,85 @@ class ReportResult:
     citations: int
     sources: int
     writer: str
-    rejected_bodies: list[str] = field(default_factory=list)
+    rejected_bodies: list[str] = field(default_factory=list)  # why writer answers were not used
     escrow_released: int = 0
     spent: int = 0
 
 
-def _select_findings(run: Run, max_findings: int) -> tuple[list[Finding], dict[str, Any]]:
+# -- choosing and ordering findings ----------------------------------------------------------
+
+
+def escape_markdown(text: str) -> str:
+    """A source's words shown as data: a bracketed marker it carried (`[2]`, `l[2]`) must not
+    read as a citation the report assigned, and is not deleted either (`int(l[2])` is code).
+    Backslash first, so an escape the source wrote stays visible as written."""
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def rank_key(row: dict[str, Any], position: tuple[str, int] | None = None) -> tuple[Any, ...]:
+    """Relevance, then confidence, then content: source URL, quote position, the quote. Never
+    the claim id, a hash of the session id: one question researched twice orders alike."""
+    url, start = position or ("", 0)
+    return (-float(row["relevance"]), -float(row["confidence"]), url, start,
+            " ".join(str(row["quote"]).split()), row["cluster_id"])
+
+
+def choose(
+    rows: list[dict[str, Any]],
+    *,
+    forced: set[str],
+    max_findings: int,
+    scored: bool,
+    positions: dict[str, tuple[str, int]] | None = None,
+) -> list[dict[str, Any]]:
+    """The cluster representatives the report lists, in rank order. Relevance decides: with
+    relevance scored, a finding is eligible only if it is above 0 and within RELATIVE_FLOOR of
+    the best, so unrelated claims cannot fill the cap. Both sides of a contradiction or a
+    supersession (`forced`, by cluster) are listed whatever their rank, but only among the
+    eligible. Unscored sessions (no relevance rows at all) rank by confidence alone."""
+    pos = positions or {}
+    ranked = sorted(rows, key=lambda r: rank_key(r, pos.get(r["claim_id"])))
+    if scored:
+        best = max((float(r["relevance"]) for r in ranked), default=0.0)
+        ranked = [r for r in ranked
+                  if float(r["relevance"]) > 0 and float(r["relevance"]) >= RELATIVE_FLOOR * best]
+    chosen = {r["cluster_id"] for r in ranked if r["cluster_id"] in forced}
+    for r in ranked:
+        if len(chosen) >= max_findings:
+            break
+        chosen.add(r["cluster_id"])
+    return [r for r in ranked if r["cluster_id"] in chosen]
+
+
+def _select_findings(run: Run, max_findings: int) -> Selection:
     store, sid = run.store, run.session_id
     reps = store.named("report_findings", {"session_id": sid})
     members = store.named("cluster_members", {"session_id": sid})
     sources = {s["id"]: s for s in store.named("session_sources", {"session_id": sid})}
     edges = store.named("session_edges", {"session_id": sid})
+    positions = {r["claim_id"]: (r["url"], int(r["quote_byte_start"]))
+                 for r in store.named("report_claim_positions", {"session_id": sid})}
+    rel = store.named("report_relevance_scored", {"session_id": sid})[0]
+    scored = int(rel["scored"]) > 0
     cluster_of = {m["claim_id"]: m["cluster_id"] for m in members}
 
-    # What the graph says is what a reader most needs: both sides of every contradiction and
-    # supersession, and every corroborated cluster, are listed whatever their rank; the rest
-    # fill up to the cut by confidence.
-    in_graph = {
-        cluster_of.get(cid) for e in edges for cid in (e["src_claim_id"], e["dst_claim_id"])
-    }
-    chosen = [r for r in reps if r["cluster_id"] in in_graph or r["publishers"] > 1]
-    chosen_ids = {r["cluster_id"] for r in chosen}
-    for r in reps:
-        if len(chosen) >= max(max_findings, len(chosen_ids)):
-            break
-        if r["cluster_id"] not in chosen_ids:
-            chosen.append(r)
-            chosen_ids.add(r["cluster_id"])
-    rank = {r["cluster_id"]: i for i, r in enumerate(reps)}
-    chosen.sort(key=lambda r: rank[r["cluster_id"]])
-
+    # What the graph says a reader must see together: both sides of a contradiction or a
+    # supersession. Duplicates need no forcing: they are one cluster, one finding.
+    forced = {cluster_of.get(cid) for e in edges
+              if e["kind"] in (EdgeKind.CONTRADICTS, EdgeKind.SUPERSEDES)
+              for cid in (e["src_claim_id"], e["dst_claim_id"])}
+    chosen = choose(reps, forced={c for c in forced if c}, max_findings=max_findings,
+                    scored=scored, positions=positions)
+    rank = {r["cluster_id"]: i for i, r in enumerate(chosen)}
+    # Sections in planner order (round, ordinal); within one, rank order. Numbers run on
+    # across sections so every #n names one finding.
+    chosen.sort(key=lambda r: (r["sub_question_round"], r["sub_question_ordinal"],
+                               r["sub_question_id"], rank[r["cluster_id"]]))
     findings = [
-        Finding(i + 1, r["cluster_id"], r["claim_id"], strip_reference_markers(r["text"]),
-                r["confidence"],
-                r["explanation"], r["publishers"], r["source_class"], r["superseded"])
+        Finding(i + 1, r["cluster_id"], r["claim_id"], one_line(r["quote"]),
+                float(r["confidence"]), r["explanation"], r["publishers"], r["source_class"],
+                r["superseded"], float(r["relevance"]), r["sub_question_id"],
+                r["sub_question"], (r["sub_question_round"], r["sub_question_ordinal"]))
         for i, r in enumerate(chosen)
     ]
     by_cluster = {f.cluster_id: f for f in findings}
@@ -106,7 +180,8 @@ def _select_findings(run: Run, max_findings: int) -> tuple[list[Finding], dict[s
             lst.append(m["source_id"])
     for f in findings:
         srcs = sorted(cluster_sources.get(f.cluster_id, []),
-                      key=lambda s: (-STRENGTH[SourceClass(sources[s]["source_class"])], s))
+                      key=lambda s: (-STRENGTH[SourceClass(sources[s]["source_class"])],
+                                     sources[s]["url"]))
         for s in srcs:
             if s not in numbers:
                 numbers[s] = len(numbers) + 1
@@ -124,23 +199,88 @@ def _select_findings(run: Run, max_findings: int) -> tuple[list[Finding], dict[s
                 b.disputed_with.append(a.number)
         elif e["kind"] == EdgeKind.SUPERSEDES and a.number not in b.superseded_by:
             b.superseded_by.append(a.number)
+    for f in findings:
+        f.disputed_with.sort()
+        f.superseded_by.sort()
     numbered = {n: sources[s] for s, n in numbers.items()}
-    return findings, numbered
+    best = max((float(r["relevance"]) for r in reps), default=0.0)
+    return Selection(findings, numbered, scored, best, len(reps))
 
 
-def _writer_request(
-    question: str, findings: list[Finding], numbered: dict[int, Any]
-) -> WriteRequest:
+def _writer_request(question: str, findings: list[Finding]) -> WriteRequest:
     return WriteRequest(
         question=question,
         findings=tuple(
-            FindingForWriter(f.number, f.text, tuple(f.citations), f.confidence,
+            FindingForWriter(f.number, f.text, f.confidence, f.relevance, f.sub_question,
                              disputed=bool(f.disputed_with), superseded=f.superseded)
             for f in findings
         ),
-        sources=tuple((n, f"{s['title'] or s['url']} — {s['publisher']}")
-                      for n, s in sorted(numbered.items())),
     )
+
+
+# -- why a report is empty -------------------------------------------------------------------
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def _causes(rows: Iterable[dict[str, Any]]) -> str:
+    return ", ".join(f"{str(r['cause']).replace('_', ' ')} {int(r['n'])}" for r in rows)
+
+
+def empty_reason(run: Run, sel: Selection) -> str:
+    """What happened, from the store, when nothing can be listed. Each case names its own
+    cause: a session whose quote check discarded nothing must never read as one that did."""
+    store, sid = run.store, run.session_id
+    c = store.named("session_counts", {"session_id": sid})[0]
+    leads, sources, claims = int(c["leads"]), int(c["sources"]), int(c["claims"])
+    discarded_rows = store.named("discarded_by_cause", {"session_id": sid})
+    discarded = sum(int(r["n"]) for r in discarded_rows)
+    dead = store.named("report_dead_ends", {"session_id": sid})
+    dead_total = sum(int(r["n"]) for r in dead)
+    if sel.candidates:
+        why = (f"{_count(claims, 'claim')} passed the quote check, but none is relevant to "
+               f"the question (best relevance {sel.best:.2f})")
+    elif discarded:
+        why = (f"the miners proposed {_count(discarded, 'claim')} from "
+               f"{_count(sources, 'source')}, and the quote check discarded every one "
+               f"({_causes(discarded_rows)})")
+    elif sources:
+        why = (f"{_count(sources, 'source')} {'was' if sources == 1 else 'were'} read, but no "
+               "claim was mined from them: no passage bore on the question")
+    elif not leads:
+        why = "no search was run: the planner proposed nothing to search for"
+    elif dead and all(r["cause"] == "no_results" for r in dead):
+        why = ("nothing was found: no search returned a result "
+               f"({_count(leads, 'search', 'searches')})")
+    elif dead:
+        why = f"nothing could be fetched: {_count(dead_total, 'dead end')} ({_causes(dead)})"
+    else:
+        why = f"nothing was fetched from {_count(leads, 'search', 'searches')}"
+    counts = (f"Searches: {leads}; sources read: {sources}; dead ends: {dead_total}"
+              + (f" ({_causes(dead)})" if dead else "")
+              + f"; claims discarded by the quote check: {discarded}; claims kept: {claims}.")
+    return f"{EMPTY_PREFIX}: {why}. {counts}"
+
+
+# -- banners ---------------------------------------------------------------------------------
+
+_WORK = {"plan": "planned", "mine": "mined", "judge": "judged",
+         "ground": "re-read claims against their sources", "hypothesize":
+         "chose local-data analyses"}
+
+
+def model_work(run: Run) -> str:
+    """Which work a model did in this session, from settled calls in the ledger."""
+    rows = sorted((r for r in run.store.named("report_model_work",
+                                              {"session_id": run.session_id})
+                   if r["skill"] in _WORK), key=lambda r: list(_WORK).index(r["skill"]))
+    if not rows:
+        return f"No model call of `{run.skills.name}` was settled before the report"
+    parts = [f"{_WORK[r['skill']]} ({_count(int(r['calls']), 'call')})" for r in rows]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"The model (`{run.skills.name}`) {listed} in this session"
 
 
 def _fmt_amount(amount: int, unit: str) -> str:
@@ -149,15 +289,40 @@ def _fmt_amount(amount: int, unit: str) -> str:
     return f"{amount} tokens"
 
 
+# -- rendering -------------------------------------------------------------------------------
+
+
+def _cites(numbers: Iterable[int]) -> str:
+    return "".join(f"[{n}]" for n in numbers)
+
+
+def render_answer(binding: Binding, findings: list[Finding]) -> str:
+    """The answer paragraph: each kept sentence with the citations of the findings it names.
+    A sentence that is a finding's quote is printed in quotation marks, escaped."""
+    by_no = {f.number: f for f in findings}
+    out: list[str] = []
+    for i, s in enumerate(binding.kept):
+        cites = list(dict.fromkeys(c for n in s.findings for c in by_no[n].citations))
+        others = sorted({d for n in s.findings for d in by_no[n].disputed_with} - set(s.findings))
+        disputed = (" (disputed by " + ", ".join(f"#{d}" for d in others) + ")") if others else ""
+        text = escape_markdown(one_line(s.text))
+        if i in binding.quoted:
+            out.append(f"\u201c{text}\u201d {_cites(cites)}{disputed}")
+            continue
+        end = text[-1] if text[-1] in ".!?" else "."
+        body = text[:-1] if text[-1] in ".!?" else text
+        out.append(f"{body} {_cites(cites)}{disputed}{end}")
+    return " ".join(out)
+
+
 def render(
     *,
     session: dict[str, Any],
-    summary: str,
+    answer: str,
     findings: list[Finding],
     numbered: dict[int, Any],
-    made_without_model: bool,
+    banners: list[str],
     spend_by_role: list[dict[str, Any]],
-    writer_note: str | None,
     appendix: list[str] | None = None,
 ) -> str:
     unit = session["unit"]
@@ -166,60 +331,60 @@ def render(
                f"budget {_fmt_amount(session['total'], unit)} · "
                f"generated {utcnow():%Y-%m-%d %H:%M} UTC")
     out.append("")
-    if made_without_model:
-        out += [f"> {MADE_WITHOUT_MODEL}", ""]
-    if writer_note:
-        out += [f"> {one_line(writer_note)}", ""]
-    out += ["## Summary", "", strip_controls(summary).strip(), ""]
+    for b in banners:
+        out += [f"> {one_line(b)}", ""]
+    out += ["## Answer", "", one_line(answer), ""]
 
-    out += ["## Findings", ""]
-    if not findings:
-        out += ["No claim survived the quote check.", ""]
+    sections: dict[str, list[Finding]] = {}
     for f in findings:
-        cites = "".join(f"[{n}]" for n in f.citations)
-        flags = []
-        if f.superseded:
-            by = ", ".join(f"#{n}" for n in f.superseded_by) or "a newer finding"
-            flags.append(f"**superseded** by {by}")
-        if f.disputed_with:
-            flags.append("**disputed** by " + ", ".join(f"#{n}" for n in f.disputed_with))
-        flag = f" ({'; '.join(flags)})" if flags else ""
-        text = one_line(f.text)
-        if f.superseded:
-            text = f"~~{text}~~"
-        out.append(f"{f.number}. {text} {cites}{flag}  ")
-        out.append(f"   confidence **{f.confidence:.2f}** — {one_line(f.explanation)}")
-    out.append("")
+        sections.setdefault(f.sub_question_id, []).append(f)
+    for group in sections.values():
+        out += [f"## {one_line(group[0].sub_question)}", ""]
+        for f in group:
+            flags = []
+            if f.superseded:
+                by = ", ".join(f"#{n}" for n in f.superseded_by) or "a newer finding"
+                flags.append(f"**superseded** by {by}")
+            if f.disputed_with:
+                flags.append("**disputed** by " + ", ".join(f"#{n}" for n in f.disputed_with))
+            flag = f" ({'; '.join(flags)})" if flags else ""
+            text = escape_markdown(f.text)
+            if f.superseded:
+                text = f"~~{text}~~"
+            out.append(f"{f.number}. {text} {_cites(f.citations)}{flag}  ")
+            out.append(f"   relevance {f.relevance:.2f} · confidence {f.confidence:.2f} — "
+                       f"{one_line(f.explanation)}")
+        out.append("")
 
     disputes = sorted({tuple(sorted((f.number, o))) for f in findings for o in f.disputed_with})
+    by_no = {f.number: f for f in findings}
     if disputes:
-        by_no = {f.number: f for f in findings}
         out += ["## Disputed", ""]
         for a, b in disputes:
             fa, fb = by_no[a], by_no[b]
-            out.append(f"- #{a} {one_line(fa.text)} {''.join(f'[{n}]' for n in fa.citations)}")
-            out.append(f"  - versus #{b} {one_line(fb.text)} "
-                       f"{''.join(f'[{n}]' for n in fb.citations)}")
+            out.append(f"- #{a} {escape_markdown(fa.text)} {_cites(fa.citations)}")
+            out.append(f"  - versus #{b} {escape_markdown(fb.text)} {_cites(fb.citations)}")
         out.append("")
 
     sup = [f for f in findings if f.superseded]
     if sup:
-        by_no = {f.number: f for f in findings}
         out += ["## Superseded", ""]
         for f in sup:
-            newer = ", ".join(f"#{n} {''.join(f'[{c}]' for c in by_no[n].citations)}"
+            newer = ", ".join(f"#{n} {_cites(by_no[n].citations)}"
                               for n in f.superseded_by) or "a newer source"
-            out.append(f"- #{f.number} {''.join(f'[{n}]' for n in f.citations)} is superseded "
-                       f"by {newer}: the sources disagree and are more than a year apart.")
+            out.append(f"- #{f.number} {_cites(f.citations)} is superseded by {newer}: the "
+                       "sources disagree and are more than a year apart.")
         out.append("")
 
     out += appendix or []  # e.g. the local-data section (mole_dag/compute/report_section.py)
     out += ["## Sources", ""]
+    if not numbered:
+        out.append("No source is cited.")
     for n, s in sorted(numbered.items()):
         name = one_line(s["publisher_name"] or "")
         who = f"{name} ({s['publisher']})" if name else s["publisher"]
         date = f", {s['published']:%Y-%m-%d}" if s["published"] else ""
-        title = one_line(s["title"] or s["url"])
+        title = escape_markdown(one_line(s["title"] or s["url"]))
         out.append(f"[{n}] {title} — {who}, {s['source_class']}{date}. <{one_line(s['url'])}>  ")
     out.append("")
 
@@ -234,59 +399,103 @@ def render(
     return strip_controls("\n".join(out))
 
 
+# -- writing ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Written:
+    binding: Binding
+    writer: str
+    notes: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    spent: int = 0
+
+
+def _write(run: Run, req: WriteRequest, findings: list[Finding]) -> _Written:
+    """One writer call (no retry: the same prompt mostly earns the same answer, and the
+    deterministic answer is a good one), bound to the findings; the deterministic answer when
+    the call cannot be made or too little of its answer survives."""
+    sid, unit = run.session_id, run.unit
+    texts = {f.number: f.text for f in findings}
+    got: WrittenAnswer | None = None
+    spent = 0
+    why = ""
+    budget_note = ""
+    estimate = run.skills.estimate_write(req, unit)
+    try:
+        with run.ledger.hold(sid, Role.OUTPUT, estimate, tool=f"{run.skills.name}:write",
+                             stage=STAGE) as h:
+            metered = run.skills.write(req, unit)
+            h.settle(metered.cost, usage=metered.usage, model=metered.model or None)
+        got, spent = metered.value, metered.cost
+    except BudgetExhausted as exc:
+        why = (f"writer not run: it needed {_fmt_amount(exc.requested, exc.unit)} and "
+               f"{_fmt_amount(exc.available, exc.unit)} was left")
+        budget_note = (f"The writer could not be afforded: it needed "
+                       f"{_fmt_amount(exc.requested, exc.unit)} and "
+                       f"{_fmt_amount(exc.available, exc.unit)} was left")
+    except ModelCallFailed as exc:
+        why = f"writer failed: {exc}"
+
+    binding = bind(got, texts, req.question) if got is not None else None
+    if binding is not None and binding.enough:
+        notes = []
+        if binding.dropped:
+            notes.append(f"The writer's answer: {binding.explain()}.")
+        return _Written(binding, run.skills.name, notes, [], spent)
+
+    if binding is not None and got is not None:
+        why = binding.explain()
+        if got.problem:
+            why = got.problem if not binding.offered else f"{got.problem}; {why}"
+    log.warning("session %s: writer answer not used: %s", sid, why)
+    fallback = bind(write_body(req), texts, req.question)
+    notes = []
+    if run.skills.uses_model:
+        head = model_work(run)
+        if budget_note:
+            notes.append(f"{head}. {budget_note}, so {ANSWER_FALLBACK}.")
+        else:
+            notes.append(f"{head}. Its answer paragraph was not used ({why}), so "
+                         f"{ANSWER_FALLBACK}.")
+    else:
+        notes.append(f"The extractive answer was not used ({why}), so {ANSWER_FALLBACK}.")
+    return _Written(fallback, "deterministic", notes, [why], spent)
+
+
 def write_report(
     run: Run, *, max_findings: int = MAX_FINDINGS, out_dir: Path | None = None
 ) -> ReportResult:
     store, sid = run.store, run.session_id
     released = begin_reporting(run)
     session = run.session()
-    findings, numbered = _select_findings(run, max_findings)
-    req = _writer_request(session["question"], findings, numbered)
-    supporting = {n for f in findings for n in f.citations}
-    unit = run.unit
+    sel = _select_findings(run, max_findings)
+    findings, numbered = sel.findings, sel.numbered
 
-    summary: str | None = None
-    writer = run.skills.name
-    rejected: list[str] = []
-    spent = 0
-    writer_note = None
-    for _attempt in range(WRITE_ATTEMPTS):
-        estimate = run.skills.estimate_write(req, unit)
-        try:
-            with run.ledger.hold(sid, Role.OUTPUT, estimate, tool=f"{run.skills.name}:write",
-                                 stage=STAGE) as h:
-                got = run.skills.write(req, unit)
-                h.settle(got.cost, usage=got.usage, model=got.model or None)
-        except BudgetExhausted as exc:
-            rejected.append(f"writer not run: {exc}")
-            break
-        except ModelCallFailed as exc:
-            rejected.append(f"writer failed: {exc}")
-            break
-        spent += got.cost
-        check: CitationCheck = check_body(got.value, set(numbered), supporting)
-        if check.ok:
-            summary = got.value
-            break
-        rejected.append(check.explain())
-        log.warning("session %s: writer body rejected: %s", sid, check.explain())
-    if summary is None:
-        summary = write_body(req)
-        writer = "deterministic"
-        if run.skills.uses_model:
-            writer_note = ("The model's summary was not used (" + "; ".join(rejected)
-                           + "); this summary is the deterministic one.")
+    banners: list[str] = []
+    if not run.skills.uses_model:
+        banners.append(MADE_WITHOUT_MODEL)
+    if not sel.scored and findings:
+        banners.append("Relevance was not scored in this session, so the findings are listed "
+                       "by confidence and some may not bear on the question.")
+    if findings:
+        written = _write(run, _writer_request(session["question"], findings), findings)
+        answer = render_answer(written.binding, findings)
+        banners += written.notes
+    else:
+        # No finding, no writer call: there is nothing a sentence could be bound to.
+        written = _Written(Binding((), 0), "none")
+        answer = empty_reason(run, sel)
 
     bal = run.ledger.balance(sid)
     session = run.session()
     markdown = render(
         session=session | {"spent": bal.spent},
-        summary=summary,
+        answer=answer,
         findings=findings,
         numbered=numbered,
-        made_without_model=not run.skills.uses_model or writer == "deterministic",
+        banners=banners,
         spend_by_role=run.ledger.spend_by_role(sid),
-        writer_note=writer_note,
         appendix=local_data_section(store, sid),
     )
     now = utcnow()
@@ -305,7 +514,7 @@ def write_report(
         cur.execute(q("report_insert"), {
             "id": report_id, "session_id": sid, "markdown": markdown,
             "path": str(path) if path else None,
-            "made_without_model": not run.skills.uses_model or writer == "deterministic",
+            "made_without_model": not run.skills.uses_model,
             "findings": len(findings), "citations": n_cites, "now": now})
         for n, src in sorted(numbered.items()):
             cur.execute(q("report_citation_insert"), {"report_id": report_id, "session_id": sid,
@@ -315,5 +524,6 @@ def write_report(
 
     store.transact(tx)
     run.progress(f"report: {len(findings)} findings, {len(numbered)} sources cited")
-    return ReportResult(report_id, markdown, path, len(findings), n_cites, len(numbered), writer,
-                        rejected, released, spent)
+    return ReportResult(report_id, markdown, path, len(findings), n_cites, len(numbered),
+                        written.writer, written.rejected, released, written.spent)
+

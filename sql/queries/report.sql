@@ -1,0 +1,28 @@
+-- The report's own reads (mole_dag/output/report.py), beside report_findings in pipeline.sql.
+
+-- name: report_claim_positions
+-- Where each claim's quote sits: the tie-break between findings of equal relevance and
+-- confidence is by content (source URL, then quote position), never by claim id, which is a
+-- hash of the session id and would order two sessions of one question differently.
+SELECT c.id AS claim_id, s.url, c.quote_byte_start
+FROM claims c JOIN sources s ON s.id = c.source_id
+WHERE c.session_id = $session_id;
+
+-- name: report_relevance_scored
+-- Whether anything scored relevance in this session: 0 rows means "not scored" (a session from
+-- before the scorer), which is not the same as "scored and found irrelevant".
+SELECT count(*) AS scored, coalesce(max(relevance), 0.0) AS best
+FROM claim_relevance WHERE session_id = $session_id;
+
+-- name: report_model_work
+-- What a model did in this session, by skill (the tool is `<provider>:<skill>`): settled calls
+-- on a model. The extractive provider's calls carry model 'extractive' and searches none.
+SELECT split_part(tool, ':', 2) AS skill, count(*) AS calls
+FROM tool_calls
+WHERE session_id = $session_id AND status = 'settled' AND model IS NOT NULL
+  AND model <> 'extractive'
+GROUP BY 1 ORDER BY 1;
+
+-- name: report_dead_ends
+SELECT cause, count(*) AS n FROM dead_ends WHERE session_id = $session_id
+GROUP BY cause ORDER BY n DESC, cause;
