@@ -372,8 +372,8 @@ def test_empty_because_search_found_nothing(tmp_path: Path) -> None:
     _research(Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None))
     md = _empty_report(store, sid).markdown
     leads = store.scalar("SELECT count(*) FROM leads WHERE session_id = ?", [sid])
-    assert (f"{EMPTY_PREFIX}: nothing was found: no search returned a result ({leads} searches)"
-            in md)
+    searches = f"{leads} search" + ("es" if leads != 1 else "")
+    assert f"{EMPTY_PREFIX}: nothing was found: no search returned a result ({searches})" in md
     assert f"Searches: {leads}; sources read: 0; dead ends: {leads} (no results {leads})" in md
     assert "claims discarded by the quote check: 0; claims kept: 0." in md
     store.close()
