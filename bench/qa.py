@@ -55,17 +55,21 @@ SECTION_PREFIX = "## QA (DEV set): mole vs plain BM25"
 
 K1, B = 1.5, 0.75
 
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a about above after again against all also am an and any are as at be because been before being
 below between both but by can could did do does doing down during each few for from further had has
 have having he her here hers him his how i if in into is it its itself just me more most my no nor
 not now of off on once only or other our ours out over own same she should so some such than that
 the their theirs them then there these they this those through to too under until up very was we
 were what when where which while who whom why will with would you your yours
-""".split())
+""".split()
+)
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_SENT_END = re.compile(r"(?<=[.!?])[\"')\]\u201d\u2019]*\s+(?=[\"'(\[\u201c\u2018]?[A-Z0-9\u00c0-\u024f])")
+_SENT_END = re.compile(
+    r"(?<=[.!?])[\"')\]\u201d\u2019]*\s+(?=[\"'(\[\u201c\u2018]?[A-Z0-9\u00c0-\u024f])"
+)
 
 
 def tokens(text: str) -> list[str]:
@@ -106,7 +110,12 @@ class Okapi:
             for i, tf in enumerate(self.tf):
                 f = tf.get(w)
                 if f:
-                    out[i] += idf * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * self.len[i] / avgdl))
+                    out[i] += (
+                        idf
+                        * f
+                        * (self.k1 + 1)
+                        / (f + self.k1 * (1 - self.b + self.b * self.len[i] / avgdl))
+                    )
         return out
 
     def rank(self, query: Iterable[str], k: int | None = None) -> list[int]:
@@ -122,9 +131,16 @@ class Ranked:
     prec5: float | None  # share of the top 5 from a relevant page, None when nothing ranked
 
 
-def rank_question(corpus: Sequence[tuple[str, str]], question: str, answers: Callable[[str], bool],
-                  relevant: set[str], k1: float = K1, b: float = B) -> Ranked:
-    """BM25 over CORPUS = [(page, sentence)...]; ANSWERS tells whether a sentence states the answer."""
+def rank_question(
+    corpus: Sequence[tuple[str, str]],
+    question: str,
+    answers: Callable[[str], bool],
+    relevant: set[str],
+    k1: float = K1,
+    b: float = B,
+) -> Ranked:
+    """BM25 over CORPUS = [(page, sentence)...]; ANSWERS tells whether a sentence states
+    the answer."""
     bm = Okapi([tokens(s) for _, s in corpus], k1, b)
     order = bm.rank(tokens(question))
     rank = next((pos for pos, i in enumerate(order, 1) if answers(corpus[i][1])), None)
@@ -137,8 +153,14 @@ def metrics(ranks: Sequence[int | None], precs: Sequence[float | None]) -> dict:
     """hit@1, hit@5, MRR (a miss counts 0) and mean relevance precision (None values skipped)."""
     n = len(ranks)
     if not n:
-        return {"n": 0, "hit@1": None, "hit@5": None, "mrr": None, "answer_anywhere": None,
-                "relevance_precision": None}
+        return {
+            "n": 0,
+            "hit@1": None,
+            "hit@5": None,
+            "mrr": None,
+            "answer_anywhere": None,
+            "relevance_precision": None,
+        }
     ps = [p for p in precs if p is not None]
     return {
         "n": n,
@@ -208,7 +230,9 @@ def extract_pages(pages_dir: Path) -> dict[str, list[str]]:
     return out
 
 
-def session_pages(db: Path, sessions: dict[str, str], names: list[str], page_of) -> dict[str, set[str]]:  # noqa: ANN001
+def session_pages(
+    db: Path, sessions: dict[str, str], names: list[str], page_of
+) -> dict[str, set[str]]:  # noqa: ANN001
     """qid -> the page files the session fetched (all its sources, not only relevant ones)."""
     import duckdb
 
@@ -216,22 +240,37 @@ def session_pages(db: Path, sessions: dict[str, str], names: list[str], page_of)
     try:
         out = {}
         for qid, sid in sessions.items():
-            urls = [u for (u,) in con.execute("select url from sources where session_id = ?", [sid]).fetchall()]
+            urls = [
+                u
+                for (u,) in con.execute(
+                    "select url from sources where session_id = ?", [sid]
+                ).fetchall()
+            ]
             out[qid] = {p for p in (page_of(u, names) for u in urls) if p}
         return out
     finally:
         con.close()
 
 
-def run_sessions(qa_dir: Path, pages: Path, qa: Path, out: Path, only: list[str], port: int,
-                 mole_args: str, timeout: int | None) -> int:
+def run_sessions(
+    qa_dir: Path,
+    pages: Path,
+    qa: Path,
+    out: Path,
+    only: list[str],
+    port: int,
+    mole_args: str,
+    timeout: int | None,
+) -> int:
     env = dict(os.environ, MOLE_REPO=str(REPO), MOLE_ARGS=mole_args, ONLY=" ".join(only))
     if timeout:
         env["TIMEOUT"] = str(timeout)
     cmd = ["bash", str(qa_dir / "qa_run.sh"), str(pages), str(qa), str(out), str(port)]
     print("qa: " + " ".join(cmd), flush=True)
     with open(out.parent / f"{out.name}.qa_run.log", "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         for line in proc.stdout:
             log.write(line)
             if line.startswith("qa_run:"):
@@ -259,12 +298,18 @@ def score_run(run: Path, qa: dict[str, dict], sents: dict[str, list[str]], qs) -
         def answers(s: str, pats=pats) -> bool:
             return qs.matches(pats, s)
 
-        for variant, corpus in (("fetched", [(p, s) for p in sorted(fetched[qid]) for s in sents[p]]),
-                                ("all", all_corpus)):
+        for variant, corpus in (
+            ("fetched", [(p, s) for p in sorted(fetched[qid]) for s in sents[p]]),
+            ("all", all_corpus),
+        ):
             t0 = time.perf_counter()
             r = rank_question(corpus, q["question"], answers, rel)
-            base[variant][qid] = {"rank": r.rank, "prec5": r.prec5, "s": time.perf_counter() - t0,
-                                  "fetched": bool(rel & {p for p, _ in corpus})}
+            base[variant][qid] = {
+                "rank": r.rank,
+                "prec5": r.prec5,
+                "s": time.perf_counter() - t0,
+                "fetched": bool(rel & {p for p, _ in corpus}),
+            }
     return {"run": str(run), "summary": scored["summary"]["all"], "mole": mole, "baseline": base}
 
 
@@ -274,21 +319,33 @@ def summarise(runs: list[dict]) -> dict:
     for run in runs:
         s = run["summary"]
         walls = [r["wall_s"] for r in run["mole"].values() if "wall_s" in r]
-        cols["mole"].append({
-            "fetched@": s.get("fetched@"), "mined@": s.get("mined@"), "report@": s.get("report@"),
-            "hit@1": s.get("hit@1"), "hit@5": s.get("hit@5"), "mrr": s.get("mrr"),
-            "relevance_precision": s.get("relevance_precision"),
-            "s_mean": statistics.mean(walls) if walls else None,
-            "s_median": statistics.median(walls) if walls else None,
-            "stages": s.get("stages", {}), "report_all@(multi)": s.get("report_all@(multi)"),
-            "timeouts": s.get("timeouts")})
+        cols["mole"].append(
+            {
+                "fetched@": s.get("fetched@"),
+                "mined@": s.get("mined@"),
+                "report@": s.get("report@"),
+                "hit@1": s.get("hit@1"),
+                "hit@5": s.get("hit@5"),
+                "mrr": s.get("mrr"),
+                "relevance_precision": s.get("relevance_precision"),
+                "s_mean": statistics.mean(walls) if walls else None,
+                "s_median": statistics.median(walls) if walls else None,
+                "stages": s.get("stages", {}),
+                "report_all@(multi)": s.get("report_all@(multi)"),
+                "timeouts": s.get("timeouts"),
+            }
+        )
         for v in ("fetched", "all"):
             b = run["baseline"][v]
             m = metrics([r["rank"] for r in b.values()], [r["prec5"] for r in b.values()])
             secs = [r["s"] for r in b.values()]
-            m.update({"fetched@": sum(r["fetched"] for r in b.values()) / len(b) if b else None,
-                      "s_mean": statistics.mean(secs) if secs else None,
-                      "s_median": statistics.median(secs) if secs else None})
+            m.update(
+                {
+                    "fetched@": sum(r["fetched"] for r in b.values()) / len(b) if b else None,
+                    "s_mean": statistics.mean(secs) if secs else None,
+                    "s_median": statistics.median(secs) if secs else None,
+                }
+            )
             cols[v].append(m)
 
     def avg(rows: list[dict], key: str) -> tuple[float | None, float | None, float | None]:
@@ -307,8 +364,15 @@ def summarise(runs: list[dict]) -> dict:
     return out
 
 
-STAGE_ORDER = ["not surfaced by search", "surfaced, not fetched", "requested, not stored",
-               "fetched, answer not in chunks", "in chunks, not mined", "mined, not in report", "ok"]
+STAGE_ORDER = [
+    "not surfaced by search",
+    "surfaced, not fetched",
+    "requested, not stored",
+    "fetched, answer not in chunks",
+    "in chunks, not mined",
+    "mined, not in report",
+    "ok",
+]
 
 
 def table(summ: dict, runs: list[dict], qa: dict[str, dict]) -> str:
@@ -320,16 +384,25 @@ def table(summ: dict, runs: list[dict], qa: dict[str, dict]) -> str:
             return "-"
         return fmt(m) + (f" ({fmt(lo)}-{fmt(hi)})" if reps > 1 and lo != hi else "")
 
-    rows = [("fetched@", "fetched@", pct), ("mined@", "mined@", pct), ("report@", "report@", pct),
-            ("hit@1", "hit@1", pct), ("hit@5", "hit@5", pct), ("MRR", "mrr", num),
-            ("relevance precision (BM25: top 5)", "relevance_precision", pct),
-            ("answer anywhere in the ranking", "answer_anywhere", pct),
-            ("two-page: both parts in report", "report_all@(multi)", pct),
-            ("seconds per question, mean", "s_mean", lambda x: num(x, 1 if x and x >= 1 else 3)),
-            ("seconds per question, median", "s_median", lambda x: num(x, 1 if x and x >= 1 else 3))]
+    rows = [
+        ("fetched@", "fetched@", pct),
+        ("mined@", "mined@", pct),
+        ("report@", "report@", pct),
+        ("hit@1", "hit@1", pct),
+        ("hit@5", "hit@5", pct),
+        ("MRR", "mrr", num),
+        ("relevance precision (BM25: top 5)", "relevance_precision", pct),
+        ("answer anywhere in the ranking", "answer_anywhere", pct),
+        ("two-page: both parts in report", "report_all@(multi)", pct),
+        ("seconds per question, mean", "s_mean", lambda x: num(x, 1 if x and x >= 1 else 3)),
+        ("seconds per question, median", "s_median", lambda x: num(x, 1 if x and x >= 1 else 3)),
+    ]
     n = len(runs[0]["mole"]) if runs else 0
-    out = [f"| metric ({n} questions{f', mean of {reps} runs (min-max)' if reps > 1 else ''}) "
-           "| mole | BM25 over fetched pages | BM25 over all pages |", "|---|---|---|---|"]
+    out = [
+        f"| metric ({n} questions{f', mean of {reps} runs (min-max)' if reps > 1 else ''}) "
+        "| mole | BM25 over fetched pages | BM25 over all pages |",
+        "|---|---|---|---|",
+    ]
     for label, key, fmt in rows:
         vals = [cell(c, key, fmt) for c in ("mole", "fetched", "all")]
         if all(v == "-" for v in vals):
@@ -337,46 +410,91 @@ def table(summ: dict, runs: list[dict], qa: dict[str, dict]) -> str:
         out.append(f"| {label} | " + " | ".join(vals) + " |")
     stages = summ["mole"].get("stages", {})
     ordered = [s for s in STAGE_ORDER if s in stages] + sorted(set(stages) - set(STAGE_ORDER))
-    out.append("| stage (mole: first step that lost the answer) | "
-               + ", ".join(f"{s} {stages[s]:g}" for s in ordered) + " | - | - |")
+    out.append(
+        "| stage (mole: first step that lost the answer) | "
+        + ", ".join(f"{s} {stages[s]:g}" for s in ordered)
+        + " | - | - |"
+    )
     # per question: mole rank and the two baseline ranks
-    out += ["", "| id | mole stage | mole rank | BM25 fetched rank | BM25 all rank |", "|---|---|---|---|---|"]
+    out += [
+        "",
+        "| id | mole stage | mole rank | BM25 fetched rank | BM25 all rank |",
+        "|---|---|---|---|---|",
+    ]
+
+    def ranks(get: Callable[[dict], int | None]) -> str:
+        return ", ".join("-" if (x := get(r)) is None else str(x) for r in runs)
+
     for qid in sorted(runs[0]["mole"]) if runs else []:
-        def ranks(get: Callable[[dict], int | None]) -> str:
-            return ", ".join("-" if (x := get(r)) is None else str(x) for r in runs)
         stage = ", ".join(sorted({r["mole"][qid].get("stage", "?") for r in runs}))
-        out.append(f"| {qid} | {stage} | {ranks(lambda r: r['mole'][qid].get('rank'))} | "
-                   f"{ranks(lambda r: r['baseline']['fetched'][qid]['rank'])} | "
-                   f"{ranks(lambda r: r['baseline']['all'][qid]['rank'])} |")
+        mole = ranks(lambda r, q=qid: r["mole"][q].get("rank"))
+        fetched = ranks(lambda r, q=qid: r["baseline"]["fetched"][q]["rank"])
+        every = ranks(lambda r, q=qid: r["baseline"]["all"][q]["rank"])
+        out.append(f"| {qid} | {stage} | {mole} | {fetched} | {every} |")
     del qa
     return "\n".join(out) + "\n"
 
 
+def run_commit(run: Path) -> str | None:
+    """The measured checkout's commit, as qa_run.sh logged it ("mole from REPO (abc1234)")."""
+    log = run.parent / f"{run.name}.qa_run.log"
+    if not log.exists():
+        return None
+    m = re.search(
+        r"mole from \S+ \(([0-9a-f?]+)\)", log.read_text(encoding="utf-8", errors="replace")
+    )
+    return m.group(1) if m else None
+
+
 def git(*args: str) -> str:
     try:
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "?"
 
 
 def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--qa-dir", type=Path, default=Path(os.environ.get("MOLE_QA_DIR") or REPO.parent / "shared" / "qa-dev"),
-                    help="folder with qa.jsonl, qa_run.sh, qa_score.py, server.py ($MOLE_QA_DIR)")
-    ap.add_argument("--pages", type=Path, default=Path(os.environ.get("MOLE_QA_PAGES") or REPO.parent / "shared" / "web-pages"),
-                    help="the saved pages ($MOLE_QA_PAGES)")
-    ap.add_argument("--only", nargs="+", default=[], metavar="QID", help="question ids to run (default: all)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--qa-dir",
+        type=Path,
+        default=Path(os.environ.get("MOLE_QA_DIR") or REPO.parent / "shared" / "qa-dev"),
+        help="folder with qa.jsonl, qa_run.sh, qa_score.py, server.py ($MOLE_QA_DIR)",
+    )
+    ap.add_argument(
+        "--pages",
+        type=Path,
+        default=Path(os.environ.get("MOLE_QA_PAGES") or REPO.parent / "shared" / "web-pages"),
+        help="the saved pages ($MOLE_QA_PAGES)",
+    )
+    ap.add_argument(
+        "--only", nargs="+", default=[], metavar="QID", help="question ids to run (default: all)"
+    )
     ap.add_argument("--repeat", type=int, default=1, help="runs of each question (default 1)")
-    ap.add_argument("--provider", default="", help="passed to the sessions as MOLE_ARGS='--provider P'")
+    ap.add_argument(
+        "--provider", default="", help="passed to the sessions as MOLE_ARGS='--provider P'"
+    )
     ap.add_argument("--mole-args", default="", help="further arguments for `mole research`")
     ap.add_argument("--port", type=int, default=0, help="fake SearXNG port (default: a free one)")
-    ap.add_argument("--timeout", type=int, default=None, help="seconds per session (qa_run.sh: 300)")
+    ap.add_argument(
+        "--timeout", type=int, default=None, help="seconds per session (qa_run.sh: 300)"
+    )
     ap.add_argument("--out", type=Path, help="output folder (default: a new temp folder)")
-    ap.add_argument("--rescore", type=Path, nargs="+", metavar="RUN",
-                    help="skip the sessions; score these earlier run folders (each with scores.json, store.duckdb)")
+    ap.add_argument(
+        "--rescore",
+        type=Path,
+        nargs="+",
+        metavar="RUN",
+        help="skip the sessions; score these earlier run folders (scores.json, store.duckdb)",
+    )
     ap.add_argument("--record", action="store_true", help="write the table into BENCHMARKS.md")
-    ap.add_argument("--label", default=None, help="BENCHMARKS.md section label (default: the commit)")
+    ap.add_argument(
+        "--label", default=None, help="BENCHMARKS.md section label (default: the commit)"
+    )
     ap.add_argument("--note", default="", help="a line for the BENCHMARKS.md section")
     a = ap.parse_args(argv)
 
@@ -384,13 +502,17 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
     need = [qa_file, a.qa_dir / "qa_run.sh", a.qa_dir / "qa_score.py", a.pages]
     missing = [str(p) for p in need if not p.exists()]
     if missing:
-        print(f"qa: skipped: the shared QA set is not here ({', '.join(missing)} missing); "
-              "set MOLE_QA_DIR / MOLE_QA_PAGES or --qa-dir / --pages")
+        print(
+            f"qa: skipped: the shared QA set is not here ({', '.join(missing)} missing); "
+            "set MOLE_QA_DIR / MOLE_QA_PAGES or --qa-dir / --pages"
+        )
         return 0
     try:
         import trafilatura  # noqa: F401
     except ImportError:
-        print("qa: skipped: trafilatura is not installed (run with the checkout's .venv/bin/python)")
+        print(
+            "qa: skipped: trafilatura is not installed (run with the checkout's .venv/bin/python)"
+        )
         return 0
     qs = load_module(a.qa_dir / "qa_score.py", "qa_score_shared")
     qa = {}
@@ -402,7 +524,9 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
     if unknown:
         print(f"qa: unknown question ids {unknown}", file=sys.stderr)
         return 2
-    mole_args = " ".join(x for x in ((f"--provider {a.provider}" if a.provider else ""), a.mole_args) if x)
+    mole_args = " ".join(
+        x for x in ((f"--provider {a.provider}" if a.provider else ""), a.mole_args) if x
+    )
     commit = git("rev-parse", "--short", "HEAD")
     dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     started = time.time()
@@ -412,7 +536,10 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
         run_dirs = list(a.rescore)
     else:
         if not (REPO / ".venv" / "bin" / "mole").exists():
-            print("qa: no .venv/bin/mole in this checkout: run `make .venv/.installed` first", file=sys.stderr)
+            print(
+                "qa: no .venv/bin/mole in this checkout: run `make .venv/.installed` first",
+                file=sys.stderr,
+            )
             return 2
         out = a.out or Path(tempfile.mkdtemp(prefix="mole-qa-"))
         out.mkdir(parents=True, exist_ok=True)
@@ -420,10 +547,16 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
         for k in range(1, a.repeat + 1):
             run = out / (f"run{k}" if a.repeat > 1 else "run")
             port = a.port or free_port()
-            print(f"qa: run {k}/{a.repeat} -> {run} (port {port}, MOLE_ARGS={mole_args!r})", flush=True)
+            print(
+                f"qa: run {k}/{a.repeat} -> {run} (port {port}, MOLE_ARGS={mole_args!r})",
+                flush=True,
+            )
             rc = run_sessions(a.qa_dir, a.pages, qa_file, run, a.only, port, mole_args, a.timeout)
             if rc != 0 or not (run / "scores.json").exists():
-                print(f"qa: qa_run.sh failed (rc {rc}); see {out / (run.name + '.qa_run.log')}", file=sys.stderr)
+                print(
+                    f"qa: qa_run.sh failed (rc {rc}); see {out / (run.name + '.qa_run.log')}",
+                    file=sys.stderr,
+                )
                 return 1
             run_dirs.append(run)
 
@@ -434,16 +567,33 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
     summ = summarise(runs)
     body = table(summ, runs, qa)
     n_sent = sum(len(v) for v in sents.values())
-    cmd = "make qa" if not (a.only or a.repeat > 1 or a.provider or a.mole_args) else \
-        ".venv/bin/python bench/qa.py" + (f" --only {' '.join(a.only)}" if a.only else "") + \
-        (f" --repeat {a.repeat}" if a.repeat > 1 else "") + (f" --provider {a.provider}" if a.provider else "")
-    header = (f"Commit `{commit}`{' (uncommitted changes)' if dirty else ''}, "
-              f"{dt.date.today().isoformat()}, sessions with MOLE_ARGS={mole_args or '(extractive provider)'!r}; "
-              f"BM25 over {n_sent} trafilatura sentences of {len(sents)} pages "
-              f"(extraction {extract_s:.1f} s, not counted in the BM25 seconds per question).")
-    (out / "qa-table.md").write_text(f"# QA (DEV set): mole vs plain BM25\n\n{header}\n\n{body}", encoding="utf-8")
-    (out / "qa-bench.json").write_text(json.dumps({"commit": commit, "runs": runs, "summary": summ},
-                                                  indent=1, default=str), encoding="utf-8")
+    cmd = (
+        "make qa"
+        if not (a.only or a.repeat > 1 or a.provider or a.mole_args)
+        else ".venv/bin/python bench/qa.py"
+        + (f" --only {' '.join(a.only)}" if a.only else "")
+        + (f" --repeat {a.repeat}" if a.repeat > 1 else "")
+        + (f" --provider {a.provider}" if a.provider else "")
+    )
+    shown_args = mole_args or "(extractive provider)"
+    if a.rescore:  # the sessions ran earlier: take their commit from the runner's log
+        logged = {run_commit(r) for r in run_dirs} - {None}
+        commit = ", ".join(sorted(logged)) or commit
+        dirty = False
+        shown_args = "(as run; re-scored)"
+    header = (
+        f"Commit `{commit}`{' (uncommitted changes)' if dirty else ''}, "
+        f"{dt.date.today().isoformat()}, sessions with MOLE_ARGS={shown_args!r}; "
+        f"BM25 over {n_sent} trafilatura sentences of {len(sents)} pages "
+        f"(extraction {extract_s:.1f} s, not counted in the BM25 seconds per question)."
+    )
+    (out / "qa-table.md").write_text(
+        f"# QA (DEV set): mole vs plain BM25\n\n{header}\n\n{body}", encoding="utf-8"
+    )
+    (out / "qa-bench.json").write_text(
+        json.dumps({"commit": commit, "runs": runs, "summary": summ}, indent=1, default=str),
+        encoding="utf-8",
+    )
     print()
     print(header)
     print()
@@ -452,12 +602,16 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
 
     if a.record:
         label = a.label or f"commit {commit}"
-        text = (f"```sh\n{cmd}\n```\n\n{header}\n"
-                + (f"\n{a.note.strip()}\n" if a.note.strip() else "")
-                + f"\n{body}")
+        text = (
+            f"```sh\n{cmd}\n```\n\n{header}\n"
+            + (f"\n{a.note.strip()}\n" if a.note.strip() else "")
+            + f"\n{body}"
+        )
         path = REPO / "BENCHMARKS.md"
-        path.write_text(replace_section(path.read_text(encoding="utf-8"), f"{SECTION_PREFIX} ({label})", text),
-                        encoding="utf-8")
+        path.write_text(
+            replace_section(path.read_text(encoding="utf-8"), f"{SECTION_PREFIX} ({label})", text),
+            encoding="utf-8",
+        )
         print(f"qa: recorded in {path} under '{SECTION_PREFIX} ({label})'")
     return 0
 
