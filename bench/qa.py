@@ -533,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
 
     if a.rescore:
         out = a.out or a.rescore[0].parent
+        out.mkdir(parents=True, exist_ok=True)
         run_dirs = list(a.rescore)
     else:
         if not (REPO / ".venv" / "bin" / "mole").exists():
