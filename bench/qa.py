@@ -41,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -446,6 +447,14 @@ def run_commit(run: Path) -> str | None:
     return m.group(1) if m else None
 
 
+def run_meta(run: Path) -> dict:
+    """What bench/qa.py noted about a run when it started it ({} for a bare qa_run.sh folder)."""
+    try:
+        return json.loads((run / "qa-bench-meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
 def git(*args: str) -> str:
     try:
         return subprocess.run(
@@ -552,6 +561,16 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
                 f"qa: run {k}/{a.repeat} -> {run} (port {port}, MOLE_ARGS={mole_args!r})",
                 flush=True,
             )
+            run.mkdir(parents=True, exist_ok=True)
+            meta = {
+                "mole_args": mole_args,
+                "commit": commit,
+                "dirty": dirty,
+                "port": port,
+                "date": dt.datetime.now().isoformat(timespec="seconds"),
+                "only": a.only,
+            }
+            (run / "qa-bench-meta.json").write_text(json.dumps(meta), encoding="utf-8")
             rc = run_sessions(a.qa_dir, a.pages, qa_file, run, a.only, port, mole_args, a.timeout)
             if rc != 0 or not (run / "scores.json").exists():
                 print(
@@ -576,15 +595,20 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
         + (f" --repeat {a.repeat}" if a.repeat > 1 else "")
         + (f" --provider {a.provider}" if a.provider else "")
     )
-    shown_args = mole_args or "(extractive provider)"
+    shown_args = f"MOLE_ARGS `{mole_args}`" if mole_args else "the extractive provider"
     if a.rescore:  # the sessions ran earlier: take their commit from the runner's log
         logged = {run_commit(r) for r in run_dirs} - {None}
         commit = ", ".join(sorted(logged)) or commit
-        dirty = False
-        shown_args = "(as run; re-scored)"
+        metas = [run_meta(r) for r in run_dirs]
+        args = {m.get("mole_args", "?") for m in metas}
+        dirty = any(m.get("dirty") for m in metas)
+        shown_args = (
+            ", ".join(sorted(f"MOLE_ARGS `{x}`" if x else "the extractive provider" for x in args))
+            + " (re-scored)"
+        )
     header = (
         f"Commit `{commit}`{' (uncommitted changes)' if dirty else ''}, "
-        f"{dt.date.today().isoformat()}, sessions with MOLE_ARGS={shown_args!r}; "
+        f"{dt.date.today().isoformat()}, sessions with {shown_args}; "
         f"BM25 over {n_sent} trafilatura sentences of {len(sents)} pages "
         f"(extraction {extract_s:.1f} s, not counted in the BM25 seconds per question)."
     )
@@ -604,8 +628,8 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
     if a.record:
         label = a.label or f"commit {commit}"
         text = (
-            f"```sh\n{cmd}\n```\n\n{header}\n"
-            + (f"\n{a.note.strip()}\n" if a.note.strip() else "")
+            f"```sh\n{cmd}\n```\n\n{textwrap.fill(header, 100)}\n"
+            + (f"\n{textwrap.fill(a.note.strip(), 100)}\n" if a.note.strip() else "")
             + f"\n{body}"
         )
         path = REPO / "BENCHMARKS.md"
