@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)
 
-.PHONY: demo test dev lint bench clean
+.PHONY: demo test dev lint bench qa clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	@for f in bench/*_bench.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+# QA benchmark over ../shared/qa-dev (skips when absent): ~20 min, sessions one at a time.
+# Extra flags: make qa QA_ARGS="--only D01 D05 --repeat 2 --record"
+qa: $(STAMP)
+	$(BIN)/python bench/qa.py $(QA_ARGS)
 
 clean:
 	rm -rf .mole

@@ -1,0 +1,645 @@
+"""QA benchmark over the shared DEV set: mole research sessions against a plain-BM25 sentence
+baseline on the same pages, in one run, side by side.
+
+    .venv/bin/python bench/qa.py                      # all 30 questions, extractive provider
+    .venv/bin/python bench/qa.py --only D01 D05       # a subset
+    .venv/bin/python bench/qa.py --repeat 3           # three runs of each question
+    .venv/bin/python bench/qa.py --provider openai    # passed to the sessions as MOLE_ARGS
+    .venv/bin/python bench/qa.py --rescore OUT        # re-score an earlier output folder
+    .venv/bin/python bench/qa.py --record             # also write the table into BENCHMARKS.md
+
+The questions, the pages, the fake SearXNG, the runner and the scorer live outside the project
+(`../shared/qa-dev/` and `../shared/web-pages/` beside the checkout, or $MOLE_QA_DIR /
+$MOLE_QA_PAGES, or --qa-dir / --pages). They are other people's text and are never copied here.
+When the folder is absent the script prints why and exits 0 (a skip, not a failure).
+
+Sessions run through the shared `qa_run.sh` (MOLE_REPO = this checkout, one session at a time),
+which also scores them with the shared `qa_score.py`. The baseline is Okapi BM25 (k1=1.5,
+b=0.75) over every sentence of the trafilatura text of the pages, query = the question's words
+minus stop words, lower-cased, no stemming. It is computed two ways:
+
+  (a) fetched: over the pages the session fetched (its sources' URLs mapped to page files as
+      qa_score.py's page_of does); the same evidence mole had;
+  (b) all:     over every page in the folder.
+
+Per question: the rank of the first sentence that matches one of the question's patterns
+(qa_score.py's normalisation), hit@1, hit@5, MRR, and the top-5 relevance precision (share of
+the top-5 sentences that come from a relevant page).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.util
+import json
+import math
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SECTION_PREFIX = "## QA (DEV set): mole vs plain BM25"
+
+# ---------------------------------------------------------------------------------------------
+# Pure parts: tokens, sentences, Okapi BM25, metrics, the BENCHMARKS.md section.
+
+K1, B = 1.5, 0.75
+
+STOP_WORDS = frozenset(
+    """
+a about above after again against all also am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further had has
+have having he her here hers him his how i if in into is it its itself just me more most my no nor
+not now of off on once only or other our ours out over own same she should so some such than that
+the their theirs them then there these they this those through to too under until up very was we
+were what when where which while who whom why will with would you your yours
+""".split()
+)
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_SENT_END = re.compile(
+    r"(?<=[.!?])[\"')\]\u201d\u2019]*\s+(?=[\"'(\[\u201c\u2018]?[A-Z0-9\u00c0-\u024f])"
+)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased words minus stop words (no stemming: a plain baseline)."""
+    return [w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in STOP_WORDS]
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of an extracted text: each line (trafilatura writes a paragraph a line) split
+    after . ! ? followed by a capital or a digit."""
+    out = []
+    for line in (text or "").splitlines():
+        out.extend(s.strip() for s in _SENT_END.split(line) if s.strip())
+    return out
+
+
+class Okapi:
+    """Okapi BM25 (Robertson & Zaragoza's idf with +1, so it stays positive)."""
+
+    def __init__(self, docs: Sequence[Sequence[str]], k1: float = K1, b: float = B) -> None:
+        self.k1, self.b = k1, b
+        self.tf = [Counter(d) for d in docs]
+        self.len = [len(d) for d in docs]
+        self.avgdl = (sum(self.len) / len(self.len)) if self.len else 0.0
+        df: Counter[str] = Counter()
+        for t in self.tf:
+            df.update(t.keys())
+        n = len(self.tf)
+        self.idf = {w: math.log(1 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items()}
+
+    def scores(self, query: Iterable[str]) -> list[float]:
+        out = [0.0] * len(self.tf)
+        avgdl = self.avgdl or 1.0
+        for w in set(query):
+            idf = self.idf.get(w)
+            if idf is None:
+                continue
+            for i, tf in enumerate(self.tf):
+                f = tf.get(w)
+                if f:
+                    out[i] += (
+                        idf
+                        * f
+                        * (self.k1 + 1)
+                        / (f + self.k1 * (1 - self.b + self.b * self.len[i] / avgdl))
+                    )
+        return out
+
+    def rank(self, query: Iterable[str], k: int | None = None) -> list[int]:
+        """Indices of the documents with a positive score, best first; ties keep corpus order."""
+        s = self.scores(query)
+        order = sorted((i for i, v in enumerate(s) if v > 0), key=lambda i: (-s[i], i))
+        return order if k is None else order[:k]
+
+
+@dataclass
+class Ranked:
+    rank: int | None  # 1-based position of the first answering sentence, None if none
+    prec5: float | None  # share of the top 5 from a relevant page, None when nothing ranked
+
+
+def rank_question(
+    corpus: Sequence[tuple[str, str]],
+    question: str,
+    answers: Callable[[str], bool],
+    relevant: set[str],
+    k1: float = K1,
+    b: float = B,
+) -> Ranked:
+    """BM25 over CORPUS = [(page, sentence)...]; ANSWERS tells whether a sentence states
+    the answer."""
+    bm = Okapi([tokens(s) for _, s in corpus], k1, b)
+    order = bm.rank(tokens(question))
+    rank = next((pos for pos, i in enumerate(order, 1) if answers(corpus[i][1])), None)
+    top = order[:5]
+    prec = sum(corpus[i][0] in relevant for i in top) / len(top) if top else None
+    return Ranked(rank, prec)
+
+
+def metrics(ranks: Sequence[int | None], precs: Sequence[float | None]) -> dict:
+    """hit@1, hit@5, MRR (a miss counts 0) and mean relevance precision (None values skipped)."""
+    n = len(ranks)
+    if not n:
+        return {
+            "n": 0,
+            "hit@1": None,
+            "hit@5": None,
+            "mrr": None,
+            "answer_anywhere": None,
+            "relevance_precision": None,
+        }
+    ps = [p for p in precs if p is not None]
+    return {
+        "n": n,
+        "hit@1": sum(1 for r in ranks if r is not None and r <= 1) / n,
+        "hit@5": sum(1 for r in ranks if r is not None and r <= 5) / n,
+        "mrr": sum(1 / r for r in ranks if r) / n,
+        "answer_anywhere": sum(1 for r in ranks if r is not None) / n,
+        "relevance_precision": sum(ps) / len(ps) if ps else None,
+    }
+
+
+def replace_section(doc: str, heading: str, body: str) -> str:
+    """DOC with the section titled HEADING (up to the next '## ' heading) replaced by
+    HEADING + BODY, or with it appended when there is none."""
+    section = heading.rstrip() + "\n\n" + body.strip("\n") + "\n"
+    lines = doc.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == heading.rstrip()), None)
+    if start is None:
+        return doc.rstrip("\n") + "\n\n" + section if doc.strip() else section
+    end = next((j for j in range(start + 1, len(lines)) if lines[j].startswith("## ")), len(lines))
+    tail = "".join(lines[end:])
+    return "".join(lines[:start]) + section + ("\n" + tail if tail else "")
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def num(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Impure parts: locating the shared folder, running sessions, extracting pages.
+
+
+def load_module(path: Path, name: str):  # noqa: ANN201
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def free_port(nhosts: int = 8) -> int:
+    """A port free on 127.0.0.1..127.0.0.N (server.py binds all of them)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        try:
+            for i in range(1, nhosts + 1):
+                with socket.socket() as t:
+                    t.bind((f"127.0.0.{i}", port))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free port on the loopback hosts")
+
+
+def extract_pages(pages_dir: Path) -> dict[str, list[str]]:
+    import trafilatura
+
+    out = {}
+    for p in sorted(pages_dir.iterdir()):
+        if p.suffix.lower() in (".html", ".htm"):
+            out[p.name] = sentences(trafilatura.extract(p.read_bytes()) or "")
+    return out
+
+
+def session_pages(
+    db: Path, sessions: dict[str, str], names: list[str], page_of
+) -> dict[str, set[str]]:  # noqa: ANN001
+    """qid -> the page files the session fetched (all its sources, not only relevant ones)."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        out = {}
+        for qid, sid in sessions.items():
+            urls = [
+                u
+                for (u,) in con.execute(
+                    "select url from sources where session_id = ?", [sid]
+                ).fetchall()
+            ]
+            out[qid] = {p for p in (page_of(u, names) for u in urls) if p}
+        return out
+    finally:
+        con.close()
+
+
+def run_sessions(
+    qa_dir: Path,
+    pages: Path,
+    qa: Path,
+    out: Path,
+    only: list[str],
+    port: int,
+    mole_args: str,
+    timeout: int | None,
+) -> int:
+    env = dict(os.environ, MOLE_REPO=str(REPO), MOLE_ARGS=mole_args, ONLY=" ".join(only))
+    if timeout:
+        env["TIMEOUT"] = str(timeout)
+    cmd = ["bash", str(qa_dir / "qa_run.sh"), str(pages), str(qa), str(out), str(port)]
+    print("qa: " + " ".join(cmd), flush=True)
+    with open(out.parent / f"{out.name}.qa_run.log", "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for line in proc.stdout:
+            log.write(line)
+            if line.startswith("qa_run:"):
+                print(line.rstrip(), flush=True)
+        return proc.wait()
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring one output folder (one repeat) and the combined table.
+
+
+def score_run(run: Path, qa: dict[str, dict], sents: dict[str, list[str]], qs) -> dict:  # noqa: ANN001
+    """The mole scores (qa_run.sh's scores.json) and both baselines for one run folder."""
+    scored = json.loads((run / "scores.json").read_text(encoding="utf-8"))
+    mole = {r["qid"]: r for r in scored["questions"]}
+    sessions = {q: r["session"] for q, r in mole.items()}
+    fetched = session_pages(run / "store.duckdb", sessions, sorted(sents), qs.page_of)
+    all_corpus = [(p, s) for p in sorted(sents) for s in sents[p]]
+    base: dict[str, dict[str, dict]] = {"fetched": {}, "all": {}}
+    for qid in sessions:
+        q = qa[qid]
+        pats = qs.compile_patterns(q["patterns"])
+        rel = set(q["relevant_pages"])
+
+        def answers(s: str, pats=pats) -> bool:
+            return qs.matches(pats, s)
+
+        for variant, corpus in (
+            ("fetched", [(p, s) for p in sorted(fetched[qid]) for s in sents[p]]),
+            ("all", all_corpus),
+        ):
+            t0 = time.perf_counter()
+            r = rank_question(corpus, q["question"], answers, rel)
+            base[variant][qid] = {
+                "rank": r.rank,
+                "prec5": r.prec5,
+                "s": time.perf_counter() - t0,
+                "fetched": bool(rel & {p for p, _ in corpus}),
+            }
+    return {"run": str(run), "summary": scored["summary"]["all"], "mole": mole, "baseline": base}
+
+
+def summarise(runs: list[dict]) -> dict:
+    """Per column (mole, bm25 fetched, bm25 all): metrics averaged over the repeats."""
+    cols: dict[str, list[dict]] = {"mole": [], "fetched": [], "all": []}
+    for run in runs:
+        s = run["summary"]
+        walls = [r["wall_s"] for r in run["mole"].values() if "wall_s" in r]
+        cols["mole"].append(
+            {
+                "fetched@": s.get("fetched@"),
+                "mined@": s.get("mined@"),
+                "report@": s.get("report@"),
+                "hit@1": s.get("hit@1"),
+                "hit@5": s.get("hit@5"),
+                "mrr": s.get("mrr"),
+                "relevance_precision": s.get("relevance_precision"),
+                "s_mean": statistics.mean(walls) if walls else None,
+                "s_median": statistics.median(walls) if walls else None,
+                "stages": s.get("stages", {}),
+                "report_all@(multi)": s.get("report_all@(multi)"),
+                "timeouts": s.get("timeouts"),
+            }
+        )
+        for v in ("fetched", "all"):
+            b = run["baseline"][v]
+            m = metrics([r["rank"] for r in b.values()], [r["prec5"] for r in b.values()])
+            secs = [r["s"] for r in b.values()]
+            m.update(
+                {
+                    "fetched@": sum(r["fetched"] for r in b.values()) / len(b) if b else None,
+                    "s_mean": statistics.mean(secs) if secs else None,
+                    "s_median": statistics.median(secs) if secs else None,
+                }
+            )
+            cols[v].append(m)
+
+    def avg(rows: list[dict], key: str) -> tuple[float | None, float | None, float | None]:
+        vals = [r.get(key) for r in rows if r.get(key) is not None]
+        return (statistics.mean(vals), min(vals), max(vals)) if vals else (None, None, None)
+
+    out = {}
+    for c, rows in cols.items():
+        keys = {k for r in rows for k in r if k != "stages"}
+        out[c] = {k: avg(rows, k) for k in keys}
+        if c == "mole":
+            stages: Counter[str] = Counter()
+            for r in rows:
+                stages.update(r["stages"])
+            out[c]["stages"] = {k: v / len(rows) for k, v in stages.items()}
+    return out
+
+
+STAGE_ORDER = [
+    "not surfaced by search",
+    "surfaced, not fetched",
+    "requested, not stored",
+    "fetched, answer not in chunks",
+    "in chunks, not mined",
+    "mined, not in report",
+    "ok",
+]
+
+
+def table(summ: dict, runs: list[dict], qa: dict[str, dict]) -> str:
+    reps = len(runs)
+
+    def cell(col: str, key: str, fmt: Callable[[float | None], str]) -> str:
+        m, lo, hi = summ[col].get(key, (None, None, None))
+        if m is None:
+            return "-"
+        return fmt(m) + (f" ({fmt(lo)}-{fmt(hi)})" if reps > 1 and lo != hi else "")
+
+    rows = [
+        ("fetched@", "fetched@", pct),
+        ("mined@", "mined@", pct),
+        ("report@", "report@", pct),
+        ("hit@1", "hit@1", pct),
+        ("hit@5", "hit@5", pct),
+        ("MRR", "mrr", num),
+        ("relevance precision (BM25: top 5)", "relevance_precision", pct),
+        ("answer anywhere in the ranking", "answer_anywhere", pct),
+        ("two-page: both parts in report", "report_all@(multi)", pct),
+        ("seconds per question, mean", "s_mean", lambda x: num(x, 1 if x and x >= 1 else 3)),
+        ("seconds per question, median", "s_median", lambda x: num(x, 1 if x and x >= 1 else 3)),
+    ]
+    n = len(runs[0]["mole"]) if runs else 0
+    out = [
+        f"| metric ({n} questions{f', mean of {reps} runs (min-max)' if reps > 1 else ''}) "
+        "| mole | BM25 over fetched pages | BM25 over all pages |",
+        "|---|---|---|---|",
+    ]
+    for label, key, fmt in rows:
+        vals = [cell(c, key, fmt) for c in ("mole", "fetched", "all")]
+        if all(v == "-" for v in vals):
+            continue
+        out.append(f"| {label} | " + " | ".join(vals) + " |")
+    stages = summ["mole"].get("stages", {})
+    ordered = [s for s in STAGE_ORDER if s in stages] + sorted(set(stages) - set(STAGE_ORDER))
+    out.append(
+        "| stage (mole: first step that lost the answer) | "
+        + ", ".join(f"{s} {stages[s]:g}" for s in ordered)
+        + " | - | - |"
+    )
+    # per question: mole rank and the two baseline ranks
+    out += [
+        "",
+        "| id | mole stage | mole rank | BM25 fetched rank | BM25 all rank |",
+        "|---|---|---|---|---|",
+    ]
+
+    def ranks(get: Callable[[dict], int | None]) -> str:
+        return ", ".join("-" if (x := get(r)) is None else str(x) for r in runs)
+
+    for qid in sorted(runs[0]["mole"]) if runs else []:
+        stage = ", ".join(sorted({r["mole"][qid].get("stage", "?") for r in runs}))
+        mole = ranks(lambda r, q=qid: r["mole"][q].get("rank"))
+        fetched = ranks(lambda r, q=qid: r["baseline"]["fetched"][q]["rank"])
+        every = ranks(lambda r, q=qid: r["baseline"]["all"][q]["rank"])
+        out.append(f"| {qid} | {stage} | {mole} | {fetched} | {every} |")
+    del qa
+    return "\n".join(out) + "\n"
+
+
+def run_commit(run: Path) -> str | None:
+    """The measured checkout's commit, as qa_run.sh logged it ("mole from REPO (abc1234)")."""
+    log = run.parent / f"{run.name}.qa_run.log"
+    if not log.exists():
+        return None
+    m = re.search(
+        r"mole from \S+ \(([0-9a-f?]+)\)", log.read_text(encoding="utf-8", errors="replace")
+    )
+    return m.group(1) if m else None
+
+
+def run_meta(run: Path) -> dict:
+    """What bench/qa.py noted about a run when it started it ({} for a bare qa_run.sh folder)."""
+    try:
+        return json.loads((run / "qa-bench-meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def git(*args: str) -> str:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--qa-dir",
+        type=Path,
+        default=Path(os.environ.get("MOLE_QA_DIR") or REPO.parent / "shared" / "qa-dev"),
+        help="folder with qa.jsonl, qa_run.sh, qa_score.py, server.py ($MOLE_QA_DIR)",
+    )
+    ap.add_argument(
+        "--pages",
+        type=Path,
+        default=Path(os.environ.get("MOLE_QA_PAGES") or REPO.parent / "shared" / "web-pages"),
+        help="the saved pages ($MOLE_QA_PAGES)",
+    )
+    ap.add_argument(
+        "--only", nargs="+", default=[], metavar="QID", help="question ids to run (default: all)"
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each question (default 1)")
+    ap.add_argument(
+        "--provider", default="", help="passed to the sessions as MOLE_ARGS='--provider P'"
+    )
+    ap.add_argument("--mole-args", default="", help="further arguments for `mole research`")
+    ap.add_argument("--port", type=int, default=0, help="fake SearXNG port (default: a free one)")
+    ap.add_argument(
+        "--timeout", type=int, default=None, help="seconds per session (qa_run.sh: 300)"
+    )
+    ap.add_argument("--out", type=Path, help="output folder (default: a new temp folder)")
+    ap.add_argument(
+        "--rescore",
+        type=Path,
+        nargs="+",
+        metavar="RUN",
+        help="skip the sessions; score these earlier run folders (scores.json, store.duckdb)",
+    )
+    ap.add_argument("--record", action="store_true", help="write the table into BENCHMARKS.md")
+    ap.add_argument(
+        "--label", default=None, help="BENCHMARKS.md section label (default: the commit)"
+    )
+    ap.add_argument("--note", default="", help="a line for the BENCHMARKS.md section")
+    a = ap.parse_args(argv)
+
+    qa_file = a.qa_dir / "qa.jsonl"
+    need = [qa_file, a.qa_dir / "qa_run.sh", a.qa_dir / "qa_score.py", a.pages]
+    missing = [str(p) for p in need if not p.exists()]
+    if missing:
+        print(
+            f"qa: skipped: the shared QA set is not here ({', '.join(missing)} missing); "
+            "set MOLE_QA_DIR / MOLE_QA_PAGES or --qa-dir / --pages"
+        )
+        return 0
+    try:
+        import trafilatura  # noqa: F401
+    except ImportError:
+        print(
+            "qa: skipped: trafilatura is not installed (run with the checkout's .venv/bin/python)"
+        )
+        return 0
+    qs = load_module(a.qa_dir / "qa_score.py", "qa_score_shared")
+    qa = {}
+    for line in qa_file.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            q = json.loads(line)
+            qa[q["id"]] = q
+    unknown = [q for q in a.only if q not in qa]
+    if unknown:
+        print(f"qa: unknown question ids {unknown}", file=sys.stderr)
+        return 2
+    mole_args = " ".join(
+        x for x in ((f"--provider {a.provider}" if a.provider else ""), a.mole_args) if x
+    )
+    commit = git("rev-parse", "--short", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    started = time.time()
+
+    if a.rescore:
+        out = a.out or a.rescore[0].parent
+        out.mkdir(parents=True, exist_ok=True)
+        run_dirs = list(a.rescore)
+    else:
+        if not (REPO / ".venv" / "bin" / "mole").exists():
+            print(
+                "qa: no .venv/bin/mole in this checkout: run `make .venv/.installed` first",
+                file=sys.stderr,
+            )
+            return 2
+        out = a.out or Path(tempfile.mkdtemp(prefix="mole-qa-"))
+        out.mkdir(parents=True, exist_ok=True)
+        run_dirs = []
+        for k in range(1, a.repeat + 1):
+            run = out / (f"run{k}" if a.repeat > 1 else "run")
+            port = a.port or free_port()
+            print(
+                f"qa: run {k}/{a.repeat} -> {run} (port {port}, MOLE_ARGS={mole_args!r})",
+                flush=True,
+            )
+            run.mkdir(parents=True, exist_ok=True)
+            meta = {
+                "mole_args": mole_args,
+                "commit": commit,
+                "dirty": dirty,
+                "port": port,
+                "date": dt.datetime.now().isoformat(timespec="seconds"),
+                "only": a.only,
+            }
+            (run / "qa-bench-meta.json").write_text(json.dumps(meta), encoding="utf-8")
+            rc = run_sessions(a.qa_dir, a.pages, qa_file, run, a.only, port, mole_args, a.timeout)
+            if rc != 0 or not (run / "scores.json").exists():
+                print(
+                    f"qa: qa_run.sh failed (rc {rc}); see {out / (run.name + '.qa_run.log')}",
+                    file=sys.stderr,
+                )
+                return 1
+            run_dirs.append(run)
+
+    t0 = time.perf_counter()
+    sents = extract_pages(a.pages)
+    extract_s = time.perf_counter() - t0
+    runs = [score_run(r, qa, sents, qs) for r in run_dirs]
+    summ = summarise(runs)
+    body = table(summ, runs, qa)
+    n_sent = sum(len(v) for v in sents.values())
+    cmd = (
+        "make qa"
+        if not (a.only or a.repeat > 1 or a.provider or a.mole_args)
+        else ".venv/bin/python bench/qa.py"
+        + (f" --only {' '.join(a.only)}" if a.only else "")
+        + (f" --repeat {a.repeat}" if a.repeat > 1 else "")
+        + (f" --provider {a.provider}" if a.provider else "")
+    )
+    shown_args = f"MOLE_ARGS `{mole_args}`" if mole_args else "the extractive provider"
+    if a.rescore:  # the sessions ran earlier: take their commit from the runner's log
+        logged = {run_commit(r) for r in run_dirs} - {None}
+        commit = ", ".join(sorted(logged)) or commit
+        metas = [run_meta(r) for r in run_dirs]
+        args = {m.get("mole_args", "?") for m in metas}
+        dirty = any(m.get("dirty") for m in metas)
+        shown_args = (
+            ", ".join(sorted(f"MOLE_ARGS `{x}`" if x else "the extractive provider" for x in args))
+            + " (re-scored)"
+        )
+    header = (
+        f"Commit `{commit}`{' (uncommitted changes)' if dirty else ''}, "
+        f"{dt.date.today().isoformat()}, sessions with {shown_args}; "
+        f"BM25 over {n_sent} trafilatura sentences of {len(sents)} pages "
+        f"(extraction {extract_s:.1f} s, not counted in the BM25 seconds per question)."
+    )
+    (out / "qa-table.md").write_text(
+        f"# QA (DEV set): mole vs plain BM25\n\n{header}\n\n{body}", encoding="utf-8"
+    )
+    (out / "qa-bench.json").write_text(
+        json.dumps({"commit": commit, "runs": runs, "summary": summ}, indent=1, default=str),
+        encoding="utf-8",
+    )
+    print()
+    print(header)
+    print()
+    print(body)
+    print(f"qa: written {out / 'qa-table.md'} and qa-bench.json ({time.time() - started:.0f} s)")
+
+    if a.record:
+        label = a.label or f"commit {commit}"
+        text = (
+            f"```sh\n{cmd}\n```\n\n{textwrap.fill(header, 100)}\n"
+            + (f"\n{textwrap.fill(a.note.strip(), 100)}\n" if a.note.strip() else "")
+            + f"\n{body}"
+        )
+        path = REPO / "BENCHMARKS.md"
+        path.write_text(
+            replace_section(path.read_text(encoding="utf-8"), f"{SECTION_PREFIX} ({label})", text),
+            encoding="utf-8",
+        )
+        print(f"qa: recorded in {path} under '{SECTION_PREFIX} ({label})'")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
