@@ -6,6 +6,7 @@ runs under different PYTHONHASHSEED values and session ids (issue 10 item 6)."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,9 @@ def snapshot(store: Store, sid: str) -> dict[str, Any]:
     report = store.row("SELECT markdown, findings, citations FROM reports WHERE session_id = $s",
                        p)
     out["report"] = None if report is None else {
-        "markdown": report["markdown"].replace(sid, "<session>"),
+        # Byte for byte apart from ids and timestamps (issue 10 item 6).
+        "markdown": re.sub(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "generated <time>",
+                           report["markdown"].replace(sid, "<session>")),
         "findings": report["findings"], "citations": report["citations"]}
     return out
 

@@ -241,9 +241,21 @@ def test_too_few_kept_is_not_enough() -> None:
 
 
 def _row(cluster: str, relevance: float, confidence: float, quote: str = "q",
-         claim: str | None = None) -> dict:
+         claim: str | None = None, section: str = "sq-1") -> dict:
     return {"cluster_id": cluster, "claim_id": claim or f"c-{cluster}", "relevance": relevance,
-            "confidence": confidence, "quote": quote}
+            "confidence": confidence, "quote": quote, "sub_question_id": section}
+
+
+def test_choose_floors_each_section_by_its_own_best() -> None:
+    # Seen: a two-part question had both parts mined, neither both in the report; a facet's
+    # findings (a dispute about blood pressure) fell under the floor set by another facet.
+    rows = [_row("part1-best", 0.9, 0.5, section="sq-1"),
+            _row("part2-best", 0.5, 0.5, section="sq-2"),
+            _row("part2-second", 0.3, 0.5, section="sq-2"),  # under 0.45, over half of 0.5
+            _row("part2-junk", 0.2, 0.5, section="sq-2"),
+            _row("off-topic-best", 0.4, 0.9, section="sq-3")]  # its section is under the floor
+    got = [r["cluster_id"] for r in choose(rows, forced=set(), max_findings=30, scored=True)]
+    assert got == ["part1-best", "part2-best", "part2-second"]
 
 
 def test_choose_orders_by_relevance_with_floor_and_cap() -> None:

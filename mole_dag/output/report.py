@@ -122,15 +122,27 @@ def choose(
 ) -> list[dict[str, Any]]:
     """The cluster representatives the report lists, in rank order. Relevance decides: with
     relevance scored, a finding is eligible only if it is above 0 and within RELATIVE_FLOOR of
-    the best, so unrelated claims cannot fill the cap. Both sides of a contradiction or a
+    the best of its section (sub-question), in a section whose best is within RELATIVE_FLOOR of
+    the session's best, so unrelated claims cannot fill the cap. Both sides of a contradiction or a
     supersession (`forced`, by cluster) are listed whatever their rank, but only among the
     eligible. Unscored sessions (no relevance rows at all) rank by confidence alone."""
     pos = positions or {}
     ranked = sorted(rows, key=lambda r: rank_key(r, pos.get(r["claim_id"])))
     if scored:
         best = max((float(r["relevance"]) for r in ranked), default=0.0)
+        section_best: dict[str, float] = {}
+        for r in ranked:
+            key = str(r["sub_question_id"])
+            section_best[key] = max(section_best.get(key, 0.0), float(r["relevance"]))
+        # Within a section the floor is relative to that section's best, so one part of a
+        # two-part question, or one facet of a wide one, is not crowded out by another part
+        # whose words happen to score higher; a section whose best is itself under the floor
+        # of the session's best is not on the question at all.
         ranked = [r for r in ranked
-                  if float(r["relevance"]) > 0 and float(r["relevance"]) >= RELATIVE_FLOOR * best]
+                  if float(r["relevance"]) > 0
+                  and section_best[str(r["sub_question_id"])] >= RELATIVE_FLOOR * best
+                  and float(r["relevance"]) >= RELATIVE_FLOOR * section_best[
+                      str(r["sub_question_id"])]]
     chosen = {r["cluster_id"] for r in ranked if r["cluster_id"] in forced}
     for r in ranked:
         if len(chosen) >= max_findings:
