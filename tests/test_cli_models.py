@@ -69,11 +69,9 @@ def test_recorded_claude_session_replays_through_dagster(
         assert rep["made_without_model"] is False
         answer = section(rep["markdown"], "Answer")
         assert cited_numbers(answer)
-        # The cassette's recorded writer answer is free prose from before issue 10 (its
-        # request was re-pointed at the new write prompt; re-recording would change every
-        # exchange): it fails the evidence check, so the answer is the deterministic one
-        # and the report says why, with no uncited sentence.
-        assert "the answer was not the JSON asked for" in rep["markdown"]
+        # The recorded writer answers in the bound-sentence protocol (re-recorded for issue
+        # 10): its sentences are kept, each cited through the findings it names.
+        assert "the answer was not the JSON asked for" not in rep["markdown"]
         assert read_report(rep["markdown"]).ok
         assert rep["citations"] > 0
         claims = store.rows("SELECT quote FROM claims WHERE session_id = $s", {"s": SESSION_ID})
@@ -89,8 +87,7 @@ def test_recorded_claude_session_replays_through_dagster(
         assert event is not None
         mat = event.asset_materialization
         assert mat.partition == SESSION_ID
-        # "deterministic": the recorded writer answer predates issue 10's protocol (see above).
-        assert mat.metadata["writer"].value == "deterministic"
+        assert mat.metadata["writer"].value == "cassette"
         assert mat.metadata["budget_spent"].value == expected
         mined = instance.get_latest_materialization_event(dg.AssetKey("mined_claims"))
         assert mined.asset_materialization.metadata["discarded_quote_not_found"].value > 0

@@ -61,6 +61,9 @@ MIN_WORDS, MAX_WORDS = 4, 90
 # Relevance below which a sentence is not worth a claim. A guess, flagged as one: low enough that
 # an answer worded apart from the question, next to one that names its topic, gets through.
 MIN_MINE_RELEVANCE = 0.08
+# Without the session's weights (a chunk mined on its own) every question word weighs alike, so
+# one shared common word scores far higher: the floor is higher too. A guess, flagged as one.
+MIN_MINE_RELEVANCE_UNWEIGHTED = 0.25
 HEADING_WORDS = 12
 _TERMINAL = frozenset('.!?…"”’)»')
 MAX_CLAIM_CHARS = 600
@@ -192,7 +195,8 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
     that names the topic), and whether it holds the kind of answer asked for. Non-claims (page
     furniture, references, headings) are refused before they are scored."""
     page = Passages(req.chunk)
-    stats = req.stats or TermStats.from_sentences(s.text for s in page.sentences)
+    stats = req.stats or TermStats.uniform(s.text for s in page.sentences)
+    floor = MIN_MINE_RELEVANCE if req.stats else MIN_MINE_RELEVANCE_UNWEIGHTED
     queries = [Query.of(req.question, stats)]
     if req.sub_question.strip() and req.sub_question.strip() != req.question.strip():
         queries.append(Query.of(req.sub_question, stats))
@@ -211,7 +215,7 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
             continue
         around = page.around(s.start, s.end, CONTEXT_WINDOW)
         rel = max(score(qq, stats, sentence, around, req.title).value for qq in queries)
-        if rel < MIN_MINE_RELEVANCE:
+        if rel < floor:
             continue
         scored.append((rel, s.start, sentence))
     best = sorted(scored, key=lambda x: (-x[0], x[1]))[:MAX_CLAIMS_PER_CHUNK]

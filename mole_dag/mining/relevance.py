@@ -155,7 +155,16 @@ class TermStats:
             total += len(ts)
         return cls(n, dict(df), (total / n) if n else 1.0)
 
+    @classmethod
+    def uniform(cls, sentences: Iterable[str]) -> TermStats:
+        """Every term weighted alike: for text seen without its session (one chunk on its own),
+        where frequencies within the chunk would call its own topic words uninformative."""
+        lengths = [len(content_terms(s)) for s in sentences]
+        return cls(0, {}, (sum(lengths) / len(lengths)) if lengths else 1.0)
+
     def idf(self, term: str) -> float:
+        if self.n == 0:
+            return 1.0
         # A term no page has is weighted as if one sentence had it: it cannot be matched, but
         # it still says the question asks for something the pages may not hold.
         df = max(self.df.get(term, 0), 1)
