@@ -39,6 +39,7 @@ from mole_dag.mining.relevance import (
     CONTEXT_WINDOW,
     SCOPE,
     AnswerType,
+    is_broad,
     Query,
     TermStats,
     answer_type,
@@ -86,17 +87,6 @@ _PART_BREAK = re.compile(
     r"(?:which|what|who|whom|whose|when|where|how|why)\b)",
     re.IGNORECASE,
 )
-# Words that name the corpus rather than a topic: a question made only of these ("What do the
-# sources say?", "Summarise this folder") is broad, and is planned from the corpus's own topics.
-_GENERIC = frozenset(
-    stem(w)
-    for w in (
-        "source sources document documents folder corpus file files text texts page pages "
-        "summarise summarize summary overview main topic topics theme themes key point points "
-        "tell say said think find write written cover covered discuss discussed content "
-        "contents everything anything general idea ideas information info"
-    ).split()
-)
 # Sub-questions planned from a broad question's corpus. A guess, flagged as one: enough topics
 # to cover a small folder's themes, few enough that each gets its own section.
 BROAD_TOPICS = 8
@@ -140,11 +130,6 @@ def question_parts(question: str) -> list[str]:
     return parts if len(parts) >= 2 else [q]
 
 
-def is_broad(question: str) -> bool:
-    """A question with no content word beyond the corpus's own vocabulary."""
-    return not [t for t in terms(question) if t not in _GENERIC]
-
-
 def is_wide(question: str) -> bool:
     """A question about a topic's many sides ("What are the health effects of coffee?"), not
     one asking for a name, a number or a date: worth a sub-question per facet."""
@@ -163,7 +148,7 @@ def plan_questions(question: str, corpus_topics: tuple[str, ...] = ()) -> list[P
     q = " ".join(question.split())
     out = [PlannedQuestion(q, _query(q))]
     if is_broad(q) and corpus_topics:
-        out += [PlannedQuestion(f"What do the sources say about {t}?", t)
+        out += [PlannedQuestion(f"What about {t}?", t)
                 for t in corpus_topics[:BROAD_TOPICS]]
         return out
     if corpus_topics:  # a wide question: its facets, as the corpus's documents on it have them

@@ -47,6 +47,26 @@ RESTATEMENT_FACTOR = 0.5
 MODEL_GRADE_WEIGHT = 0.5
 
 
+# Words that name the corpus rather than a topic: a question made only of these ("What do the
+# sources say?", "Summarise this folder") is broad, and is planned from the corpus's own topics.
+GENERIC = frozenset(
+    stem(w)
+    for w in (
+        "source sources document documents folder corpus file files text texts page pages "
+        "summarise summarize summary overview main topic topics theme themes key point points "
+        "tell say said think find write written cover covered discuss discussed content "
+        "contents everything anything general idea ideas information info"
+    ).split()
+)
+
+
+def is_broad(question: str) -> bool:
+    """A question with no content word beyond the corpus's own vocabulary ("What do the
+    sources say?"): nothing in it to match, so it is planned from the corpus's topics and its
+    own relevance is nil; its sub-questions carry the content."""
+    return not [t for t in content_terms(question) if t not in GENERIC]
+
+
 class AnswerType(StrEnum):
     PERSON = "person"
     NUMBER = "number"
@@ -186,7 +206,7 @@ class Query:
 
     @classmethod
     def of(cls, text: str, stats: TermStats) -> Query:
-        ts = dict.fromkeys(content_terms(text))
+        ts = {} if is_broad(text) else dict.fromkeys(content_terms(text))
         return cls(text, {t: stats.idf(t) for t in ts}, answer_type(text),
                    frozenset(normalize(w) for w in re.findall(r"[\w'’.\-]+", text)))
 
