@@ -39,10 +39,10 @@ from mole_dag.mining.relevance import (
     CONTEXT_WINDOW,
     SCOPE,
     AnswerType,
-    is_broad,
     Query,
     TermStats,
     answer_type,
+    is_broad,
     score,
 )
 from mole_dag.text import NEGATIONS, stem, terms, words
