@@ -198,6 +198,7 @@ def run(dataset: Dataset, guarded: Guarded, *, request: dict[str, Any],
     controlled = overlap.control(rows, overlap.raw_groups(dataset, guarded),
                                  history if history is not None else overlap.History(),
                                  grouped=bool(guarded.keys))
+    rows_before = rows
     dropped = len(controlled.rows) < len(rows)
     if dropped:
         rows, least = controlled.rows, controlled.least
@@ -205,8 +206,12 @@ def run(dataset: Dataset, guarded: Guarded, *, request: dict[str, Any],
         "dataset": dataset.sha256[:12], "table": TABLE, "floor": FLOOR, "request": request,
         "keys": [name for name, _ in guarded.keys],
         "values": [name for name, _ in guarded.values],
-        "rows": rows, "suppressed": suppressed or dropped,
+        "rows": rows, "suppressed": suppressed,
     }
+    if dropped:
+        # How many groups (never which, never their rows): the reader learns the table is not
+        # the whole story, as "suppressed" already says for the remainder under the floor.
+        envelope["also_suppressed"] = len(rows_before) - len(rows)
     if extra:
         envelope.update(extra)
     samples_sql: list[str] = []

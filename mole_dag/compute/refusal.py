@@ -1,6 +1,6 @@
 """Why the boundary refused something. A fixed vocabulary mirrored by a CHECK constraint in
-sql/migrations/0004_local_data.sql (widened by 0010_local_row_sets.sql), so a refusal can be counted by reason and a reason the code
-can name is one the schema accepts.
+sql/migrations/0004_local_data.sql (widened by 0010_local_row_sets.sql), so a refusal can be
+counted by reason and a reason the code can name is one the schema accepts.
 
 A refusal's detail names columns and constructs, never a value from the data: it is recorded and
 shown, and must be as safe to print as an envelope."""
