@@ -184,3 +184,13 @@ def test_ordinary_questions_pass(store: Store, sid: str) -> None:
                 "SELECT avg(income), count(*) FROM data WHERE age = 36"]:
         out = gated_query(store, sid, sql)
         assert out.crossing is not None, (sql, out.refused)
+
+
+def test_a_column_named_rowid_is_refused_at_attach(tmp_path: Path) -> None:
+    """The row sets name rows by DuckDB's rowid; a column of that name would hide it."""
+    from mole_dag.compute.connector import DataError, Dataset
+
+    p = tmp_path / "r.csv"
+    p.write_text("rowid,x\n" + "".join(f"{i % 3},{i}\n" for i in range(10)), "utf-8")
+    with pytest.raises(DataError, match="rowid"):
+        Dataset.open(p)
