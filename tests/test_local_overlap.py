@@ -194,3 +194,18 @@ def test_a_column_named_rowid_is_refused_at_attach(tmp_path: Path) -> None:
     p.write_text("rowid,x\n" + "".join(f"{i % 3},{i}\n" for i in range(10)), "utf-8")
     with pytest.raises(DataError, match="rowid"):
         Dataset.open(p)
+
+
+def test_a_trimmed_answer_reverifies_against_the_history_before_it(store: Store,
+                                                                   sid: str) -> None:
+    from mole_dag.compute.findings import reverify
+
+    gated_query(store, sid, Q36 + " AND NOT (income = 1 AND educ = 3)")  # 25 rows
+    # age = 36 is those 25 and the target: that group is suppressed, the other one leaves.
+    grouped = gated_query(store, sid, "SELECT age = 36 AS a36, sum(vote), count(*) FROM data "
+                                      "GROUP BY age = 36")
+    assert grouped.crossing is not None
+    assert [r["keys"] for r in grouped.crossing.envelope["rows"]] == [[False]]
+    assert [r.reason for r in grouped.crossing.partials] == [Reason.QUERY_OVERLAP]
+    assert reverify(store, grouped.crossing_id) == (True,
+                                                    "re-run reproduces the envelope exactly")
