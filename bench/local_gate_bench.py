@@ -2,12 +2,15 @@
 
 Times, as medians over several runs: opening the data (UTF-8 check and hash, load into the
 private DuckDB, profile), and each template end to end through the boundary (render, guard, the
-gate's folded query and its tests, the exfil recount).
+gate's folded query and its tests, the exfil recount). Issue 11's bookkeeping is shown apart:
+the row-set query (row positions per raw group), and the overlap control against a session
+history of HISTORY earlier row sets (decompressed from their stored blobs, as the recorder does).
 Run: `.venv/bin/python bench/local_gate_bench.py` (or `make bench`). Nothing is written outside a
 temporary folder."""
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -19,13 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from survey_data import ROWS, write_survey  # noqa: E402
 
-from mole_dag.compute import boundary, exfil, gate  # noqa: E402
+from mole_dag.compute import boundary, exfil, gate, overlap  # noqa: E402
 from mole_dag.compute.connector import Dataset  # noqa: E402
 from mole_dag.compute.hypothesis import render  # noqa: E402
 from mole_dag.compute.sqlguard import guard  # noqa: E402
 from mole_dag.compute.view import HypothesisChoice  # noqa: E402
 
 RUNS = 7
+HISTORY = 200  # earlier row sets in the session: a long session (40 answers of ~5 figures)
 CHOICES = [
     HypothesisChoice("count_by_group", {"group": "region"}),
     HypothesisChoice("mean_by_group", {"group": "region", "value": "income"}),
@@ -45,6 +49,28 @@ def median_ms(fn: Callable[[], object], runs: int = RUNS) -> float:
     return statistics.median(times)
 
 
+def _history(ds: Dataset, g: object) -> overlap.History:
+    """HISTORY stored row sets shaped like this statement's groups, each with one row moved,
+    so none is equal to a new one and no size filter skips them: the worst case per pair."""
+    groups = overlap.raw_groups(ds, g)  # type: ignore[arg-type]
+    blobs = []
+    for i in range(HISTORY):
+        _, masks = groups.groups[i % len(groups.groups)]
+        key = groups.keys[i % len(groups.keys)]
+        mask = masks[key].copy()
+        mask[i % ds.rows] = not mask[i % ds.rows]
+        mask[(i * 7919 + 1) % ds.rows] = not mask[(i * 7919 + 1) % ds.rows]
+        s = overlap.RowSet.of(key, mask)
+        blobs.append((s.columns, s.n, s.blob()))
+    # Six rows moved is past the floor, so the control keeps everything but compares every pair.
+    return overlap.History(overlap.RowSet.from_blob(c, n, b) for c, n, b in blobs)
+
+
+def _ask_or_refuse(ds: Dataset, choice: HypothesisChoice, h: overlap.History) -> None:
+    with contextlib.suppress(boundary.Refused):
+        boundary.ask_template(ds, choice, h)
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         csv = write_survey(Path(tmp) / "survey.csv")
@@ -60,6 +86,11 @@ def main() -> None:
                 check = median_ms(lambda g=g, e=env: exfil.verify_no_leak(ds, g, e))
                 print(f"{label:<40} {total:8.1f} ms  (folded query {fold:.1f} ms, "
                       f"exfil check {check:.1f} ms)")
+                sets = median_ms(lambda g=g: overlap.raw_groups(ds, g))
+                hist = _history(ds, g)
+                with_history = median_ms(lambda c=choice, h=hist: _ask_or_refuse(ds, c, h))
+                print(f"{'':<40} row sets {sets:.1f} ms; with a history of {HISTORY} "
+                      f"sets {with_history:.1f} ms end to end")
 
 
 if __name__ == "__main__":

@@ -95,11 +95,20 @@ def test_small_groups_fold_into_one_unnamed_other(small: Dataset) -> None:
 
 
 def test_other_still_under_the_floor_is_suppressed(small: Dataset) -> None:
-    res = _ask(small, "SELECT tiny, count(*) FROM data GROUP BY tiny")
-    assert [r.get("keys") for r in res.envelope["rows"]] == [["X"]]
-    assert res.envelope["suppressed"] is True
+    # D + E = 2 rows: suppressed. A and B alone would give them away by subtraction from the
+    # total (which the profile tells), so B, the smaller, is suppressed too (issue 11).
+    res = _ask(small, "SELECT grp, count(*) FROM data WHERE grp <> 'C' GROUP BY grp")
+    assert [r.get("keys") for r in res.envelope["rows"]] == [["A"]]
+    assert res.envelope["suppressed"] is True and res.envelope["also_suppressed"] == 1
     assert res.suppressed is not None and res.suppressed.reason == Reason.BELOW_FLOOR
-    assert '"Y"' not in json.dumps(res.envelope) and '"Z"' not in json.dumps(res.envelope)
+    assert [r.reason for r in res.also_suppressed] == [Reason.SECONDARY_SUPPRESSION]
+    text = json.dumps(res.envelope)
+    assert '"D"' not in text and '"E"' not in text and '"B"' not in text
+    # tiny: X (17 rows) is the only group over the floor, and Y + Z (4) are under it. X alone
+    # is the total less those 4 rows, so nothing leaves (before issue 11, X left).
+    with pytest.raises(Refused) as got:
+        _ask(small, "SELECT tiny, count(*) FROM data GROUP BY tiny")
+    assert (got.value.stage, got.value.reason) == (Stage.GATE, Reason.SECONDARY_SUPPRESSION)
 
 
 def test_ungrouped_statement_under_the_floor_is_refused(small: Dataset) -> None:
@@ -112,12 +121,14 @@ def test_ungrouped_statement_under_the_floor_is_refused(small: Dataset) -> None:
 
 
 def test_a_figure_resting_on_one_non_null_value_does_not_leave(small: Dataset) -> None:
-    res = _ask(small, "SELECT grp, avg(sparse) AS mean FROM data GROUP BY grp")
-    rows = res.envelope["rows"]
     # A has ten rows but one value of `sparse`: folded, and "other" (A, C, D, E) has one value
-    # of `sparse` in fifteen rows: suppressed. Only B (six values) is named.
-    assert [r.get("keys") for r in rows] == [["B"]] and res.envelope["suppressed"] is True
-    assert "4242" not in json.dumps(res.envelope)
+    # of `sparse` in fifteen rows: suppressed. Only B (six values) could be named, but avg(sparse)
+    # over all seven values less B's six would be A's one value: nothing leaves (issue 11; before
+    # it, B left alone).
+    with pytest.raises(Refused) as whole:
+        _ask(small, "SELECT grp, avg(sparse) AS mean FROM data GROUP BY grp")
+    assert whole.value.reason == Reason.SECONDARY_SUPPRESSION
+    assert "4242" not in whole.value.detail
     with pytest.raises(Refused) as got:
         _ask(small, "SELECT avg(sparse), count(*) FROM data WHERE grp = 'A'")
     assert got.value.reason == Reason.BELOW_FLOOR
@@ -125,7 +136,8 @@ def test_a_figure_resting_on_one_non_null_value_does_not_leave(small: Dataset) -
     assert _ask(small, "SELECT corr(val, sparse) FROM data").min_rows == 7
     # And the exfil check, recounting per aggregate, refuses a forged row for A.
     g = guard("SELECT grp, avg(sparse) AS mean FROM data GROUP BY grp", small)
-    forged = dict(res.envelope, rows=[{"keys": ["A"], "n": 10, "values": [4242.5]}, *rows])
+    forged = {"rows": [{"keys": ["A"], "n": 10, "values": [4242.5]},
+                       {"keys": ["B"], "n": 6, "values": [8.5]}]}
     with pytest.raises(Refused) as leak:
         exfil.verify_no_leak(small, g, forged)
     assert leak.value.reason == Reason.LEAK_UNDER_FLOOR

@@ -30,14 +30,17 @@ def test_hostile_labels_cannot_forge_citations_or_controls(tmp_path: Path) -> No
 
 def test_one_named_group_says_nothing_was_compared(tmp_path: Path) -> None:
     p = tmp_path / "one.csv"
-    p.write_text("grp,val\n" + "".join(f"{'a' if i < 20 else 'b'},{i % 7}\n" for i in range(22)),
-                 "utf-8")
+    # a (20 rows) and b (6) are named, c (2) is suppressed; a alone would leave c to a
+    # subtraction from the total, so b is suppressed too (issue 11): one named group.
+    p.write_text("grp,val\n" + "".join(f"{'a' if i < 20 else 'b' if i < 26 else 'c'},{i % 7}\n"
+                                       for i in range(28)), "utf-8")
     with Dataset.open(p) as ds:
         c = boundary.ask_template(ds, HypothesisChoice("mean_by_group",
                                                        {"group": "grp", "value": "val"}))
     (headline,) = statements(c.envelope, "one.csv")
     assert "no two named groups could be compared" in headline
     assert "a remainder under 5 rows was suppressed" in headline
+    assert "1 further group was suppressed" in headline
 
 
 def test_many_groups_stay_under_the_claim_cap(tmp_path: Path) -> None:

@@ -38,7 +38,9 @@ HOSTILE_CHOICES: list[tuple[Any, tuple[str, str] | None]] = [
     ({"template": "count_by_group", "columns": {"group": "region"}},
      ("hypothesis", "bad_arguments")),
     # A bucket of 1 (and 2, and 1): the regions under the floor are folded, and their
-    # remainder (4 rows) is still under it: suppressed, recorded, the rest leaves.
+    # remainder (4 rows) is still under it: suppressed, recorded, the rest leaves. The profile
+    # told the total, so the smallest named region goes too (issue 11): a second refusal,
+    # secondary_suppression, follows this one.
     (HypothesisChoice("count_by_group", {"group": "region"}), ("gate", "below_floor")),
     (HypothesisChoice("mean_by_group", {"group": "plan", "value": "income"}), None),
 ]
@@ -117,7 +119,10 @@ def test_hostile_choices_and_statements_are_refused_and_recorded(
         gated_query(store, session, sql)
 
     got = listing(store, session)
-    expected = [e for _, e in HOSTILE_CHOICES if e] + [
+    choices = [e for _, e in HOSTILE_CHOICES if e]
+    at = choices.index(("gate", "below_floor")) + 1
+    choices.insert(at, ("gate", "secondary_suppression"))
+    expected = choices + [
         ("gate", "below_floor") if r == "below_floor" else ("sqlguard", r)
         for _, r in HOSTILE_SQL if r]
     assert [(r["stage"], r["reason"]) for r in got.refusals] == expected
@@ -128,7 +133,8 @@ def test_hostile_choices_and_statements_are_refused_and_recorded(
     assert all(c["min_rows"] >= 5 for c in got.crossings)
     # A refusal that still let part of an answer out points at that crossing.
     partial = [r for r in got.refusals if r["crossing_id"]]
-    assert len(partial) == 1 and partial[0]["reason"] == "below_floor"
+    assert [r["reason"] for r in partial] == ["below_floor", "secondary_suppression"]
+    assert partial[0]["crossing_id"] == partial[1]["crossing_id"]
 
     # Nothing row-level in any envelope, crossing, refusal, claim, log or output.
     text = _everything_that_left(store, session)

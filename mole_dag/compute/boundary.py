@@ -4,14 +4,15 @@
     SQL text        ->                      sqlguard -> gate -> exfil check -> Crossing
 
 No store here: recording is crossings.py's job, so this module can be tested, benchmarked and
-used by the toolkit without a session."""
+used by the toolkit without a session. The session's earlier answers reach the gate as an
+`overlap.History` (without one, a request is judged as the first of a fresh session)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from mole_dag.compute import exfil, gate, hypothesis
+from mole_dag.compute import exfil, gate, hypothesis, overlap
 from mole_dag.compute.connector import FLOOR, Dataset
 from mole_dag.compute.refusal import Refused
 from mole_dag.compute.sqlguard import Guarded, guard
@@ -33,14 +34,29 @@ class Crossing:
     min_rows: int
     # Set when part of the answer was suppressed under the floor (the rest left).
     partial: Refused | None = None
+    # Further suppressions in the same answer (overlap control, secondary suppression).
+    also_suppressed: tuple[Refused, ...] = ()
+    # The rows each figure rests on. Private to the boundary: stored by the recorder, never in
+    # the envelope, never shown (repr=False keeps it out of logs and tracebacks too).
+    row_sets: tuple[overlap.Recorded, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def partials(self) -> list[Refused]:
+        return ([self.partial] if self.partial is not None else []) + list(self.also_suppressed)
 
 
 def _crossing(kind: str, template: str | None, columns: dict[str, str] | list[str],
               sql: str | None, executed: str | None, envelope: dict[str, Any], min_rows: int,
-              partial: Refused | None = None) -> Crossing:
+              result: gate.GateResult | None = None,
+              row_sets: list[overlap.Recorded] | None = None) -> Crossing:
     text = gate.canonical_json(envelope)
+    partial = result.suppressed if result is not None else None
+    more = tuple(result.also_suppressed) if result is not None else ()
+    if partial is None and more:
+        partial, more = more[0], more[1:]
+    sets = tuple(result.row_sets if result is not None else row_sets or [])
     return Crossing(kind, template, columns, sql, executed, envelope, text,
-                    gate.sha256_of(text), min_rows, partial)
+                    gate.sha256_of(text), min_rows, partial, more, sets)
 
 
 def _checked(dataset: Dataset, guarded: Guarded, envelope: dict[str, Any]) -> None:
@@ -63,10 +79,11 @@ def profile_crossing(dataset: Dataset, view: ProfileView) -> Crossing:
         ],
     }
     return _crossing("profile", None, [c.name for c in view.columns], None, None, envelope,
-                     view.rows)
+                     view.rows, row_sets=overlap.profile_sets(dataset))
 
 
-def ask_template(dataset: Dataset, choice: HypothesisChoice) -> Crossing:
+def ask_template(dataset: Dataset, choice: HypothesisChoice,
+                 history: overlap.History | None = None) -> Crossing:
     """Raises Refused (hypothesis, sqlguard, gate or exfil) or returns what may leave."""
     rendered = hypothesis.render(choice, dataset)
     guarded = guard(rendered.sql, dataset)
@@ -75,16 +92,16 @@ def ask_template(dataset: Dataset, choice: HypothesisChoice) -> Crossing:
     if choice.buckets is not None:
         request["buckets"] = choice.buckets
     result = gate.run(dataset, guarded, request=request, tests=rendered.tests,
-                      extra=rendered.extra)
+                      extra=rendered.extra, history=history)
     _checked(dataset, guarded, result.envelope)
     return _crossing("template", rendered.template, rendered.columns, guarded.sql,
-                     result.executed_sql, result.envelope, result.min_rows, result.suppressed)
+                     result.executed_sql, result.envelope, result.min_rows, result)
 
 
-def ask_sql(dataset: Dataset, sql: str) -> Crossing:
+def ask_sql(dataset: Dataset, sql: str, history: overlap.History | None = None) -> Crossing:
     """A statement written by someone else (toolkit mode: a coding agent's own model)."""
     guarded = guard(sql, dataset)
-    result = gate.run(dataset, guarded, request={"kind": "sql"})
+    result = gate.run(dataset, guarded, request={"kind": "sql"}, history=history)
     _checked(dataset, guarded, result.envelope)
     return _crossing("sql", None, list(guarded.columns), guarded.sql, result.executed_sql,
-                     result.envelope, result.min_rows, result.suppressed)
+                     result.envelope, result.min_rows, result)

@@ -231,6 +231,11 @@ class Dataset:
                 raise DataError(f"{root} has {rows} rows; no aggregate over fewer than {FLOOR} "
                                 "rows may leave, so there is nothing to analyse")
             columns = _profile(con, rows)
+            if any(c.name.casefold() == "rowid" for c in columns):
+                # The gate's row sets (overlap.py) name rows by DuckDB's rowid, which a column
+                # of that name would hide: better refused than silently mis-bookkept.
+                raise DataError(f"{root} has a column named rowid, a name DuckDB reserves for "
+                                "the row's position; rename the column and attach the data again")
         except BaseException:
             con.close()
             raise

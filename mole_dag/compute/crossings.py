@@ -2,7 +2,10 @@
 
 Every request goes through `Recorder.ask_*`, which runs the boundary and writes, in one
 transaction, either the crossing (session, template, columns, rendered SQL, envelope) or the
-refusal (stage, reason, what was asked, why). `mole crossings <session>` prints these rows: what
+refusal (stage, reason, what was asked, why). The same transaction reads the row sets of the
+session's earlier crossings (the gate's history, overlap.py) and stores the new crossing's, so
+two processes of one session (the research run, an MCP server) cannot each answer one half of a
+differencing pair. `mole crossings <session>` prints these rows: what
 it shows is what left, byte for byte in canonical JSON."""
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mole_dag.compute import boundary
+from mole_dag.compute import boundary, overlap
 from mole_dag.compute.boundary import Crossing
 from mole_dag.compute.connector import FLOOR, DataError, Dataset
 from mole_dag.compute.gate import canonical_json
@@ -56,6 +59,11 @@ class Recorder:
     def _write_crossing(self, cur: Any, c: Crossing) -> str:
         seq = self._seq(cur)
         cid = stable_id(self.session_id, "crossing", str(seq), c.envelope_sha256, prefix="x-")
+        for rec in c.row_sets:
+            cur.execute(q("local_row_set_insert"), {
+                "session_id": self.session_id, "crossing_id": cid, "seq": seq,
+                "dataset_sha256": self.dataset.sha256, "cell": rec.cell,
+                "columns": rec.rows.columns, "n": rec.rows.n, "bits": rec.rows.blob()})
         cur.execute(q("local_crossing_insert"), {
             "id": cid, "session_id": self.session_id, "seq": seq, "kind": c.kind,
             "template": c.template, "columns": json.dumps(c.columns, ensure_ascii=False),
@@ -82,41 +90,39 @@ class Recorder:
         c = boundary.profile_crossing(self.dataset, view)
         return self.store.transact(lambda cur: self._write_crossing(cur, c))
 
-    def _record(self, kind: str, request: str, run: Callable[[], Crossing],
-                also: Callable[[Any, str, Crossing], None] | None) -> Outcome:
-        try:
-            crossing = run()
-        except Refused as exc:
-            refused = exc
-        else:
-            refused = None
-        if refused is not None:
-            # An envelope the exfil check stopped is not kept, not even here: only its hash.
-            self.store.transact(lambda cur: self._write_refusal(
-                cur, refused, kind=kind, request=request,
-                withheld_sha256=refused.envelope_sha256))
-            return Outcome(None, None, refused)
+    def history(self, cur: Any) -> overlap.History:
+        return overlap.History.load(cur, self.session_id, self.dataset.sha256)
 
-        def tx(cur: Any) -> str:
+    def _record(self, kind: str, request: str,
+                run: Callable[[overlap.History], Crossing],
+                also: Callable[[Any, str, Crossing], None] | None) -> Outcome:
+        def tx(cur: Any) -> Outcome:
+            # Read the history, answer and record in one transaction: the history the gate saw
+            # is the one the new row sets are added to.
+            try:
+                crossing = run(self.history(cur))
+            except Refused as refused:
+                # An envelope the exfil check stopped is not kept, not even here: only its hash.
+                self._write_refusal(cur, refused, kind=kind, request=request,
+                                    withheld_sha256=refused.envelope_sha256)
+                return Outcome(None, None, refused)
             cid = self._write_crossing(cur, crossing)
-            if crossing.partial is not None:
-                self._write_refusal(cur, crossing.partial, kind=kind, request=request,
-                                    crossing_id=cid)
+            for partial in crossing.partials:
+                self._write_refusal(cur, partial, kind=kind, request=request, crossing_id=cid)
             if also is not None:
                 also(cur, cid, crossing)
-            return cid
+            return Outcome(crossing, cid, crossing.partial)
 
-        cid = self.store.transact(tx)
-        return Outcome(crossing, cid, crossing.partial)
+        return self.store.transact(tx)
 
     def ask_template(self, choice: HypothesisChoice,
                      also: Callable[[Any, str, Crossing], None] | None = None) -> Outcome:
         return self._record("template", choice_request(choice),
-                            lambda: boundary.ask_template(self.dataset, choice), also)
+                            lambda h: boundary.ask_template(self.dataset, choice, h), also)
 
     def ask_sql(self, sql: str) -> Outcome:
-        return self._record("sql", str(sql), lambda: boundary.ask_sql(self.dataset, str(sql)),
-                            None)
+        return self._record("sql", str(sql),
+                            lambda h: boundary.ask_sql(self.dataset, str(sql), h), None)
 
 
 class NoData(LookupError):

@@ -22,7 +22,7 @@ from typing import Any
 from mole_dag.actors.base import DeadEnd
 from mole_dag.actors.quote import CollapsedText
 from mole_dag.budget import BudgetExhausted
-from mole_dag.compute import boundary, hypothesis
+from mole_dag.compute import boundary, hypothesis, overlap
 from mole_dag.compute.boundary import Crossing
 from mole_dag.compute.choose_extractive import choose_hypotheses
 from mole_dag.compute.connector import DataError, Dataset
@@ -245,6 +245,10 @@ def reverify(store: Any, crossing_id: str) -> tuple[bool, str]:
     with ds:
         if ds.sha256 != row["dataset_sha256"]:
             return False, "the data changed since the crossing (its hash differs)"
+        # The gate judged the crossing against the session's answers before it; so does the
+        # re-run, or an answer trimmed by overlap control would not reproduce.
+        history = overlap.History.load(store.cursor(), row["session_id"], ds.sha256,
+                                       before_seq=int(row["seq"]))
         try:
             if row["kind"] == "profile":
                 view = ds.view("", hypothesis.CATALOGUE, MAX_HYPOTHESES)
@@ -253,9 +257,9 @@ def reverify(store: Any, crossing_id: str) -> tuple[bool, str]:
                 env = json.loads(row["envelope"])
                 req = env["request"]
                 again = boundary.ask_template(ds, HypothesisChoice(
-                    req["template"], req["columns"], req.get("buckets")))
+                    req["template"], req["columns"], req.get("buckets")), history)
             else:
-                again = boundary.ask_sql(ds, row["sql"])
+                again = boundary.ask_sql(ds, row["sql"], history)
         except Refused as r:
             return False, f"refused on re-run: {r.reason}"
     if again.envelope_sha256 == row["envelope_sha256"]:

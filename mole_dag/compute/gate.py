@@ -32,7 +32,7 @@ import duckdb
 import numpy as np
 from sqlglot import exp
 
-from mole_dag.compute import stats
+from mole_dag.compute import overlap, stats
 from mole_dag.compute.connector import FLOOR, TABLE, Dataset, ident
 from mole_dag.compute.refusal import Reason, Refused, Stage
 from mole_dag.compute.sqlguard import AGGREGATES, Guarded
@@ -59,6 +59,10 @@ class GateResult:
     # A remainder under the floor that was dropped: recorded as a refusal next to the crossing.
     suppressed: Refused | None = None
     samples_sql: list[str] = field(default_factory=list)
+    # Further groups suppressed by overlap control or secondary suppression (overlap.py).
+    also_suppressed: list[Refused] = field(default_factory=list)
+    # The row sets the figures rest on: private, stored with the crossing, never in the envelope.
+    row_sets: list[overlap.Recorded] = field(default_factory=list, repr=False)
 
 
 def plain(value: Any) -> Any:
@@ -181,18 +185,33 @@ def fold_rows(guarded: Guarded, result: list[tuple[Any, ...]]
 
 
 def run(dataset: Dataset, guarded: Guarded, *, request: dict[str, Any],
-        tests: TestSpec | None = None, extra: dict[str, Any] | None = None) -> GateResult:
+        tests: TestSpec | None = None, extra: dict[str, Any] | None = None,
+        history: overlap.History | None = None) -> GateResult:
+    """`history`: the row sets of the session's earlier answers (none: a fresh session)."""
     executed, big, _ = fold_sql(dataset, guarded)
     rows, suppressed, least = fold_rows(guarded, _execute(dataset, executed))
     if not rows:
         raise Refused(Stage.GATE, Reason.BELOW_FLOOR,
                       f"every figure rests on fewer than {FLOOR} rows; nothing leaves")
+    # The floor across queries: groups whose rows nearly repeat an earlier answer's, and groups
+    # whose absence would let a suppressed remainder be recovered, are suppressed too.
+    controlled = overlap.control(rows, overlap.raw_groups(dataset, guarded),
+                                 history if history is not None else overlap.History(),
+                                 grouped=bool(guarded.keys))
+    rows_before = rows
+    dropped = len(controlled.rows) < len(rows)
+    if dropped:
+        rows, least = controlled.rows, controlled.least
     envelope: dict[str, Any] = {
         "dataset": dataset.sha256[:12], "table": TABLE, "floor": FLOOR, "request": request,
         "keys": [name for name, _ in guarded.keys],
         "values": [name for name, _ in guarded.values],
         "rows": rows, "suppressed": suppressed,
     }
+    if dropped:
+        # How many groups (never which, never their rows): the reader learns the table is not
+        # the whole story, as "suppressed" already says for the remainder under the floor.
+        envelope["also_suppressed"] = len(rows_before) - len(rows)
     if extra:
         envelope.update(extra)
     samples_sql: list[str] = []
@@ -208,7 +227,8 @@ def run(dataset: Dataset, guarded: Guarded, *, request: dict[str, Any],
         refusal = Refused(Stage.GATE, Reason.BELOW_FLOOR,
                           f"a remainder of groups under {FLOOR} rows was suppressed "
                           "(still under the floor after folding); the rest left")
-    return GateResult(envelope, executed, min_rows, refusal, samples_sql)
+    return GateResult(envelope, executed, min_rows, refusal, samples_sql,
+                      controlled.refusals, controlled.recorded)
 
 
 def _named_labels(rows: list[dict[str, Any]], index: int = 0) -> list[Any]:

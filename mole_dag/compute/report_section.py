@@ -42,6 +42,12 @@ def _rows_table(env: dict[str, Any]) -> list[str]:
         out.append("")
         out.append(f"A remainder of groups still under {FLOOR} rows after folding was "
                    "suppressed.")
+    more = int(env.get("also_suppressed") or 0)
+    if more:
+        out.append("")
+        out.append(f"{more} further group{'s were' if more > 1 else ' was'} suppressed so that "
+                   f"no figure over fewer than {FLOOR} rows can be recovered from this table "
+                   "and other answers (a total, or an earlier answer of this session).")
     return out
 
 

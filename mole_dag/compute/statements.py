@@ -77,8 +77,13 @@ def _tail(env: dict[str, Any]) -> str:
     if other is not None:
         parts.append(f"{num(other['n'])} rows in groups under {FLOOR} are counted together as an "
                      "unnamed other")
+    more = int(env.get("also_suppressed") or 0)
     if env.get("suppressed"):
         parts.append(f"a remainder under {FLOOR} rows was suppressed")
+    if more:
+        parts.append(f"{more} further group{'s were' if more > 1 else ' was'} suppressed so "
+                     f"that no figure over fewer than {FLOOR} rows can be recovered from other "
+                     "figures")
     return ("; " + "; ".join(parts)) if parts else ""
 
 

@@ -175,4 +175,8 @@ def local_query(store: Store, session_id: str, sql: str) -> dict[str, Any]:
     if c.partial is not None:
         out["suppressed"] = {"stage": str(c.partial.stage), "reason": str(c.partial.reason),
                              "detail": c.partial.detail}
+    if c.also_suppressed:
+        # Overlap control and secondary suppression (issue 11), each recorded as a refusal.
+        out["also_suppressed"] = [{"stage": str(r.stage), "reason": str(r.reason),
+                                   "detail": r.detail} for r in c.also_suppressed]
     return out

@@ -55,3 +55,15 @@ SELECT id FROM sub_questions WHERE id = $id;
 
 -- name: max_round
 SELECT coalesce(max(round), 1) FROM sub_questions WHERE session_id = $session_id;
+
+-- name: local_row_set_insert
+INSERT INTO local_row_sets (session_id, crossing_id, seq, dataset_sha256, cell, columns, n, bits)
+VALUES ($session_id, $crossing_id, $seq, $dataset_sha256, $cell, $columns, $n, $bits);
+
+-- name: local_row_sets_history
+-- The row sets of a session's earlier crossings over the same data (all of them, or those
+-- before a given crossing when one is re-run).
+SELECT r.columns, r.n, r.bits
+FROM local_row_sets r
+WHERE r.session_id = $session_id AND r.dataset_sha256 = $dataset_sha256 AND r.seq < $before_seq
+ORDER BY r.seq, r.cell, r.columns;
