@@ -270,7 +270,9 @@ def _drive_rounds(sid: str, skills: Any, first: str, quiet: bool, print_report: 
 
     if not instance.has_dynamic_partition(SESSIONS, sid):
         instance.add_dynamic_partitions(SESSIONS, [sid])
-    run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+    # CRITICAL, not ERROR: a failed or interrupted step is reported by _report_failure or
+    # _interrupted in one line each; Dagster's console logger would add its stack trace.
+    run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     round_job = defs.resolve_job_def("research_round")
     report_job = defs.resolve_job_def("research_report")
 
@@ -349,7 +351,7 @@ def _interrupted(sid: str, got_signal: list[str]) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from mole_dag.budget import Ledger
-    from mole_dag.budget.ledger import owner_alive
+    from mole_dag.budget.ledger import owner_alive, owner_tag
     from mole_dag.core import SessionStatus, Unit
     from mole_dag.launch import LaunchError, choose_skills
     from mole_dag.session import resume_point
@@ -378,6 +380,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
             cur.execute(q("session_set_status"), {"status": str(back), "now": now,
                                                   "session_id": args.session})
             cur.execute(q("session_driver_set"), {"driver": "cli", "session_id": args.session})
+            # Ours from this transaction on: the next store open must not see the dead owner
+            # and mark it interrupted again.
+            cur.execute(q("session_set_owner"), {"owner": owner_tag(), "now": now,
+                                                 "session_id": args.session})
             cur.execute(q("leases_requeue_session"), {"session_id": args.session})
 
         store.transact(tx)
