@@ -509,7 +509,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         print("no sessions yet; start one with `mole research \"question\" --usd 0.50`")
         return 0
     for r in rows:
-        print(f"{r['id']}  {r['status']:<9}  {_fmt(int(r['spent']), r['unit']):>16} of "
+        # spent + overrun: what the session cost, against its total.
+        cost = int(r["spent"]) + int(r["overrun"])
+        print(f"{r['id']}  {r['status']:<11}  {_fmt(cost, r['unit']):>16} of "
               f"{_fmt(int(r['total']), r['unit']):<16}  {int(r['claims']):>4} claims  "
               f"{'[maintenance] ' if r['kind'] == 'maintenance' else ''}{r['question'][:60]}")
     return 0
