@@ -3,6 +3,7 @@
     mole research "question" (--usd X | --tokens N) [--corpus DIR] [--provider NAME]
                   [--search NAME ...] [--searxng-url URL] [--allow-host HOST ...]
                   [--cassette FILE | --record FILE] [--session-id ID] [--data PATH]
+    mole resume SESSION
     mole sessions
     mole show SESSION [--html [PATH]]
     mole trace SESSION
@@ -12,7 +13,8 @@
 `research` creates the session (ledger row with escrow) and its Dagster partition, runs research
 rounds as Dagster runs in the project's instance (so they appear in `dagster dev`), then the
 report. Bad input is refused with one line on stderr and exit status 2, before anything is
-written."""
+written. SIGINT/SIGTERM stop a session cleanly (`interrupted`); `resume` continues it within
+its original budget."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-report-print", action="store_true",
                    help="do not print the report itself, only where it was written")
 
+    rs = sub.add_parser("resume", help="continue an interrupted session within its budget")
+    rs.add_argument("session")
+    rs.add_argument("--quiet", action="store_true", help="print only the report path and session")
+    rs.add_argument("--no-report-print", action="store_true",
+                    help="do not print the report itself, only where it was written")
+
     sub.add_parser("sessions", help="list sessions")
     s = sub.add_parser("show", help="status, spend, counts and report of a session")
     s.add_argument("session")
@@ -112,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "research":
             return cmd_research(args)
+        if args.command == "resume":
+            return cmd_resume(args)
         if args.command == "sessions":
             return cmd_sessions(args)
         if args.command == "show":
@@ -130,8 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
-        print("mole: interrupted; the session can be resumed with `dagster asset materialize`",
-              file=sys.stderr)
+        print("mole: interrupted", file=sys.stderr)
         return 130
     parser.error(f"unknown command {args.command}")
 
@@ -150,7 +160,11 @@ def _progress_to_stderr(quiet: bool) -> None:
     log = logging.getLogger("mole.progress")
     log.setLevel(logging.INFO)
     log.propagate = False
-    if not quiet and not log.handlers:
+    # Replaced on every call: a handler kept from an earlier command in the same process (tests,
+    # `resume` after `research`) would write to a stderr that may be gone.
+    for old in list(log.handlers):
+        log.removeHandler(old)
+    if not quiet:
         h = logging.StreamHandler(sys.stderr)
         h.setFormatter(logging.Formatter("  · %(message)s"))
         log.addHandler(h)
@@ -203,47 +217,188 @@ def cmd_research(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"session {sid}: {question!r}, budget {_fmt(total, str(unit))} "
               f"({_fmt(bal.escrow, str(unit))} in escrow for the report)", file=sys.stderr)
+    return _drive(sid, skills, first="round", quiet=args.quiet,
+                  print_report=not args.no_report_print)
+
+
+class _Interrupted(Exception):
+    """SIGINT or SIGTERM arrived while the session was being driven."""
+
+
+def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool) -> int:
+    """Run rounds while there is work and budget, then the report, as Dagster runs. Shared by
+    `research` and `resume`. The session is owned by this process while it runs (so recovery
+    in another process can tell it is alive), and a signal stops it as `interrupted`."""
+    from mole_dag.budget.ledger import owner_tag
+    from mole_dag.store import q, utcnow
+
+    st = _open_store()
+    try:
+        st.transact(lambda cur: cur.execute(q("session_set_owner"), {
+            "owner": owner_tag(), "now": utcnow(), "session_id": sid}))
+    finally:
+        st.close()
+
+    got_signal: list[str] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        got_signal.append(signal.Signals(signum).name)
+        # Dagster turns KeyboardInterrupt inside a step into DagsterExecutionInterruptedError;
+        # the in-flight call's reservation is then settled as assumed (Ledger.hold).
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _drive_rounds(sid, skills, first, quiet, print_report, got_signal)
+    except (KeyboardInterrupt, _Interrupted):
+        return _interrupted(sid, got_signal)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _drive_rounds(sid: str, skills: Any, first: str, quiet: bool, print_report: bool,
+                  got_signal: list[str]) -> int:
+    from mole_dag.budget import Ledger
+    from mole_dag.context import Run
+    from mole_dag.core import SessionStatus
+    from mole_dag.session import should_run_another_round
 
     instance = _dagster_instance()
     from assets.definitions import defs
     from assets.partitions import SESSIONS
 
-    instance.add_dynamic_partitions(SESSIONS, [sid])
-    run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+    if not instance.has_dynamic_partition(SESSIONS, sid):
+        instance.add_dynamic_partitions(SESSIONS, [sid])
+    # CRITICAL, not ERROR: a failed or interrupted step is reported by _report_failure or
+    # _interrupted in one line each; Dagster's console logger would add its stack trace.
+    run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     round_job = defs.resolve_job_def("research_round")
     report_job = defs.resolve_job_def("research_report")
 
-    from mole_dag.budget import Ledger
-    from mole_dag.context import Run
-    from mole_dag.session import should_run_another_round
-
-    def another_round() -> bool:
+    def session_state() -> tuple[dict[str, Any], bool]:
         st = _open_store()
         try:
-            return should_run_another_round(Run(st, Ledger(st), skills, sid))
+            run = Run(st, Ledger(st), skills, sid)
+            return run.session(), should_run_another_round(run)
         finally:
             st.close()
 
+    def execute(job: Any) -> Any:
+        res = job.execute_in_process(instance=instance, partition_key=sid,
+                                     run_config=run_config, raise_on_error=False)
+        if got_signal or (not res.success and _was_interrupted(res)):
+            raise _Interrupted
+        return res
+
+    step = first
     rounds = 0
-    while True:
+    while step == "round":
         rounds += 1
-        if not args.quiet:
+        if not quiet:
             print(f"round {rounds}", file=sys.stderr)
-        res = round_job.execute_in_process(instance=instance, partition_key=sid,
-                                           run_config=run_config, raise_on_error=False)
+        res = execute(round_job)
         if not res.success:
             _report_failure(res, sid)
             return EXIT_FAILED
-        if not another_round():
-            break
-    if not args.quiet:
+        sess, another = session_state()
+        if sess["status"] == SessionStatus.EXHAUSTED and rounds == 1 and first == "round" \
+                and int(sess["rounds"]) <= 1:
+            # The budget could not pay for the first call: one line, as for bad input.
+            print(f"mole: {sess['stop_reason'] or 'budget exhausted'}", file=sys.stderr)
+            print(f"session {sid}", file=sys.stderr)
+            return EXIT_USAGE
+        step = "round" if another else "report"
+    if not quiet:
         print("report", file=sys.stderr)
-    res = report_job.execute_in_process(instance=instance, partition_key=sid,
-                                        run_config=run_config, raise_on_error=False)
+    res = execute(report_job)
     if not res.success:
         _report_failure(res, sid)
         return EXIT_FAILED
-    return _print_outcome(sid, quiet=args.quiet, print_report=not args.no_report_print)
+    return _print_outcome(sid, quiet=quiet, print_report=print_report)
+
+
+def _was_interrupted(result: Any) -> bool:
+    for ev in result.all_events:
+        if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
+            err = ev.step_failure_data.error
+            names = {err.cls_name, getattr(err.cause, "cls_name", None)}
+            if names & {"DagsterExecutionInterruptedError", "KeyboardInterrupt"}:
+                return True
+    return False
+
+
+def _interrupted(sid: str, got_signal: list[str]) -> int:
+    """Mark the session interrupted and say, in one line, how to continue it."""
+    from mole_dag.budget import Ledger
+    from mole_dag.core import SessionStatus
+
+    name = got_signal[0] if got_signal else "SIGINT"
+    # Ignore a second signal while the status is written: the line below must get out.
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)
+    st = _open_store()
+    try:
+        ledger = Ledger(st)
+        status = ledger.balance(sid).status
+        if status in (SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING):
+            ledger.set_status(sid, SessionStatus.INTERRUPTED, f"stopped by {name}")
+    finally:
+        st.close()
+    print(f"mole: interrupted by {name}; continue with `mole resume {sid}`", file=sys.stderr)
+    return 130 if name == "SIGINT" else 143
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from mole_dag.budget import Ledger
+    from mole_dag.budget.ledger import owner_alive, owner_tag
+    from mole_dag.core import SessionStatus, Unit
+    from mole_dag.launch import LaunchError, choose_skills
+    from mole_dag.session import resume_point
+    from mole_dag.store import q, utcnow
+
+    store = _open_store()  # recovery runs here: a dead driver's session is now interrupted
+    try:
+        sess = store.row(q("session_get"), {"session_id": args.session})
+        if sess is None:
+            raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
+        status = SessionStatus(sess["status"])
+        if status not in (SessionStatus.INTERRUPTED, SessionStatus.CREATED,
+                          SessionStatus.RUNNING, SessionStatus.REPORTING):
+            raise CliError(f"session {args.session} is {status}; there is nothing to resume")
+        if status != SessionStatus.INTERRUPTED and owner_alive(sess["owner"]) is not False:
+            raise CliError(f"session {args.session} is {status} and driven by process "
+                           f"{sess['owner'] or '(the Dagster sensor)'}; resume it once it stops")
+        try:
+            skills = choose_skills(sess["provider"], Unit(sess["unit"]))
+        except LaunchError as exc:
+            raise CliError(str(exc)) from None
+        now = utcnow()
+
+        def tx(cur: Any) -> None:
+            back = SessionStatus.REPORTING if sess["escrow_released"] else SessionStatus.RUNNING
+            cur.execute(q("session_set_status"), {"status": str(back), "now": now,
+                                                  "session_id": args.session})
+            cur.execute(q("session_driver_set"), {"driver": "cli", "session_id": args.session})
+            # Ours from this transaction on: the next store open must not see the dead owner
+            # and mark it interrupted again.
+            cur.execute(q("session_set_owner"), {"owner": owner_tag(), "now": now,
+                                                 "session_id": args.session})
+            cur.execute(q("leases_requeue_session"), {"session_id": args.session})
+
+        store.transact(tx)
+        from mole_dag.context import Run
+
+        first = resume_point(Run(store, Ledger(store), skills, args.session))
+        bal = Ledger(store).balance(args.session)
+    finally:
+        store.close()
+    _progress_to_stderr(args.quiet)
+    if not args.quiet:
+        print(f"resuming session {args.session}: spent {_fmt(bal.charged, str(bal.unit))} of "
+              f"{_fmt(bal.total, str(bal.unit))}; next: {first}", file=sys.stderr)
+    return _drive(args.session, skills, first=first, quiet=args.quiet,
+                  print_report=not args.no_report_print)
 
 
 def _cassette_and_record(args: argparse.Namespace, provider: str) -> None:
@@ -331,9 +486,15 @@ def _print_outcome(sid: str, *, quiet: bool, print_report: bool) -> int:
     print(f"session {sid}")
     if not quiet:
         spend = ", ".join(f"{r['role']} {_fmt(int(r['spent']), str(bal.unit))}" for r in by_role)
-        print(f"spent {_fmt(bal.spent, str(bal.unit))} of {_fmt(bal.total, str(bal.unit))} "
-              f"({spend}); {check.explain()}")
-    return 0 if check.ok else EXIT_FAILED
+        over = (f", overrun {_fmt(bal.overrun, str(bal.unit))} included" if bal.overrun else "")
+        print(f"spent {_fmt(bal.charged, str(bal.unit))} of {_fmt(bal.total, str(bal.unit))} "
+              f"({spend}{over}); {check.explain()}")
+    if bal.status == "exhausted" and not quiet:
+        why = ("a provider used more than its calls were allowed, so the session stopped "
+               "dispatching calls" if bal.overrun else "the budget ran out")
+        print(f"status exhausted: {why}")
+    # A broken ceiling is a failure the user must not miss, even when the books agree.
+    return 0 if check.ok and not check.over_ceiling else EXIT_FAILED
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -348,7 +509,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         print("no sessions yet; start one with `mole research \"question\" --usd 0.50`")
         return 0
     for r in rows:
-        print(f"{r['id']}  {r['status']:<9}  {_fmt(int(r['spent']), r['unit']):>16} of "
+        # spent + overrun: what the session cost, against its total.
+        cost = int(r["spent"]) + int(r["overrun"])
+        print(f"{r['id']}  {r['status']:<11}  {_fmt(cost, r['unit']):>16} of "
               f"{_fmt(int(r['total']), r['unit']):<16}  {int(r['claims']):>4} claims  "
               f"{'[maintenance] ' if r['kind'] == 'maintenance' else ''}{r['question'][:60]}")
     return 0
@@ -381,9 +544,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"session {args.session}")
     print(f"question  {one_line(sess['question'])}")
     print(f"status    {bal.status} after {sess['rounds']} round(s), provider {sess['provider']}")
-    print(f"budget    {_fmt(bal.total, unit)}: spent {_fmt(bal.spent, unit)}, held "
+    # spent includes the overrun: it is what the session cost, held against the total.
+    print(f"budget    {_fmt(bal.total, unit)}: spent {_fmt(bal.charged, unit)}, held "
           f"{_fmt(bal.held, unit)}, escrow {_fmt(bal.escrow, unit)}"
-          + (f", OVERRUN {_fmt(bal.overrun, unit)}" if bal.overrun else ""))
+          + (f" (OVERRUN {_fmt(bal.overrun, unit)} included: a provider used more than its "
+             "calls were allowed)" if bal.overrun else ""))
+    if sess.get("stop_reason"):
+        print(f"stopped   {one_line(sess['stop_reason'])}")
     for r in by_role:
         print(f"  {r['role']:<9} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls")
     for r in by_model:

@@ -34,6 +34,11 @@ class SessionStatus(StrEnum):
     DONE = "done"
     FAILED = "failed"
     ABANDONED = "abandoned"
+    # Stopped by its budget: a provider overran a call's allowance, or the budget could not
+    # pay for the first call. Finished (with whatever report it could write), not resumable.
+    EXHAUSTED = "exhausted"
+    # Stopped by a signal or a dead process before finishing; `mole resume` continues it.
+    INTERRUPTED = "interrupted"
 
 
 class CallStatus(StrEnum):

@@ -200,10 +200,27 @@ def usable_search(
     return settings, avail.usable
 
 
+def resume_point(run: Run) -> str:
+    """Where an interrupted session picks up: the report if it had reached it; a round if work
+    was left half done (pending leads, fetched sources not yet mined) or another round is due;
+    else the report."""
+    sess = run.session()
+    if sess["escrow_released"] or sess["status"] == SessionStatus.REPORTING:
+        return "report"
+    if int(sess["rounds"]) == 0:
+        return "round"
+    pending = int(run.store.scalar(q("pending_leads_count"), {"session_id": run.session_id}) or 0)
+    unmined = run.store.named("unmined_lead_sources", {"session_id": run.session_id})
+    if (pending or unmined) and run.ledger.balance(run.session_id).available > 0:
+        return "round"
+    return "round" if should_run_another_round(run) else "report"
+
+
 def next_step(run: Run) -> str | None:
     """What a session needs next: "round", "report", or None (finished, or not startable)."""
     sess = run.session()
-    if sess["status"] in (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED):
+    if sess["status"] in (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED,
+                          SessionStatus.EXHAUSTED, SessionStatus.INTERRUPTED):
         return None
     if sess["status"] == SessionStatus.REPORTING:
         return "report"

@@ -22,7 +22,9 @@ def session_summary(run: Run) -> dict[str, Any]:
     return {
         "unit": str(bal.unit),
         "budget_total": bal.total,
-        "budget_spent": bal.spent,
+        # spent + overrun: what the session really cost, the figure held against the total.
+        "budget_spent": bal.charged,
+        "budget_overrun": bal.overrun,
         "budget_held": bal.held,
         "budget_escrow": bal.escrow,
         "budget_available": max(bal.available, 0),

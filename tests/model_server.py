@@ -12,6 +12,7 @@ import json
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -208,9 +209,19 @@ class SimulatedModel:
     read."""
 
     def __init__(self, *, fabricate: bool = True, later_rounds: bool = True,
-                 throttle_first_mine: bool = False) -> None:
+                 throttle_first_mine: bool = False, output_factor: float | None = None,
+                 mine_delay_s: float = 0.0) -> None:
         self.fabricate = fabricate
         self.later_rounds = later_rounds
+        # A server that ignores the limit: report `output_factor` x the request's max_tokens
+        # as output tokens (issue 11 saw an OpenAI-compatible server do this).
+        self.output_factor = output_factor
+        # A slow model: each mining answer waits this long, so a test can kill or interrupt a
+        # session while a call is in flight.
+        self.mine_delay_s = mine_delay_s
+        # (skill, model, fresh input, output, cache read) of every answer, logged before it is
+        # sent: what the provider would bill.
+        self.usages: list[tuple[str, str, int, int, int]] = []
         # Answer the first mining request with a 429 (retry-after 0), so a session exercises
         # the retry path and a recording holds a retried exchange.
         self.throttle_first_mine = throttle_first_mine
@@ -283,6 +294,12 @@ class SimulatedModel:
         text = self.answer(got)
         fresh, out, cached = self.usage(got, text)
         body = got.json
+        if self.output_factor is not None:
+            out = math.ceil(int(body.get("max_tokens") or 0) * self.output_factor)
+        if got.skill == "mine" and self.mine_delay_s:
+            time.sleep(self.mine_delay_s)
+        with self._lock:
+            self.usages.append((got.skill, body.get("model", ""), fresh, out, cached))
         if got.path.endswith("/chat/completions"):
             return Reply(200, chat_completion(text, prompt_tokens=fresh + cached,
                                               completion_tokens=out, cached=cached,

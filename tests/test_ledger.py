@@ -111,7 +111,10 @@ def test_double_settle_and_unknown_session_are_refused(ledger: Ledger) -> None:
         ledger.reserve("nope", Role.EXECUTOR, 1, tool="t", stage="s")
 
 
-def test_expire_stale_returns_abandoned_holds(store: Store) -> None:
+def test_expired_hold_is_settled_as_assumed_never_released(store: Store) -> None:
+    """Issue 11: a sweep used to mark an abandoned call `expired, actual NULL` and hand its hold
+    back, so a call the provider had answered never entered `spent`. Its outcome is unknown:
+    it is settled at the reserved amount, flagged assumed."""
     now = [utcnow()]
     ledger = Ledger(store, ttl=timedelta(minutes=1), clock=lambda: now[0])
     sid = ledger.create_session("q?", Unit.TOKENS, 1000).session_id
@@ -119,13 +122,17 @@ def test_expire_stale_returns_abandoned_holds(store: Store) -> None:
     assert ledger.expire_stale() == 0
     now[0] += timedelta(minutes=2)
     assert ledger.expire_stale() == 1
-    assert ledger.balance(sid).held == 0
-    assert store.scalar("SELECT status FROM tool_calls") == CallStatus.EXPIRED
-    # A worker that settles after its hold expired: the spend is real, so it is recorded, but
-    # none of it was covered by a hold any more, so all of it is overrun.
+    bal = ledger.balance(sid)
+    assert (bal.held, bal.spent) == (0, 500)
+    row = store.row("SELECT status, actual, assumed FROM tool_calls")
+    assert row == {"status": CallStatus.SETTLED, "actual": 500, "assumed": True}
+    assert ledger.verify(sid).ok and ledger.verify(sid).assumed == 1
+    # A caller that was only slow, and settles after all: the real usage replaces the
+    # assumption (the reservation still covers it, since it moved into `spent`).
     s = ledger.settle(r, 200)
-    assert (s.charged, s.overrun) == (0, 200)
-    assert ledger.verify(sid).ok
+    assert (s.charged, s.overrun) == (200, 0)
+    assert ledger.balance(sid).spent == 200
+    assert ledger.verify(sid).ok and ledger.verify(sid).assumed == 0
 
 
 def test_release_of_expired_hold_is_a_no_op(store: Store) -> None:
@@ -196,7 +203,8 @@ def test_invariants_hold_under_any_sequence(tmp_path: Path, total: int, script: 
                 try:
                     open_.append(ledger.reserve(sid, role, amount, tool="t", stage="s"))
                 except BudgetExhausted:
-                    assert amount > before.available  # refused only when unaffordable
+                    # refused only when unaffordable, or after an overrun (issue 11)
+                    assert amount > before.available or before.overrun > 0
             elif op in ("settle", "settle_over") and open_:
                 r = open_.pop(0)
                 actual = amount % (r.amount + 1) if op == "settle" else r.amount + amount

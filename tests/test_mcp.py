@@ -31,7 +31,7 @@ CANARY = "sk-ant-api03-MCP-CANARY-77c1e0d2-do-not-leak"
 # Bounded waits. Generous: a research session here takes seconds, CI machines are slow.
 FINISH_WITHIN_S = 240.0
 
-TOOLS = {"research", "session_status", "report", "trace", "eval", "chunk", "find_quote",
+TOOLS = {"research", "resume", "session_status", "report", "trace", "eval", "chunk", "find_quote",
          "publisher_of", "confidence", "local_profile", "local_query"}
 
 

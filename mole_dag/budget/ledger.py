@@ -9,7 +9,9 @@ by mistake. `tool_calls` is the source of truth and `verify` proves the balances
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,15 +50,61 @@ class PaidCallFailed(Exception):
 
 
 class BudgetExhausted(LedgerError):
-    """A reservation the session cannot afford. Raised before any call is made."""
+    """A reservation the session cannot afford. Raised before any call is made. `reason` names
+    why: "budget" (not enough left outside escrow) or, in the subclass, "overrun"."""
 
-    def __init__(self, session_id: str, role: Role, requested: int, available: int, unit: str):
+    reason = "budget"
+
+    def __init__(self, session_id: str, role: Role, requested: int, available: int, unit: str,
+                 message: str | None = None):
         self.session_id, self.role = session_id, role
         self.requested, self.available, self.unit = requested, available, unit
-        super().__init__(
+        super().__init__(message or (
             f"session {session_id}: {role} needs {requested} {unit} but only {available} "
             "is available outside escrow"
+        ))
+
+
+class BudgetOverrun(BudgetExhausted):
+    """A provider used more than a call was allowed (a server that ignores `max_tokens`), so
+    its bound is no bound and the session's ceiling no longer protects it: after the first
+    overrun every reservation is refused, whatever it asks for."""
+
+    reason = "overrun"
+
+    def __init__(self, session_id: str, role: Role, requested: int, overrun: int, unit: str):
+        self.overrun = overrun
+        super().__init__(
+            session_id, role, requested, 0, unit,
+            message=(f"session {session_id}: {role} refused: a provider already used {overrun} "
+                     f"{unit} beyond what its calls were allowed, so no new call is dispatched"),
         )
+
+
+def owner_tag() -> str:
+    """Who holds a reservation or drives a session: 'host:pid'. Read at call time, so a forked
+    worker names itself."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def owner_alive(owner: str | None) -> bool | None:
+    """True/False for an owner on this host; None when it cannot be told (another host, or no
+    owner recorded). A recycled pid reads as alive: the safe side, since the reservation then
+    waits for its expiry instead of being settled under a live caller."""
+    if not owner or ":" not in owner:
+        return None
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    if int(pid) == os.getpid():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @dataclass(frozen=True)
@@ -102,8 +150,16 @@ class Balance:
 
     @property
     def available(self) -> int:
-        """What a non-report reservation may still take."""
+        """What a non-report reservation may still take: nothing once a call has overrun."""
+        if self.overrun:
+            return 0
         return self.total - self.spent - self.held - self.escrow
+
+    @property
+    def charged(self) -> int:
+        """What the session has really cost: settled spend plus overrun. The figure every user
+        sees, against the ceiling."""
+        return self.spent + self.overrun
 
 
 @dataclass(frozen=True)
@@ -118,10 +174,32 @@ class Verification:
     calls_overrun: int
     calls: int
     within_ceiling: bool
+    # spent + overrun + held + escrow <= total: the ceiling as the user sees it. The schema
+    # can only hold `within_ceiling` (overrun is money a provider took without asking).
+    total: int = 0
+    assumed: int = 0
+
+    @property
+    def charged(self) -> int:
+        return self.spent + self.overrun
+
+    @property
+    def over_ceiling(self) -> int:
+        return max(0, self.spent + self.overrun + self.held - self.total)
 
     def explain(self) -> str:
+        """`ok` says the books agree with the append-only ledger; the ceiling as the user sees
+        it (spent + overrun) is reported beside it, since a provider that ignored its limit can
+        push it past the total without the books being wrong."""
+        ceiling = (f"; CEILING EXCEEDED: spent {self.spent} + overrun {self.overrun} is "
+                   f"{self.over_ceiling} beyond the total {self.total}"
+                   if self.over_ceiling else "")
         if self.ok:
-            return f"ledger consistent: spent {self.spent} = sum of {self.calls} tool_calls"
+            tail = f" ({self.assumed} assumed at their reservation)" if self.assumed else ""
+            if self.overrun:
+                return (f"ledger consistent: spent {self.spent} + overrun {self.overrun} = sum "
+                        f"of {self.calls} tool_calls{tail}{ceiling}")
+            return f"ledger consistent: spent {self.spent} = sum of {self.calls} tool_calls{tail}"
         parts = []
         if self.spent != self.calls_spent:
             parts.append(f"spent {self.spent} != tool_calls {self.calls_spent}")
@@ -131,7 +209,7 @@ class Verification:
             parts.append(f"overrun {self.overrun} != tool_calls overrun {self.calls_overrun}")
         if not self.within_ceiling:
             parts.append("spent + held + escrow exceeds the total")
-        return "ledger INCONSISTENT: " + "; ".join(parts)
+        return "ledger INCONSISTENT: " + "; ".join(parts) + ceiling
 
 
 def escrow_for(total: int) -> int:
@@ -242,12 +320,15 @@ class Ledger:
                     "note": note,
                     "now": now,
                     "expires_at": expires,
+                    "owner": owner_tag(),
                 },
             )
             return True
 
         if not self.store.transact(tx):
             bal = self.balance(session_id)  # raises for an unknown session
+            if bal.overrun:
+                raise BudgetOverrun(session_id, role, amount, bal.overrun, str(bal.unit))
             open_states = (SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING)
             if bal.status not in open_states:
                 raise LedgerError(f"session {session_id} is {bal.status}; it takes no more calls")
@@ -275,10 +356,27 @@ class Ledger:
             row = cur.execute(q("call_get"), {"id": reservation.id}).fetchone()
             if row is None:
                 raise LedgerError(f"no reservation {reservation.id}")
-            reserved, status = row[5], CallStatus(row[7])
+            reserved, status, assumed = row[5], CallStatus(row[7]), bool(row[9])
+            if status == CallStatus.SETTLED and assumed:
+                # Recovery settled it at its reservation while this caller was still alive
+                # (a call that outlived its expiry): the real usage replaces the assumption.
+                # The reservation moved wholly into `spent`, so it still covers the call.
+                charged = min(actual, reserved)
+                overrun = actual - charged
+                cur.execute(q("session_charge"), {
+                    "unhold": 0, "charged": charged - reserved, "overrun": overrun, "now": now,
+                    "session_id": reservation.session_id})
+                cur.execute(q("call_settle_assumed_late"), {
+                    "id": reservation.id, "actual": actual, "overrun": overrun,
+                    "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                    "cache_read_tokens": usage.cache_read_tokens,
+                    "cache_write_tokens": usage.cache_write_tokens,
+                    "note": note, "model": model, "now": now})
+                return Settlement(reservation.id, actual, charged, overrun)
             if status not in (CallStatus.RESERVED, CallStatus.EXPIRED):
                 raise LedgerError(f"reservation {reservation.id} is already {status}")
-            # An expired hold was already returned by the sweep: nothing of it still covers us.
+            # An expired hold (rows from before assumed settlement) was already returned by the
+            # sweep: nothing of it still covers us.
             covered = reserved if status == CallStatus.RESERVED else 0
             charged = min(actual, covered)
             overrun = actual - charged
@@ -313,7 +411,7 @@ class Ledger:
         if result.overrun:
             log.error(
                 "session %s: call %s (%s) used %d beyond its reservation of %d; "
-                "the estimate was not an upper bound, the session is flagged",
+                "the estimate was not an upper bound; the session dispatches no further call",
                 reservation.session_id, reservation.id, reservation.tool,
                 result.overrun, reservation.amount,
             )
@@ -328,7 +426,9 @@ class Ledger:
             if row is None:
                 raise LedgerError(f"no reservation {reservation.id}")
             status = CallStatus(row[7])
-            if status == CallStatus.EXPIRED:
+            if status == CallStatus.EXPIRED or (status == CallStatus.SETTLED and row[9]):
+                # Already swept, or already settled at its reservation by recovery: a caller
+                # that comes back to say "failed" cannot prove the provider did not charge.
                 return
             if status != CallStatus.RESERVED:
                 raise LedgerError(f"reservation {reservation.id} is already {status}")
@@ -341,21 +441,61 @@ class Ledger:
         self.store.transact(tx)
 
     def expire_stale(self, now: datetime | None = None) -> int:
-        """Return the holds of reservations past their expiry. Returns how many expired."""
+        """Settle reservations past their expiry at the reserved amount, flagged `assumed`:
+        their caller is presumed dead and the provider may have answered (and charged) before
+        it died. Releasing them would let money leave the books. Returns how many."""
+        return self.settle_abandoned(now=now, dead_owners=False)
+
+    def settle_abandoned(self, *, now: datetime | None = None, dead_owners: bool = True) -> int:
+        """Settle, at the reserved amount and flagged `assumed`, every reservation whose
+        outcome nobody will report: past its expiry; or (dead_owners) held by a process of this
+        host that no longer exists; or belonging to a finished session and held by no process
+        provably alive here. Returns how many were settled."""
         now = now or self.clock()
+        finished = {str(s) for s in SessionStatus} - {
+            SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING}
 
         def tx(cur: duckdb.DuckDBPyConnection) -> int:
-            stale = cur.execute(q("stale_holds"), {"now": now}).fetchall()
+            rows = cur.execute(q("open_reservations")).fetchall()
             n = 0
-            for session_id, amount, calls in stale:
-                cur.execute(
-                    q("session_unhold"), {"amount": amount, "now": now, "session_id": session_id}
+            for rid, session_id, reserved, expires_at, owner, sess_status in rows:
+                alive = owner_alive(owner)
+                abandoned = (
+                    expires_at < now
+                    or (dead_owners and alive is False)
+                    or (dead_owners and sess_status in finished and not alive)
                 )
-                cur.execute(q("calls_expire"), {"now": now, "session_id": session_id})
-                n += calls
+                if not abandoned:
+                    continue
+                cur.execute(q("session_charge"), {
+                    "unhold": reserved, "charged": reserved, "overrun": 0, "now": now,
+                    "session_id": session_id})
+                cur.execute(q("call_settle_assumed"), {"id": rid, "now": now})
+                n += 1
             return n
 
-        return self.store.transact(tx)
+        n = self.store.transact(tx)
+        if n:
+            log.warning("settled %d abandoned reservation(s) at their reserved amount "
+                        "(outcome unknown: the caller died or was interrupted)", n)
+        return n
+
+    def settle_assumed(self, reservation: Reservation, note: str) -> None:
+        """The caller is being interrupted with the call possibly in flight: charge the
+        reservation in full rather than guess that the provider did not answer."""
+        now = self.clock()
+
+        def tx(cur: duckdb.DuckDBPyConnection) -> None:
+            row = cur.execute(q("call_get"), {"id": reservation.id}).fetchone()
+            if row is None or CallStatus(row[7]) != CallStatus.RESERVED:
+                return
+            cur.execute(q("session_charge"), {
+                "unhold": row[5], "charged": row[5], "overrun": 0, "now": now,
+                "session_id": reservation.session_id})
+            cur.execute(q("call_settle_assumed"), {"id": reservation.id, "now": now})
+            cur.execute(q("call_note"), {"id": reservation.id, "note": note})
+
+        self.store.transact(tx)
 
     def release_escrow(self, session_id: str) -> int:
         """Hand the escrow to the report stage. Happens once; returns the amount released."""
@@ -394,9 +534,16 @@ class Ledger:
                              note=f"paid for, but failed: {type(exc).__name__}",
                              model=getattr(exc, "model", None) or None)
             raise
-        except BaseException as exc:
+        except Exception as exc:
             if not h.done:
                 self.release(res, note=f"call failed: {type(exc).__name__}")
+            raise
+        except BaseException as exc:
+            # KeyboardInterrupt, SystemExit, Dagster's DagsterExecutionInterruptedError: the
+            # call may have been answered and billed; we cannot know, so it costs its bound.
+            if not h.done:
+                self.settle_assumed(res, note=f"interrupted: {type(exc).__name__}")
+                h.done = True
             raise
         if not h.done:
             self.release(res, note="closed without settling")
@@ -427,7 +574,16 @@ class Ledger:
             calls_overrun=row["calls_overrun"],
             calls=row["calls"],
             within_ceiling=within,
+            total=row["total"],
+            assumed=row["calls_assumed"],
         )
+
+    def set_status(self, session_id: str, status: SessionStatus,
+                   stop_reason: str | None = None) -> None:
+        now = self.clock()
+        self.store.transact(lambda cur: cur.execute(q("session_set_status_reason"), {
+            "status": str(status), "reason": stop_reason, "now": now,
+            "session_id": session_id}))
 
     def spend_by_role(self, session_id: str) -> list[dict[str, Any]]:
         return self.store.named("spend_by_role", {"session_id": session_id})

@@ -81,8 +81,8 @@ def scorecard(store: Store, session_id: str, labels: Path | None = None) -> list
     beyond = max(0, bal.spent + bal.overrun - bal.total)
     over = _pct(beyond, bal.total)
     metrics.append(Metric("budget_overshoot_pct", over, f"{over:.1f}%",
-                          detail=f"spent {_fmt(bal.spent, unit)} of {_fmt(bal.total, unit)}; "
-                                 f"estimate overrun {_fmt(bal.overrun, unit)}"))
+                          detail=f"spent {_fmt(bal.charged, unit)} of {_fmt(bal.total, unit)} "
+                                 f"(overrun {_fmt(bal.overrun, unit)} included)"))
 
     cit = citation_validity(store, session_id)
     if cit.report_id is None:
@@ -128,9 +128,9 @@ def scorecard(store: Store, session_id: str, labels: Path | None = None) -> list
         metrics.append(Metric("cost_per_accepted_claim", None, "n/a",
                               reason="no claim was accepted"))
     else:
-        per = bal.spent / claims
+        per = bal.charged / claims
         metrics.append(Metric("cost_per_accepted_claim", per, _fmt(per, unit),
-                              detail=f"{_fmt(bal.spent, unit)} over {claims} claims"))
+                              detail=f"{_fmt(bal.charged, unit)} over {claims} claims"))
 
     by_role = ledger.spend_by_role(session_id)
     metrics.append(Metric(

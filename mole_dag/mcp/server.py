@@ -178,9 +178,39 @@ def research(
 
 
 @server.tool(description=(
+    "Continue an interrupted research session (status interrupted: stopped by a signal, or its "
+    "process died) within its original budget, detached like research. Returns at once; poll "
+    "session_status(session). A finished session (done, exhausted, failed) is refused."))
+def resume(session: SessionArg) -> dict[str, Any]:
+    from mole_dag.budget.ledger import owner_alive
+    from mole_dag.core import SessionStatus
+    from mole_dag.store import q
+
+    with _errors():
+        sid = _session_id(session)
+        with _store() as store:  # opening it runs recovery: a dead driver's session is
+            sess = store.row(q("session_get"), {"session_id": sid})  # interrupted by now
+        if sess is None:
+            raise BadInput(f"no session {sid!r}")
+        status = SessionStatus(sess["status"])
+        resumable = status == SessionStatus.INTERRUPTED or (
+            status in (SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING)
+            and owner_alive(sess["owner"]) is False)
+        if not resumable:
+            raise BadInput(f"session {sid} is {status}; only an interrupted session can be "
+                           "resumed")
+        worker = workers.start(sid, ["resume", sid, "--quiet"])
+    return redact_all({
+        "session": sid, "status": "resuming", "pid": worker.pid,
+        "next": "poll session_status(session) until finished is true, then report(session)",
+    })
+
+
+@server.tool(description=(
     "Status of a research session: status (created, running, reporting, done, failed, "
-    "abandoned; or starting before its process has created it), finished, rounds, budget and "
-    "spend by role, counts (sub-questions, leads, sources, chunks, claims, edges, dead ends, "
+    "abandoned, exhausted, interrupted; or starting before its process has created it), "
+    "finished, rounds, budget (spent includes any overrun) and spend by role, counts "
+    "(sub-questions, leads, sources, chunks, claims, edges, dead ends, "
     "reports), the ledger consistency check, whether the report is ready, and the detached "
     "process (with the end of its log if it failed)."))
 def session_status(session: SessionArg) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from mole_dag.mcp.workers import WorkerState
 from mole_dag.output.sanitize import one_line
 from mole_dag.store import Store, q
 
-TERMINAL = (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED)
+TERMINAL = (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED,
+            SessionStatus.EXHAUSTED, SessionStatus.INTERRUPTED)
 MAX_SQL_CHARS = 10_000
 
 
@@ -81,7 +82,10 @@ def status(store: Store, session_id: str, worker: WorkerState | None) -> dict[st
         "budget": {
             "unit": unit, "total": bal.total, "spent": bal.spent, "held": bal.held,
             "escrow": bal.escrow, "overrun": bal.overrun, "available": max(bal.available, 0),
-            "summary": f"spent {_fmt(bal.spent, unit)} of {_fmt(bal.total, unit)}",
+            # spent + overrun: what the session cost, against its total.
+            "charged": bal.charged,
+            "summary": f"spent {_fmt(bal.charged, unit)} of {_fmt(bal.total, unit)}"
+                       + (f" (overrun {_fmt(bal.overrun, unit)} included)" if bal.overrun else ""),
         },
         "spend_by_role": [{"role": r["role"], "calls": int(r["calls"]),
                            "spent": int(r["spent"]), "held": int(r["held"])}
@@ -92,7 +96,11 @@ def status(store: Store, session_id: str, worker: WorkerState | None) -> dict[st
         "data_attached": bool(sess.get("data")),
         "worker": worker_info(worker),
     }
-    if worker_ended and bal.status not in TERMINAL and worker.exit_code != 0:
+    if sess.get("stop_reason"):
+        out["stop_reason"] = one_line(sess["stop_reason"])
+    if bal.status == SessionStatus.INTERRUPTED:
+        out["next"] = "resume(session) continues it within its original budget"
+    elif worker_ended and bal.status not in TERMINAL and worker.exit_code != 0:
         out["next"] = ("the research process ended with an error before finishing (see "
                        "worker.log_tail); what it stored is still readable with trace and eval")
     elif report is not None:

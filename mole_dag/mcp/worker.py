@@ -1,6 +1,7 @@
 """The detached process behind an MCP `research` call:
 
     python -m mole_dag.mcp.worker EXIT_FILE -- <mole research arguments>
+    python -m mole_dag.mcp.worker EXIT_FILE -- resume SESSION
 
 It is `mole research` itself (the same validation, store, Dagster instance and report), plus one
 thing the CLI does not do: it writes its exit status to EXIT_FILE when it ends, so whichever
@@ -33,7 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from mole_dag.cli import main as mole
 
-        code = mole(["research", *args[2:]])
+        # Research arguments start with an option (research_argv puts the question after
+        # `--`), so a leading "resume" is the resume command, never a question.
+        rest = args[2:]
+        code = mole(rest if rest[:1] == ["resume"] else ["research", *rest])
     except SystemExit as exc:  # argparse's usage errors
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - recorded, then the process ends with status 1

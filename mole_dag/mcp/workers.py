@@ -96,6 +96,8 @@ class Workers:
         folder = runs_dir(create=True)
         log = folder / f"{session_id}.log"
         exit_file = folder / f"{session_id}.exit"
+        # A resumed session's earlier worker left its exit status: it is not this one's.
+        exit_file.unlink(missing_ok=True)
         cmd = [sys.executable, "-m", "mole_dag.mcp.worker", str(exit_file), "--", *research_args]
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:

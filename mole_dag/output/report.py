@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mole_dag.budget import BudgetExhausted
+from mole_dag.budget import BudgetExhausted, BudgetOverrun
 from mole_dag.compute.report_section import local_data_section
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, SourceClass, stable_id
@@ -440,6 +440,11 @@ def _write(run: Run, req: WriteRequest, findings: list[Finding]) -> _Written:
             metered = run.skills.write(req, unit)
             h.settle(metered.cost, usage=metered.usage, model=metered.model or None)
         got, spent = metered.value, metered.cost
+    except BudgetOverrun as exc:
+        why = "writer not run: a provider overran its allowance, so no further call is made"
+        budget_note = (f"The writer could not be afforded: a provider used "
+                       f"{_fmt_amount(exc.overrun, exc.unit)} more than its calls were "
+                       "allowed, and after an overrun the session dispatches no further call")
     except BudgetExhausted as exc:
         why = (f"writer not run: it needed {_fmt_amount(exc.requested, exc.unit)} and "
                f"{_fmt_amount(exc.available, exc.unit)} was left")
@@ -502,7 +507,8 @@ def write_report(
     bal = run.ledger.balance(sid)
     session = run.session()
     markdown = render(
-        session=session | {"spent": bal.spent},
+        # What the session really cost: overrun is money spent too.
+        session=session | {"spent": bal.charged},
         answer=answer,
         findings=findings,
         numbered=numbered,
@@ -531,7 +537,10 @@ def write_report(
         for n, src in sorted(numbered.items()):
             cur.execute(q("report_citation_insert"), {"report_id": report_id, "session_id": sid,
                                                       "number": n, "source_id": src["id"]})
-        cur.execute(q("session_set_status"), {"status": str(SessionStatus.DONE), "now": now,
+        # An overrun ends the session as exhausted: its report is what it had before the
+        # provider broke its bound.
+        status = SessionStatus.EXHAUSTED if bal.overrun else SessionStatus.DONE
+        cur.execute(q("session_set_status"), {"status": str(status), "now": now,
                                               "session_id": sid})
 
     store.transact(tx)

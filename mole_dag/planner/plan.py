@@ -75,6 +75,22 @@ def build_digest(run: Run, round_no: int) -> Digest:
     )
 
 
+def budget_too_small(exc: BudgetExhausted, total: int) -> str:
+    """One line: what the first planning call needed, and the budget that would cover it
+    (the call must fit outside the escrow)."""
+    from mole_dag.budget import ESCROW_PERCENT
+
+    need = exc.requested
+    budget = -(-need * 100 // (100 - ESCROW_PERCENT))
+    while budget - budget * ESCROW_PERCENT // 100 < need:  # escrow rounds down
+        budget += 1
+    if exc.unit == "usd_micros":
+        return (f"budget too small: the planner needs at least ${need / 1e6:.6f} for its first "
+                f"call (a budget of at least ${budget / 1e6:.6f}, with the 15% escrow)")
+    return (f"budget too small: the planner needs at least {need} tokens for its first call "
+            f"(a budget of at least {budget} tokens, with the 15% escrow)")
+
+
 def plan_round(run: Run) -> PlanResult:
     store, sid = run.store, run.session_id
     sess = run.session()
@@ -98,7 +114,18 @@ def plan_round(run: Run) -> PlanResult:
                              stage=STAGE) as h:
             planned = run.skills.plan(digest, unit)
             h.settle(planned.cost, usage=planned.usage, model=planned.model or None)
-    except (ModelCallFailed, BudgetExhausted) as exc:
+    except BudgetExhausted as exc:
+        if round_no <= 1:
+            # Without a first plan there is no session, and no budget will appear later: end
+            # it as exhausted with one line saying what the planner needed, instead of a
+            # failed step that leaves the session `running`.
+            reason = budget_too_small(exc, run.ledger.balance(sid).total)
+            run.ledger.set_status(sid, SessionStatus.EXHAUSTED, reason)
+            run.progress(reason)
+            return PlanResult(round_no, 0, 0, 0, 0)
+        run.progress(f"round {round_no}: no new sub-questions ({exc})")
+        planned = Metered[list[PlannedQuestion]]([])
+    except ModelCallFailed as exc:
         if round_no <= 1:
             raise  # without a first plan there is no session: fail loudly, with the cause
         # A later round that cannot plan (the model failed, or what is left outside escrow

@@ -96,6 +96,12 @@ class Store:
             from mole_dag.store.models import materialize_all
 
             materialize_all(self)
+            # Crash recovery on every writing open (issue 11): a killed process's reservations
+            # are settled as assumed and its sessions marked interrupted, without waiting for
+            # some later session's sweep. Imported here, not at the top: budget sits above store.
+            from mole_dag.budget.recovery import recover_store
+
+            recover_store(self)
 
     # -- opening ---------------------------------------------------------------------------
 

@@ -15,14 +15,16 @@ UPDATE sessions
 SET held = held + $amount, updated_at = $now
 WHERE id = $session_id
   AND status IN ('created', 'running', 'reporting')
+  -- After the first overrun the session's bounds are no bounds: nothing more is dispatched.
+  AND overrun = 0
   AND spent + held + escrow + $amount <= total;
 
 -- name: call_insert
-INSERT INTO tool_calls (id, session_id, role, stage, tool, reserved, status, note, created_at, expires_at)
-VALUES ($id, $session_id, $role, $stage, $tool, $amount, 'reserved', $note, $now, $expires_at);
+INSERT INTO tool_calls (id, session_id, role, stage, tool, reserved, status, note, created_at, expires_at, owner)
+VALUES ($id, $session_id, $role, $stage, $tool, $amount, 'reserved', $note, $now, $expires_at, $owner);
 
 -- name: call_get
-SELECT id, session_id, role, stage, tool, reserved, actual, status, expires_at
+SELECT id, session_id, role, stage, tool, reserved, actual, status, expires_at, assumed
 FROM tool_calls WHERE id = $id;
 
 -- name: session_charge
@@ -72,6 +74,7 @@ SELECT
     coalesce(sum(c.actual - c.overrun) FILTER (WHERE c.status = 'settled'), 0)::BIGINT AS calls_spent,
     coalesce(sum(c.reserved) FILTER (WHERE c.status = 'reserved'), 0)::BIGINT AS calls_held,
     coalesce(sum(c.overrun), 0)::BIGINT AS calls_overrun,
+    count(c.id) FILTER (WHERE c.assumed) AS calls_assumed,
     count(c.id) AS calls
 FROM sessions s
 LEFT JOIN tool_calls c ON c.session_id = s.id
@@ -93,3 +96,41 @@ FROM tool_calls
 WHERE session_id = $session_id
 GROUP BY stage, role
 ORDER BY stage, role;
+
+-- name: open_reservations
+SELECT c.id, c.session_id, c.reserved, c.expires_at, c.owner, s.status
+FROM tool_calls c JOIN sessions s ON s.id = c.session_id
+WHERE c.status = 'reserved'
+ORDER BY c.created_at, c.id;
+
+-- name: call_settle_assumed
+-- Outcome unknown: charged at the reserved amount, which is an upper bound of what it used.
+UPDATE tool_calls
+SET status = 'settled', actual = reserved, overrun = 0, assumed = true, completed_at = $now,
+    note = 'outcome unknown (caller died or was interrupted): settled at the reserved amount'
+WHERE id = $id AND status = 'reserved';
+
+-- name: call_note
+UPDATE tool_calls SET note = $note WHERE id = $id;
+
+-- name: call_settle_assumed_late
+UPDATE tool_calls
+SET actual = $actual, overrun = $overrun, assumed = false,
+    input_tokens = $input_tokens, output_tokens = $output_tokens,
+    cache_read_tokens = $cache_read_tokens, cache_write_tokens = $cache_write_tokens,
+    model = $model, note = coalesce($note, 'settled late, after recovery had assumed it'),
+    completed_at = $now
+WHERE id = $id AND status = 'settled' AND assumed;
+
+-- name: session_set_status_reason
+UPDATE sessions SET status = $status, stop_reason = coalesce($reason, stop_reason),
+    updated_at = $now
+WHERE id = $session_id;
+
+-- name: session_set_owner
+UPDATE sessions SET owner = $owner, updated_at = $now WHERE id = $session_id;
+
+-- name: sessions_orphaned
+-- Sessions some process was driving (owner set) that have not finished.
+SELECT id, owner FROM sessions
+WHERE owner IS NOT NULL AND status IN ('created', 'running', 'reporting');

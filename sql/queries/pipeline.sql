@@ -50,6 +50,11 @@ SELECT count(*) FROM leads WHERE session_id = $session_id AND status IN ('pendin
 UPDATE leads SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
 WHERE session_id = $session_id AND status = 'leased' AND lease_expires_at < $now;
 
+-- name: leases_requeue_session
+-- Every lease of a session whose driving process is gone (recovery, `mole resume`).
+UPDATE leads SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
+WHERE session_id = $session_id AND status = 'leased';
+
 -- name: lead_next_pending
 SELECT id, sub_question_id, actor, query, depth FROM leads
 WHERE session_id = $session_id AND status = 'pending'
