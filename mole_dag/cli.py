@@ -105,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from mole_dag.store.db import StoreError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.db:
@@ -122,7 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_eval(args)
         if args.command == "crossings":
             return cmd_crossings(args)
-    except CliError as exc:
+    except (CliError, StoreError) as exc:
+        # StoreError too: a damaged store can show only when a query reaches the lost block,
+        # after the command has opened it.
         print(f"mole {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `mole show ... | head`: the reader left, nothing to report
@@ -136,12 +140,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.error(f"unknown command {args.command}")
 
 
-def _open_store(wait: bool = True):  # noqa: ANN202
+def _open_store(wait: bool = True, *, read_only: bool = False):  # noqa: ANN202
+    """`read_only` for every command that only reads: it never creates a store (a typo in
+    --db is an error, not a new empty store) and never writes to one (not even a damaged one)."""
     from mole_dag.store import Store, StoreError
 
     try:
         return Store(default_store_path(), lock_wait_s=None if wait else 0.0,
-                     on_wait=lambda m: print(f"mole: {m}", file=sys.stderr))
+                     on_wait=lambda m: print(f"mole: {m}", file=sys.stderr),
+                     read_only=read_only)
     except StoreError as exc:
         raise CliError(str(exc)) from None
 
@@ -272,7 +279,7 @@ def cmd_crossings(args: argparse.Namespace) -> int:
     from mole_dag.output.sanitize import strip_controls
     from mole_dag.store import q
 
-    store = _open_store()
+    store = _open_store(read_only=True)
     try:
         sess = store.row(q("session_get"), {"session_id": args.session})
         if sess is None:
@@ -339,7 +346,7 @@ def _print_outcome(sid: str, *, quiet: bool, print_report: bool) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from mole_dag.store import q
 
-    store = _open_store()
+    store = _open_store(read_only=True)
     try:
         rows = store.rows(q("sessions_list"))
     finally:
@@ -359,7 +366,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from mole_dag.output.sanitize import one_line
     from mole_dag.store import q
 
-    store = _open_store()
+    store = _open_store(read_only=True)
     try:
         ledger = Ledger(store)
         try:
@@ -431,7 +438,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from mole_dag.output.trace import render_trace
     from mole_dag.store import q
 
-    store = _open_store()
+    store = _open_store(read_only=True)
     try:
         if store.row(q("session_get"), {"session_id": args.session}) is None:
             raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
@@ -446,7 +453,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from mole_dag.store import q
 
     pairs = Path(args.pairs).expanduser() if args.pairs else None
-    store = _open_store()
+    store = _open_store(read_only=True)
     try:
         if store.row(q("session_get"), {"session_id": args.session}) is None:
             raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
