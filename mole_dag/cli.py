@@ -23,8 +23,9 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
+from mole_dag.output.sanitize import escape_controls
 from mole_dag.paths import PROJECT_ROOT, default_store_path
 
 EXIT_USAGE = 2
@@ -104,7 +105,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Escaping:
+    """A terminal stream that shows control and bidi characters as visible escapes (\\x1b,
+    \\u202e). Questions, labels and paths come from users and pages: printed raw, an ESC or a
+    U+202E would recolour, retitle or reorder what the reader sees."""
+
+    def __init__(self, raw: TextIO) -> None:
+        self._raw = raw
+
+    def write(self, text: str) -> int:
+        self._raw.write(escape_controls(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._raw.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        # encoding, fileno, isatty, buffer...: whatever else a library asks of the stream.
+        return getattr(self._raw, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # Every line mole prints (listings, reports, progress, errors) goes through the escaping
+    # streams; eval --json is unaffected, json.dumps already escapes every control character.
+    with contextlib.redirect_stdout(_Escaping(sys.stdout)), \
+            contextlib.redirect_stderr(_Escaping(sys.stderr)):
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     from mole_dag.store.db import StoreError
 
     parser = build_parser()
@@ -363,7 +392,6 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from mole_dag.budget import Ledger, LedgerError
-    from mole_dag.output.sanitize import one_line
     from mole_dag.store import q
 
     store = _open_store(read_only=True)
@@ -386,7 +414,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         store.close()
     unit = str(bal.unit)
     print(f"session {args.session}")
-    print(f"question  {one_line(sess['question'])}")
+    # Whitespace collapsed; controls are shown as escapes by the output stream (see _Escaping).
+    print(f"question  {' '.join(sess['question'].split())}")
     print(f"status    {bal.status} after {sess['rounds']} round(s), provider {sess['provider']}")
     print(f"budget    {_fmt(bal.total, unit)}: spent {_fmt(bal.spent, unit)}, held "
           f"{_fmt(bal.held, unit)}, escrow {_fmt(bal.escrow, unit)}"

@@ -5,6 +5,7 @@ check (mole_dag.launch.check_budget) serves the CLI, mole-mcp and the Dagster la
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,49 @@ def test_read_commands_work_on_a_good_store_without_changing_it(
     assert "s1" in capsys.readouterr().out
     assert main(["--db", str(db), "show", "s1"]) == 0
     assert _sha(db) == before
+
+
+# -- terminal output: controls and bidi shown as visible escapes ------------------------------
+
+HOSTILE = "Is tea \x1b[31msafe\x1b[0m?\x07 \u202eevil\u202c \x1b]0;pwned\x07"
+
+
+def _no_raw_controls(text: str) -> None:
+    for ch in ("\x1b", "\x07", "\u202e", "\u202c"):
+        assert ch not in text, repr(text)
+
+
+def test_listings_escape_controls_and_bidi(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "hostile.duckdb"
+    with Store(db) as st:
+        Ledger(st).create_session(HOSTILE, Unit.TOKENS, 1000, session_id="s1")
+    for argv in (["sessions"], ["show", "s1"], ["trace", "s1"]):
+        assert main(["--db", str(db), *argv]) == 0
+        out = capsys.readouterr()
+        _no_raw_controls(out.out + out.err)
+        if argv != ["trace", "s1"]:
+            assert "\\x1b[31msafe" in out.out and "\\u202eevil" in out.out, out.out
+
+
+def test_error_lines_escape_controls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "x\x1b[2J\u202e" / "s.duckdb"
+    err = _one_line_exit_2(["--db", str(db), "sessions"], capsys)
+    _no_raw_controls(err)
+    assert "x\\x1b[2J\\u202e" in err
+
+
+def test_progress_lines_escape_controls(capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    from mole_dag.cli import _Escaping
+
+    log = logging.getLogger("mole.test.progress")
+    handler = logging.StreamHandler(_Escaping(sys.stderr))  # type: ignore[arg-type]
+    log.addHandler(handler)
+    try:
+        log.warning("lead %s via local: done", "tea \x1b[31m\u202e")
+    finally:
+        log.removeHandler(handler)
+    err = capsys.readouterr().err
+    _no_raw_controls(err)
