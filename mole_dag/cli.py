@@ -23,7 +23,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn
 
 from mole_dag.output.sanitize import escape_controls
 from mole_dag.paths import PROJECT_ROOT, default_store_path
@@ -105,35 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-class _Escaping:
-    """A terminal stream that shows control and bidi characters as visible escapes (\\x1b,
-    \\u202e). Questions, labels and paths come from users and pages: printed raw, an ESC or a
-    U+202E would recolour, retitle or reorder what the reader sees."""
+class _EscapingFormatter(logging.Formatter):
+    """Progress lines quote leads and titles taken from pages: controls shown as escapes."""
 
-    def __init__(self, raw: TextIO) -> None:
-        self._raw = raw
-
-    def write(self, text: str) -> int:
-        self._raw.write(escape_controls(text))
-        return len(text)
-
-    def flush(self) -> None:
-        self._raw.flush()
-
-    def __getattr__(self, name: str) -> Any:
-        # encoding, fileno, isatty, buffer...: whatever else a library asks of the stream.
-        return getattr(self._raw, name)
+    def format(self, record: logging.LogRecord) -> str:
+        return escape_controls(super().format(record))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # Every line mole prints (listings, reports, progress, errors) goes through the escaping
-    # streams; eval --json is unaffected, json.dumps already escapes every control character.
-    with contextlib.redirect_stdout(_Escaping(sys.stdout)), \
-            contextlib.redirect_stderr(_Escaping(sys.stderr)):
-        return _main(argv)
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
     from mole_dag.store.db import StoreError
 
     parser = build_parser()
@@ -156,7 +135,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
     except (CliError, StoreError) as exc:
         # StoreError too: a damaged store can show only when a query reaches the lost block,
         # after the command has opened it.
-        print(f"mole {args.command}: {exc}", file=sys.stderr)
+        # Messages quote paths, ids and questions as given: controls shown as escapes.
+        print(f"mole {args.command}: {escape_controls(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `mole show ... | head`: the reader left, nothing to report
         with contextlib.suppress(OSError):
@@ -188,7 +168,7 @@ def _progress_to_stderr(quiet: bool) -> None:
     log.propagate = False
     if not quiet and not log.handlers:
         h = logging.StreamHandler(sys.stderr)
-        h.setFormatter(logging.Formatter("  · %(message)s"))
+        h.setFormatter(_EscapingFormatter("  · %(message)s"))
         log.addHandler(h)
     logging.getLogger("mole").setLevel(logging.WARNING)
 
@@ -337,13 +317,13 @@ def _report_failure(result: Any, sid: str) -> None:
             data = ev.asset_check_evaluation_data
             if not data.passed:
                 why = data.description or ""
-                print(f"mole research: check {data.check_name} failed{': ' + why if why else ''}",
-                      file=sys.stderr)
+                print(escape_controls(f"mole research: check {data.check_name} failed"
+                                      f"{': ' + why if why else ''}"), file=sys.stderr)
         if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
             err = ev.step_failure_data.error
             cause = err.cause or err
-            print(f"mole research: step {ev.step_key} failed: {cause.message.strip()}",
-                  file=sys.stderr)
+            print(escape_controls(f"mole research: step {ev.step_key} failed: "
+                                  f"{cause.message.strip()}"), file=sys.stderr)
     print(f"session {sid}", file=sys.stderr)
 
 
@@ -384,9 +364,11 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         print("no sessions yet; start one with `mole research \"question\" --usd 0.50`")
         return 0
     for r in rows:
-        print(f"{r['id']}  {r['status']:<9}  {_fmt(int(r['spent']), r['unit']):>16} of "
-              f"{_fmt(int(r['total']), r['unit']):<16}  {int(r['claims']):>4} claims  "
-              f"{'[maintenance] ' if r['kind'] == 'maintenance' else ''}{r['question'][:60]}")
+        # The question as stored, its controls shown as escapes (\\x1b, \\u202e), not obeyed.
+        print(escape_controls(
+            f"{r['id']}  {r['status']:<9}  {_fmt(int(r['spent']), r['unit']):>16} of "
+            f"{_fmt(int(r['total']), r['unit']):<16}  {int(r['claims']):>4} claims  "
+            f"{'[maintenance] ' if r['kind'] == 'maintenance' else ''}{r['question'][:60]}"))
     return 0
 
 
@@ -414,8 +396,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         store.close()
     unit = str(bal.unit)
     print(f"session {args.session}")
-    # Whitespace collapsed; controls are shown as escapes by the output stream (see _Escaping).
-    print(f"question  {' '.join(sess['question'].split())}")
+    # Whitespace collapsed; controls shown as escapes rather than obeyed or silently dropped.
+    print(f"question  {escape_controls(' '.join(sess['question'].split()))}")
     print(f"status    {bal.status} after {sess['rounds']} round(s), provider {sess['provider']}")
     print(f"budget    {_fmt(bal.total, unit)}: spent {_fmt(bal.spent, unit)}, held "
           f"{_fmt(bal.held, unit)}, escrow {_fmt(bal.escrow, unit)}"
@@ -471,7 +453,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     try:
         if store.row(q("session_get"), {"session_id": args.session}) is None:
             raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
-        print(render_trace(store, args.session), end="")
+        print(escape_controls(render_trace(store, args.session)), end="")
     finally:
         store.close()
     return 0

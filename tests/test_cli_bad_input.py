@@ -222,10 +222,11 @@ def test_error_lines_escape_controls(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_progress_lines_escape_controls(capsys: pytest.CaptureFixture[str]) -> None:
     import logging
 
-    from mole_dag.cli import _Escaping
+    from mole_dag.cli import _EscapingFormatter
 
     log = logging.getLogger("mole.test.progress")
-    handler = logging.StreamHandler(_Escaping(sys.stderr))  # type: ignore[arg-type]
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_EscapingFormatter("  · %(message)s"))
     log.addHandler(handler)
     try:
         log.warning("lead %s via local: done", "tea \x1b[31m\u202e")
@@ -233,36 +234,4 @@ def test_progress_lines_escape_controls(capsys: pytest.CaptureFixture[str]) -> N
         log.removeHandler(handler)
     err = capsys.readouterr().err
     _no_raw_controls(err)
-
-
-# -- data and corpus errors say what was wrong -----------------------------------------------
-
-def test_malformed_csv_names_the_line_and_the_field_counts(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # Three data rows; the last has extra fields. It was reported as "a header but no rows".
-    csv_file = tmp_path / "bad.csv"
-    csv_file.write_text("a,b,c\n1,2,3\n4,5,6\n7,8,9,10,11\n")
-    err = _one_line_exit_2(["--db", str(tmp_path / "s.duckdb"), "research", "q?", "--usd", "1",
-                            "--data", str(csv_file)], capsys)
-    assert "at line 4: expected 3 fields (as in the header), found 5" in err
-    assert "no rows" not in err
-    assert "7,8,9" not in err  # the data itself stays out of the message
-
-
-def test_corpus_of_skipped_files_says_why_with_counts(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import mole_dag.actors.local as local
-
-    monkeypatch.setattr(local, "MAX_FILE_BYTES", 1024 * 1024)
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "big.txt").write_text("word " * 300_000)
-    (corpus / "big2.md").write_text("word " * 300_000)
-    (corpus / "blank.txt").write_text("   \n\n")
-    err = _one_line_exit_2(["--db", str(tmp_path / "s.duckdb"), "research", "q?", "--usd", "1",
-                            "--corpus", str(corpus)], capsys)
-    assert "all 3 documents were skipped (larger than 1 MB: 2, no text after extraction: 1)" \
-        in err, err
-    assert "no document had extractable text" not in err
+    assert "tea \\x1b[31m\\u202e" in err
