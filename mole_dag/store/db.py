@@ -55,8 +55,10 @@ def _corrupt(path: Path, why: str) -> StoreCorrupt:
 
 # DuckDB's file starts with a 4 KiB main header carrying "DUCK" at byte 8, then two 4 KiB database
 # headers (its storage format since 0.9, read from its source: a guess flagged as one). A file
-# without them is certainly not a store, and is refused before DuckDB opens it (a writer would
-# otherwise report "not a valid DuckDB database file" only after creating a WAL beside it).
+# without them is not a store, and a read-only open refuses it before DuckDB opens it. Writers
+# skip this check: another process may be creating the file, briefly shorter than its headers
+# (an MCP worker and a status poll raced on exactly that), and DuckDB's own open refuses a
+# damaged file without writing to it (measured on truncated copies).
 # Truncation cannot be judged from the length: DuckDB trims free blocks at the end of the file
 # while the header still counts them, so a whole store can be shorter than its header says.
 # Truncation shows as a read error when DuckDB reaches a lost block, and is reported then.
@@ -185,11 +187,10 @@ class Store:
             if self.path.is_dir():
                 raise StoreError(f"the store {self.path} is a folder, not a DuckDB file; pass "
                                  "--db with a file")
+            # Only for readers: a writer may find the file mid-creation by another process
+            # (shorter than its headers for a moment), which is not damage.
             check_file(self.path)
             return self._connect(lock_wait_s, on_wait, read_only=True)
-        if self.path.is_file():
-            # A writer must not open a damaged file either: DuckDB would append to it.
-            check_file(self.path)
         parent = self.path.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
