@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from mole_dag.output.sanitize import escape_controls
 from mole_dag.paths import PROJECT_ROOT, default_store_path
 
 EXIT_USAGE = 2
@@ -113,7 +114,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _EscapingFormatter(logging.Formatter):
+    """Progress lines quote leads and titles taken from pages: controls shown as escapes."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return escape_controls(super().format(record))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from mole_dag.store.db import StoreError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.db:
@@ -133,8 +143,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_eval(args)
         if args.command == "crossings":
             return cmd_crossings(args)
-    except CliError as exc:
-        print(f"mole {args.command}: {exc}", file=sys.stderr)
+    except (CliError, StoreError) as exc:
+        # StoreError too: a damaged store can show only when a query reaches the lost block,
+        # after the command has opened it.
+        # Messages quote paths, ids and questions as given: controls shown as escapes.
+        print(f"mole {args.command}: {escape_controls(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `mole show ... | head`: the reader left, nothing to report
         with contextlib.suppress(OSError):
@@ -146,12 +159,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.error(f"unknown command {args.command}")
 
 
-def _open_store(wait: bool = True):  # noqa: ANN202
+def _open_store(wait: bool = True, *, read_only: bool = False):  # noqa: ANN202
+    """`read_only` for every command that only reads: it never creates a store (a typo in
+    --db is an error, not a new empty store) and never writes to one (not even a damaged one)."""
     from mole_dag.store import Store, StoreError
 
     try:
         return Store(default_store_path(), lock_wait_s=None if wait else 0.0,
-                     on_wait=lambda m: print(f"mole: {m}", file=sys.stderr))
+                     on_wait=lambda m: print(f"mole: {m}", file=sys.stderr),
+                     read_only=read_only)
     except StoreError as exc:
         raise CliError(str(exc)) from None
 
@@ -166,7 +182,7 @@ def _progress_to_stderr(quiet: bool) -> None:
         log.removeHandler(old)
     if not quiet:
         h = logging.StreamHandler(sys.stderr)
-        h.setFormatter(logging.Formatter("  · %(message)s"))
+        h.setFormatter(_EscapingFormatter("  · %(message)s"))
         log.addHandler(h)
     logging.getLogger("mole").setLevel(logging.WARNING)
 
@@ -427,7 +443,7 @@ def cmd_crossings(args: argparse.Namespace) -> int:
     from mole_dag.output.sanitize import strip_controls
     from mole_dag.store import q
 
-    store = _open_store()
+    store = _open_store(read_only=True)
     try:
         sess = store.row(q("session_get"), {"session_id": args.session})
         if sess is None:
@@ -456,13 +472,13 @@ def _report_failure(result: Any, sid: str) -> None:
             data = ev.asset_check_evaluation_data
             if not data.passed:
                 why = data.description or ""
-                print(f"mole research: check {data.check_name} failed{': ' + why if why else ''}",
-                      file=sys.stderr)
+                print(escape_controls(f"mole research: check {data.check_name} failed"
+                                      f"{': ' + why if why else ''}"), file=sys.stderr)
         if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
             err = ev.step_failure_data.error
             cause = err.cause or err
-            print(f"mole research: step {ev.step_key} failed: {cause.message.strip()}",
-                  file=sys.stderr)
+            print(escape_controls(f"mole research: step {ev.step_key} failed: "
+                                  f"{cause.message.strip()}"), file=sys.stderr)
     print(f"session {sid}", file=sys.stderr)
 
 
@@ -500,7 +516,7 @@ def _print_outcome(sid: str, *, quiet: bool, print_report: bool) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from mole_dag.store import q
 
-    store = _open_store()
+    store = _open_store(read_only=True)
     try:
         rows = store.rows(q("sessions_list"))
     finally:
@@ -509,20 +525,21 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         print("no sessions yet; start one with `mole research \"question\" --usd 0.50`")
         return 0
     for r in rows:
-        # spent + overrun: what the session cost, against its total.
+        # spent + overrun: what the session cost, against its total. The question as stored,
+        # its controls shown as escapes (\\x1b, \\u202e), not obeyed.
         cost = int(r["spent"]) + int(r["overrun"])
-        print(f"{r['id']}  {r['status']:<11}  {_fmt(cost, r['unit']):>16} of "
-              f"{_fmt(int(r['total']), r['unit']):<16}  {int(r['claims']):>4} claims  "
-              f"{'[maintenance] ' if r['kind'] == 'maintenance' else ''}{r['question'][:60]}")
+        print(escape_controls(
+            f"{r['id']}  {r['status']:<11}  {_fmt(cost, r['unit']):>16} of "
+            f"{_fmt(int(r['total']), r['unit']):<16}  {int(r['claims']):>4} claims  "
+            f"{'[maintenance] ' if r['kind'] == 'maintenance' else ''}{r['question'][:60]}"))
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from mole_dag.budget import Ledger, LedgerError
-    from mole_dag.output.sanitize import one_line
     from mole_dag.store import q
 
-    store = _open_store()
+    store = _open_store(read_only=True)
     try:
         ledger = Ledger(store)
         try:
@@ -542,7 +559,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         store.close()
     unit = str(bal.unit)
     print(f"session {args.session}")
-    print(f"question  {one_line(sess['question'])}")
+    # Whitespace collapsed; controls shown as escapes rather than obeyed or silently dropped.
+    print(f"question  {escape_controls(' '.join(sess['question'].split()))}")
     print(f"status    {bal.status} after {sess['rounds']} round(s), provider {sess['provider']}")
     # spent includes the overrun: it is what the session cost, held against the total.
     print(f"budget    {_fmt(bal.total, unit)}: spent {_fmt(bal.charged, unit)}, held "
@@ -598,11 +616,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from mole_dag.output.trace import render_trace
     from mole_dag.store import q
 
-    store = _open_store()
+    store = _open_store(read_only=True)
     try:
         if store.row(q("session_get"), {"session_id": args.session}) is None:
             raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
-        print(render_trace(store, args.session), end="")
+        print(escape_controls(render_trace(store, args.session)), end="")
     finally:
         store.close()
     return 0
@@ -613,7 +631,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from mole_dag.store import q
 
     pairs = Path(args.pairs).expanduser() if args.pairs else None
-    store = _open_store()
+    store = _open_store(read_only=True)
     try:
         if store.row(q("session_get"), {"session_id": args.session}) is None:
             raise CliError(f"no session {args.session!r}; `mole sessions` lists them")

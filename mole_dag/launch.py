@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,14 @@ from mole_dag.actors.search_settings import SearchSettings
 from mole_dag.core import Unit
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+# Ceilings on a budget. Guesses, flagged as such: far above any research session we have run
+# (cents to a few dollars; a few hundred thousand tokens), far below where the ledger's BIGINT
+# columns overflow (9.2e18 micro-dollars), so a typo or `inf` is refused up front instead of
+# failing inside DuckDB with a traceback, or worse, being taken at its word.
+MAX_USD = Decimal("10000")
+MAX_TOKENS = 10**12
+_WHOLE = re.compile(r"^\+?[0-9][0-9_]*$")
 
 
 class LaunchError(ValueError):
@@ -48,6 +57,49 @@ def check_session_id(session_id: str, flag: str = "--") -> str:
         raise LaunchError(f"{flag}session-id {session_id!r}: use letters, digits, '.', '_' or "
                           "'-' (at most 64, starting with a letter or digit)")
     return session_id
+
+
+def check_budget(usd: str | None, tokens: str | None, flag: str = "--") -> tuple[Unit, int]:
+    """Exactly one of usd and tokens, no default; finite, positive and at most the ceiling.
+    USD becomes integer micro-dollars. The one budget check: the command line, mole-mcp and the
+    Dagster launch config (through mole_dag.session.parse_budget) all come through here. `flag`
+    is how messages spell option names ("--" on the command line, "" for a tool argument)."""
+    if usd is None and tokens is None:
+        raise LaunchError(f"a budget is required: pass {flag}usd AMOUNT or {flag}tokens N")
+    if usd is not None and tokens is not None:
+        raise LaunchError(f"pass {flag}usd or {flag}tokens, not both")
+    if usd is not None:
+        text = str(usd).strip()
+        try:
+            amount = Decimal(text.removeprefix("$"))
+        except InvalidOperation:
+            raise LaunchError(f"{flag}usd expects an amount like 0.50, got {usd!r}") from None
+        # Decimal accepts "inf", "nan" and "snan"; none of them is an amount of money.
+        if not amount.is_finite():
+            raise LaunchError(f"{flag}usd must be a finite amount like 0.50, got {usd!r}")
+        if amount <= 0:
+            raise LaunchError(f"{flag}usd must be positive, got {text}")
+        if amount > MAX_USD:
+            raise LaunchError(f"{flag}usd {text} is over the maximum of ${MAX_USD:,}; "
+                              "pass a smaller amount")
+        micros = amount * 1_000_000
+        if micros != micros.to_integral_value():
+            raise LaunchError(f"{flag}usd {text} is finer than a micro-dollar")
+        return Unit.USD_MICROS, int(micros)
+    text = str(tokens).strip()
+    if not _WHOLE.match(text):
+        if text.startswith("-") and _WHOLE.match(text[1:]):
+            raise LaunchError(f"{flag}tokens must be positive, got {text}")
+        raise LaunchError(f"{flag}tokens expects a whole number, got {tokens!r}")
+    digits = text.lstrip("+").replace("_", "").lstrip("0")
+    # Compare lengths before int(): Python refuses to parse over 4300 digits, with a message
+    # about its own limit rather than the budget's.
+    if len(digits) > len(str(MAX_TOKENS)) or (digits and int(digits) > MAX_TOKENS):
+        raise LaunchError(f"{flag}tokens {text} is over the maximum of {MAX_TOKENS:,}; "
+                          "pass a smaller number")
+    if not digits:
+        raise LaunchError(f"{flag}tokens must be positive, got {text}")
+    return Unit.TOKENS, int(digits)
 
 
 def provider_name(provider: str | None) -> str:
@@ -115,15 +167,12 @@ def check_launch(
     from mole_dag.actors.local import CorpusError, LocalCorpus
     from mole_dag.actors.search_settings import SettingsError
     from mole_dag.paths import demo_corpus
-    from mole_dag.session import BudgetSpecError, parse_budget, usable_search
+    from mole_dag.session import usable_search
 
     question = " ".join(question.split())
     if not question:
         raise LaunchError("the question is empty; ask something, in quotes")
-    try:
-        unit, total = parse_budget(usd, tokens)
-    except BudgetSpecError as exc:
-        raise LaunchError(str(exc)) from None
+    unit, total = check_budget(usd, tokens, flag)
     if session_id is not None:
         check_session_id(session_id, flag)
     name = provider_name(provider)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 
 from mole_dag.actors.search_settings import (
     SearchSettings,
@@ -35,28 +34,15 @@ class BudgetSpecError(ValueError):
 
 
 def parse_budget(usd: str | None, tokens: str | None) -> tuple[Unit, int]:
-    """Exactly one of usd and tokens; no default. USD becomes integer micro-dollars."""
-    if usd is None and tokens is None:
-        raise BudgetSpecError("a budget is required: pass --usd AMOUNT or --tokens N")
-    if usd is not None and tokens is not None:
-        raise BudgetSpecError("pass --usd or --tokens, not both")
-    if usd is not None:
-        try:
-            micros = Decimal(str(usd).strip().lstrip("$")) * 1_000_000
-        except InvalidOperation:
-            raise BudgetSpecError(f"--usd expects an amount like 0.50, got {usd!r}") from None
-        if micros != micros.to_integral_value():
-            raise BudgetSpecError(f"--usd {usd} is finer than a micro-dollar")
-        if micros <= 0:
-            raise BudgetSpecError(f"--usd must be positive, got {usd}")
-        return Unit.USD_MICROS, int(micros)
+    """Exactly one of usd and tokens; no default. USD becomes integer micro-dollars. The rules
+    (finite, positive, under a stated ceiling) live in mole_dag.launch.check_budget, so the
+    command line, mole-mcp and the Dagster launch config refuse the same budgets."""
+    from mole_dag.launch import LaunchError, check_budget
+
     try:
-        n = int(str(tokens).strip().replace("_", ""))
-    except ValueError:
-        raise BudgetSpecError(f"--tokens expects a whole number, got {tokens!r}") from None
-    if n <= 0:
-        raise BudgetSpecError(f"--tokens must be positive, got {tokens}")
-    return Unit.TOKENS, n
+        return check_budget(usd, tokens)
+    except LaunchError as exc:
+        raise BudgetSpecError(str(exc)) from None
 
 
 def create_session(

@@ -190,7 +190,8 @@ def test_open_folder_with_only_unreadable_documents(tmp_path: Path) -> None:
     root.mkdir()
     (root / "a.txt").write_bytes(b"\x00\x01\x02binary")
     (root / "b.md").write_text("---\ntitle: empty\n---\n\n", "utf-8")
-    with pytest.raises(CorpusError, match="no document had extractable text"):
+    with pytest.raises(CorpusError, match=r"all 2 documents were skipped \(binary content: 1, "
+                                          r"no text after extraction: 1\)"):
         _open(root, tmp_path)
     assert not (tmp_path / "idx").exists() or not list((tmp_path / "idx").glob("*.json"))
 

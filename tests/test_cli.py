@@ -84,6 +84,7 @@ def test_store_path_that_is_a_file_parent_is_refused(
 
 
 def test_show_unknown_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Store(tmp_path / "s.duckdb").close()  # `show` reads only: it no longer creates a store
     assert main(["--db", str(tmp_path / "s.duckdb"), "show", "nope"]) == 2
     assert "no session 'nope'" in capsys.readouterr().err
 

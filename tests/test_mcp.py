@@ -274,6 +274,11 @@ def test_bad_research_input_is_refused_and_writes_nothing(home: dict[str, str],
         ({"question": q, "usd": -1}, "must be positive"),
         ({"question": q, "tokens": 0}, "must be positive"),
         ({"question": q, "usd": 0.0000001}, "finer than a micro-dollar"),
+        # Issue 11: "inf" was an OverflowError with no detail; 1e30 was accepted and the worker
+        # then failed inside DuckDB.
+        ({"question": q, "usd": "inf"}, "usd must be a finite amount"),
+        ({"question": q, "usd": 1e30}, "usd 1e+30 is over the maximum of $10,000"),
+        ({"question": q, "tokens": 10**22}, "over the maximum of 1,000,000,000,000"),
         ({"question": q, "usd": 1, "corpus": str(tmp_path / "nope")}, "does not exist"),
         ({"question": q, "usd": 1, "provider": "oracle"}, "unknown provider"),
         ({"question": q, "usd": 1, "provider": "cassette"}, "needs a recording"),

@@ -185,7 +185,13 @@ class LocalCorpus:
             return cls(cached)
         index = build_index(root)
         if not index.docs:
-            raise CorpusError(f"corpus folder {root}: no document had extractable text")
+            # Say why each file was left out: "no extractable text" was wrong for a folder of
+            # files skipped for their size.
+            reasons = Counter(sk.reason.split(":")[0] for sk in index.skipped)
+            why = ", ".join(f"{reason}: {n}" for reason, n in reasons.most_common())
+            raise CorpusError(f"corpus folder {root}: all {len(index.skipped)} documents were "
+                              f"skipped ({why}); add readable .html, .md or .txt documents or "
+                              "pass another --corpus")
         _write_cache(cache, index)
         return cls(index)
 

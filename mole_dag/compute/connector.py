@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import csv
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -122,12 +123,21 @@ def _check_file(path: Path, hasher: Any) -> None:
         raise DataError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def _duckdb_csv_error(path: Path | str, exc: duckdb.Error) -> DataError:
+def _duckdb_csv_error(path: Path | str, exc: duckdb.Error, delim: str | None = None) -> DataError:
     """DuckDB's CSV errors quote the offending line; keep the line number, drop the content."""
     msg = str(exc)
     line = re.search(r"on Line:?\s*(\d+)", msg)
     where = f" at line {line.group(1)}" if line else ""
-    if "Expected Number of Columns" in msg or "too many columns" in msg.lower():
+    counts = re.search(r"Expected Number of Columns:\s*(\d+)\s*Found:\s*(\d+)", msg)
+    if counts:
+        expected, found = int(counts.group(1)), int(counts.group(2))
+        # DuckDB stops counting one past the expected number; count the line itself (its
+        # content stays out of the message: it is the user's data).
+        original = re.search(r"Original Line:\s*(.*)", msg)
+        if original and delim:
+            found = len(next(csv.reader([original.group(1)], delimiter=delim), []))
+        what = f"expected {expected} fields (as in the header), found {found}"
+    elif "Expected Number of Columns" in msg or "too many columns" in msg.lower():
         what = "a row has a different number of fields than the header"
     elif "Could not convert" in msg or "Conversion" in msg:
         what = "a value does not match the type of its column"
@@ -169,6 +179,12 @@ def _sniff(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[str]]:
     delim, cols = row[0], [c["name"] for c in row[1]]
     with path.open("r", encoding="utf-8-sig", errors="replace") as fh:
         header = fh.readline()
+    fields = next(csv.reader([header], delimiter=delim), []) if delim in _DELIMITERS else []
+    if fields and len(fields) != len(cols):
+        # The sniffer read a longer row as the layout and the header as data, which ended as
+        # "a header but no rows". Read it strictly by the header to get DuckDB's own account
+        # of the first bad line.
+        _strict_read(con, path, delim, len(fields))
     if len(cols) == 1 and any(d in header for d in ",;\t"):
         # DuckDB falls back to one column when rows disagree on their number of fields.
         raise DataError(f"{path}: rows do not all have the header's number of fields; "
@@ -176,6 +192,16 @@ def _sniff(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[str]]:
     if delim not in _DELIMITERS:
         raise DataError(f"{path}: no comma, semicolon, tab or pipe delimiter was found")
     return delim, cols
+
+
+def _strict_read(con: duckdb.DuckDBPyConnection, path: Path, delim: str, width: int) -> None:
+    columns = {f"c{i}": "VARCHAR" for i in range(width)}
+    try:
+        con.execute("SELECT count(*) FROM read_csv($p, delim = $d, header = true, "
+                    "auto_detect = false, columns = $c)",
+                    {"p": str(path), "d": delim, "c": columns}).fetchone()
+    except duckdb.Error as exc:
+        raise _duckdb_csv_error(path, exc, delim) from None
 
 
 @dataclass

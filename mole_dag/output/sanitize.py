@@ -30,3 +30,15 @@ def strip_controls(text: str) -> str:
 def one_line(text: str) -> str:
     """For table cells and list items: controls stripped, whitespace collapsed."""
     return " ".join(strip_controls(text).split())
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """For a terminal: every control, bidi and invisible character above (tab and newline
+    excepted) shown as a visible escape (\\x1b, \\u202e) rather than removed, so what the store
+    holds is shown as it is, yet cannot recolour, retitle or reorder the reader's terminal."""
+    return _CONTROLS.sub(_visible, text)

@@ -37,6 +37,56 @@ class StoreBusy(StoreError):
     """Another process held the store for longer than this one was willing to wait."""
 
 
+class StoreMissing(StoreError):
+    """A read-only open found no file: reading must never create a store."""
+
+
+class StoreCorrupt(StoreError):
+    """The file is there but is not a readable store (truncated, overwritten, not DuckDB)."""
+
+
+def _corrupt(path: Path, why: str) -> StoreCorrupt:
+    if "Could not read enough bytes" in why:
+        why = f"truncated: {why}"
+    return StoreCorrupt(
+        f"{path} is not a readable mole store ({why}); restore it from a backup, or pass --db "
+        "(or MOLE_DB) to use another store")
+
+
+# DuckDB's file starts with a 4 KiB main header carrying "DUCK" at byte 8, then two 4 KiB database
+# headers (its storage format since 0.9, read from its source: a guess flagged as one). A file
+# without them is not a store, and a read-only open refuses it before DuckDB opens it. Writers
+# skip this check: another process may be creating the file, briefly shorter than its headers
+# (an MCP worker and a status poll raced on exactly that), and DuckDB's own open refuses a
+# damaged file without writing to it (measured on truncated copies).
+# Truncation cannot be judged from the length: DuckDB trims free blocks at the end of the file
+# while the header still counts them, so a whole store can be shorter than its header says.
+# Truncation shows as a read error when DuckDB reaches a lost block, and is reported then.
+_HEADER_BYTES = 3 * 4096
+
+
+def check_file(path: Path) -> None:
+    """Raise StoreCorrupt if the file at `path` is visibly not a DuckDB database."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(_HEADER_BYTES)
+    except OSError as exc:
+        raise StoreError(f"cannot read the store {path}: {exc.strerror}") from None
+    if len(head) < _HEADER_BYTES:
+        raise _corrupt(path, f"{size:,} bytes, too short to be a DuckDB database")
+    if head[8:12] != b"DUCK":
+        raise _corrupt(path, "not a DuckDB database file")
+
+
+def _is_corruption(exc: BaseException) -> bool:
+    """DuckDB errors that mean the file itself is damaged, not that a query was wrong."""
+    text = str(exc)
+    return isinstance(exc, duckdb.SerializationException) or any(
+        marker in text for marker in ("Could not read enough bytes", "not a valid DuckDB",
+                                      "Corrupt", "corrupt", "checksum"))
+
+
 # One write lock per database file for the whole process: two Store objects on one file share
 # the DuckDB instance, and their writers must queue rather than conflict.
 _WRITE_LOCKS: dict[Path, threading.RLock] = {}
@@ -81,33 +131,73 @@ class Store:
         lock_wait_s: float | None = None,
         on_wait: Callable[[str], None] | None = None,
         migrate_schema: bool = True,
+        read_only: bool = False,
     ) -> None:
+        """`read_only`: for commands that only read (`mole sessions`, `show`, ...). The file
+        must exist (reading never creates a store), is opened read-only (so a damaged file is
+        never written to), and is neither migrated nor given its views."""
         self.path = Path(path).expanduser().resolve()
+        self.read_only = read_only
         self._write_lock = _write_lock_for(self.path)
         self._local = threading.local()
         self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._cursors_lock = threading.Lock()
         self._conn = self._open(DEFAULT_LOCK_WAIT_S if lock_wait_s is None else lock_wait_s,
                                 on_wait)
-        if migrate_schema:
-            with self._write_lock:
-                migrate.apply(self._conn)
-            # The dbt-style views are part of the product: every store a user opens has them.
-            from mole_dag.store.models import materialize_all
+        try:
+            if read_only:
+                self._check_schema()
+            elif migrate_schema:
+                with self._write_lock:
+                    migrate.apply(self._conn)
+                # The dbt-style views are part of the product: every store a user opens has them.
+                from mole_dag.store.models import materialize_all
 
-            materialize_all(self)
-            # Crash recovery on every writing open (issue 11): a killed process's reservations
-            # are settled as assumed and its sessions marked interrupted, without waiting for
-            # some later session's sweep. Imported here, not at the top: budget sits above store.
-            from mole_dag.budget.recovery import recover_store
+                materialize_all(self)
+                # Crash recovery on every writing open (issue 11): a killed process's
+                # reservations are settled as assumed and its sessions marked interrupted,
+                # without waiting for some later session's sweep. Imported here, not at the
+                # top: budget sits above store.
+                from mole_dag.budget.recovery import recover_store
 
-            recover_store(self)
+                recover_store(self)
+        except duckdb.Error as exc:
+            self.close()
+            if _is_corruption(exc):
+                raise _corrupt(self.path, _one_line(exc)) from None
+            raise
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_schema(self) -> None:
+        """A read-only open cannot migrate: say so rather than fail on a missing column."""
+        try:
+            have = self.scalar("SELECT coalesce(max(version), 0) FROM schema_migrations")
+        except duckdb.CatalogException:
+            raise StoreError(f"{self.path} is a DuckDB file but not a mole store (it has no "
+                             "schema_migrations table); pass --db to use a mole store") from None
+        want = max((m.version for m in migrate.discover()), default=0)
+        if int(have) < want:
+            raise StoreError(f"the store {self.path} is at schema version {have}, older than "
+                             f"this mole's {want}; run `mole research` once to upgrade it")
 
     # -- opening ---------------------------------------------------------------------------
 
     def _open(
         self, lock_wait_s: float, on_wait: Callable[[str], None] | None
     ) -> duckdb.DuckDBPyConnection:
+        if self.read_only:
+            if not self.path.exists():
+                raise StoreMissing(f"no store at {self.path}; run `mole research` first or pass "
+                                   "--db")
+            if self.path.is_dir():
+                raise StoreError(f"the store {self.path} is a folder, not a DuckDB file; pass "
+                                 "--db with a file")
+            # Only for readers: a writer may find the file mid-creation by another process
+            # (shorter than its headers for a moment), which is not damage.
+            check_file(self.path)
+            return self._connect(lock_wait_s, on_wait, read_only=True)
         parent = self.path.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
@@ -121,13 +211,20 @@ class Store:
             raise StoreError(
                 f"the store {self.path} is not writable; set MOLE_DB or --db to a writable path"
             )
+        return self._connect(lock_wait_s, on_wait, read_only=False)
+
+    def _connect(
+        self, lock_wait_s: float, on_wait: Callable[[str], None] | None, *, read_only: bool
+    ) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + lock_wait_s
         delay = 0.05
         told = False
         while True:
             try:
-                return duckdb.connect(str(self.path))
+                return duckdb.connect(str(self.path), read_only=read_only)
             except duckdb.IOException as exc:
+                if _is_corruption(exc):
+                    raise _corrupt(self.path, _one_line(exc)) from None
                 if not _is_lock_error(exc):
                     raise StoreError(
                         f"cannot open the store {self.path}: {_one_line(exc)}") from None
@@ -144,6 +241,8 @@ class Store:
                 time.sleep(delay + random.uniform(0, delay))
                 delay = min(delay * 2, 2.0)
             except duckdb.Error as exc:
+                if _is_corruption(exc):
+                    raise _corrupt(self.path, _one_line(exc)) from None
                 raise StoreError(f"cannot open the store {self.path}: {_one_line(exc)}") from None
 
     def close(self) -> None:
@@ -214,9 +313,10 @@ class Store:
 
     def rows(self, sql: str, params: Params = None) -> list[dict[str, Any]]:
         cur = self.cursor()
-        res = cur.execute(sql, params) if params is not None else cur.execute(sql)
-        cols = [d[0] for d in res.description or []]
-        return [dict(zip(cols, r, strict=True)) for r in res.fetchall()]
+        with self._damage_reported():
+            res = cur.execute(sql, params) if params is not None else cur.execute(sql)
+            cols = [d[0] for d in res.description or []]
+            return [dict(zip(cols, r, strict=True)) for r in res.fetchall()]
 
     def row(self, sql: str, params: Params = None) -> dict[str, Any] | None:
         found = self.rows(sql, params)
@@ -224,9 +324,21 @@ class Store:
 
     def scalar(self, sql: str, params: Params = None) -> Any:
         cur = self.cursor()
-        res = cur.execute(sql, params) if params is not None else cur.execute(sql)
-        got = res.fetchone()
-        return got[0] if got else None
+        with self._damage_reported():
+            res = cur.execute(sql, params) if params is not None else cur.execute(sql)
+            got = res.fetchone()
+            return got[0] if got else None
+
+    @contextmanager
+    def _damage_reported(self) -> Iterator[None]:
+        """A block lost from the file often shows only when a query reaches it: report that as
+        the damaged store it is, in one line, rather than as a query error."""
+        try:
+            yield
+        except duckdb.Error as exc:
+            if _is_corruption(exc):
+                raise _corrupt(self.path, _one_line(exc)) from None
+            raise
 
     def named(self, name: str, params: Params = None) -> list[dict[str, Any]]:
         """Rows of a named query from sql/queries/."""
