@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from mole_dag.paths import PROJECT_ROOT, default_store_path
+from mole_dag.paths import dagster_home, default_store_path
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -158,11 +158,13 @@ def _progress_to_stderr(quiet: bool) -> None:
 
 
 def _dagster_instance():  # noqa: ANN202
-    """The project's Dagster instance, the one `dagster dev` shows. dagster.yaml keeps its
-    storage under .mole/dagster, relative to DAGSTER_HOME, so we run from there."""
+    """The project's Dagster instance, the one `make dev` shows: DAGSTER_HOME, else
+    <mole home>/dagster with the project's dagster.yaml (paths.dagster_home)."""
     import dagster as dg
 
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT))).resolve()
+    home = dagster_home()
+    # Dagster reads the variable, and the runs it launches inherit it.
+    os.environ["DAGSTER_HOME"] = str(home)
     if not (home / "dagster.yaml").exists():
         raise CliError(f"DAGSTER_HOME={home} has no dagster.yaml; unset it to use the project's")
     os.chdir(home)
