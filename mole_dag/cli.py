@@ -8,6 +8,7 @@
     mole trace SESSION
     mole eval SESSION [--pairs FILE] [--json]
     mole crossings SESSION [--verify]
+    mole models
 
 `research` creates the session (ledger row with escrow) and its Dagster partition, runs research
 rounds as Dagster runs in the project's instance (so they appear in `dagster dev`), then the
@@ -101,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("session")
     x.add_argument("--verify", action="store_true",
                    help="re-run every crossing against the data and compare envelope hashes")
+    sub.add_parser("models", help="the priced models (USD per million tokens, as of when) and "
+                                  "the default tiers")
     return p
 
 
@@ -122,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_eval(args)
         if args.command == "crossings":
             return cmd_crossings(args)
+        if args.command == "models":
+            return cmd_models(args)
     except CliError as exc:
         print(f"mole {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -460,6 +465,50 @@ def cmd_eval(args: argparse.Namespace) -> int:
         store.close()
     print(as_json(metrics, args.session) if args.json else as_text(metrics, args.session),
           end="" if not args.json else "\n")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """What a USD budget can be spent on: the shipped price table with the config's `pricing`
+    laid over it, and each provider's tier models (the config's, else the defaults)."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from mole_dag.config import ConfigError, load_config, section
+    from mole_dag.llm.pricing import PriceTable, PricingError, checked
+    from mole_dag.llm.registry import DEFAULT_TIERS
+
+    def usd(f: Fraction) -> str:  # exact: the table's prices are finite decimals
+        d = (Decimal(f.numerator) / Decimal(f.denominator)).normalize()
+        return f"{d:.2f}" if d == d.quantize(Decimal("0.01")) else f"{d:f}"
+
+    try:
+        cfg = load_config()
+        table = PriceTable.load(cfg.get("pricing"))
+    except (ConfigError, PricingError) as exc:
+        raise CliError(str(exc)) from None
+    print(f"priced models, USD per million tokens (shipped table checked {checked()}; "
+          "'config' = from your config file)")
+    width = max(len(m) for m in table.prices)
+    print(f"  {'model':<{width}}  {'input':>7}  {'output':>7}  {'cache rd':>8}  "
+          f"{'cache wr':>8}  as of")
+    for model in sorted(table.prices):
+        p = table.prices[model]
+        print(f"  {model:<{width}}  {usd(p.input):>7}  {usd(p.output):>7}  "
+              f"{usd(p.cache_read):>8}  {usd(p.cache_write):>8}  {p.as_of}")
+        if p.long_prompt is not None:
+            above, lp = p.long_prompt
+            print(f"  {'':<{width}}  {usd(lp.input):>7}  {usd(lp.output):>7}  "
+                  f"{usd(lp.cache_read):>8}  {usd(lp.cache_write):>8}  "
+                  f"(prompts over {above:,} tokens)")
+    print("default tiers (set others under \"<provider>\": {\"models\": {...}} in the config)")
+    for provider, tiers in DEFAULT_TIERS.items():
+        mine = section(dict(cfg), provider).get("models") or {}
+        for tier, model in tiers.items():
+            used = mine.get(str(tier), model) if isinstance(mine, dict) else model
+            note = "" if used == model else f"  (config; default {model})"
+            priced = "" if table.get(used) is not None else "  UNPRICED: --tokens only"
+            print(f"  {provider:<9}  {tier!s:<6}  {used}{note}{priced}")
     return 0
 
 
