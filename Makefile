@@ -3,7 +3,14 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-export DAGSTER_HOME := $(CURDIR)
+# Everything a run writes goes under MOLE_HOME (default .mole/ here, ignored by git), Dagster's
+# instance included: DAGSTER_HOME is $(MOLE_HOME)/dagster with the project's dagster.yaml copied
+# in, so `make dev` leaves no .nux/, logs/ or .logs_queue/ in the checkout.
+MOLE_HOME ?= $(CURDIR)/.mole
+export MOLE_HOME
+export DAGSTER_HOME := $(MOLE_HOME)/dagster
+# Extra flags for `dagster dev`, e.g. make dev DEV_ARGS="-p 3001"
+DEV_ARGS ?=
 
 .PHONY: demo test dev lint bench qa clean
 
@@ -16,14 +23,19 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/mole research "What are the health effects of drinking coffee?" --usd 0.50
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-dev: $(STAMP)
-	$(BIN)/dagster dev -w workspace.yaml
+# The instance configuration, copied whenever the project's changes.
+$(DAGSTER_HOME)/dagster.yaml: dagster.yaml
+	@mkdir -p $(DAGSTER_HOME)
+	cp dagster.yaml $@
+
+dev: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(BIN)/dagster dev -w workspace.yaml $(DEV_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -9,6 +9,7 @@
     mole trace SESSION
     mole eval SESSION [--pairs FILE] [--json]
     mole crossings SESSION [--verify]
+    mole models
 
 `research` creates the session (ledger row with escrow) and its Dagster partition, runs research
 rounds as Dagster runs in the project's instance (so they appear in `dagster dev`), then the
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mole_dag.output.sanitize import escape_controls
-from mole_dag.paths import PROJECT_ROOT, default_store_path
+from mole_dag.paths import dagster_home, default_store_path
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -111,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("session")
     x.add_argument("--verify", action="store_true",
                    help="re-run every crossing against the data and compare envelope hashes")
+    sub.add_parser("models", help="the priced models (USD per million tokens, as of when) and "
+                                  "the default tiers")
     return p
 
 
@@ -143,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_eval(args)
         if args.command == "crossings":
             return cmd_crossings(args)
+        if args.command == "models":
+            return cmd_models(args)
     except (CliError, StoreError) as exc:
         # StoreError too: a damaged store can show only when a query reaches the lost block,
         # after the command has opened it.
@@ -188,11 +193,13 @@ def _progress_to_stderr(quiet: bool) -> None:
 
 
 def _dagster_instance():  # noqa: ANN202
-    """The project's Dagster instance, the one `dagster dev` shows. dagster.yaml keeps its
-    storage under .mole/dagster, relative to DAGSTER_HOME, so we run from there."""
+    """The project's Dagster instance, the one `make dev` shows: DAGSTER_HOME, else
+    <mole home>/dagster with the project's dagster.yaml (paths.dagster_home)."""
     import dagster as dg
 
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT))).resolve()
+    home = dagster_home()
+    # Dagster reads the variable, and the runs it launches inherit it.
+    os.environ["DAGSTER_HOME"] = str(home)
     if not (home / "dagster.yaml").exists():
         raise CliError(f"DAGSTER_HOME={home} has no dagster.yaml; unset it to use the project's")
     os.chdir(home)
@@ -568,7 +575,7 @@ def cmd_show(args: argparse.Namespace) -> int:
           + (f" (OVERRUN {_fmt(bal.overrun, unit)} included: a provider used more than its "
              "calls were allowed)" if bal.overrun else ""))
     if sess.get("stop_reason"):
-        print(f"stopped   {one_line(sess['stop_reason'])}")
+        print(f"stopped   {escape_controls(' '.join(str(sess['stop_reason']).split()))}")
     for r in by_role:
         print(f"  {r['role']:<9} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls")
     for r in by_model:
@@ -643,6 +650,50 @@ def cmd_eval(args: argparse.Namespace) -> int:
         store.close()
     print(as_json(metrics, args.session) if args.json else as_text(metrics, args.session),
           end="" if not args.json else "\n")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """What a USD budget can be spent on: the shipped price table with the config's `pricing`
+    laid over it, and each provider's tier models (the config's, else the defaults)."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from mole_dag.config import ConfigError, load_config, section
+    from mole_dag.llm.pricing import PriceTable, PricingError, checked
+    from mole_dag.llm.registry import DEFAULT_TIERS
+
+    def usd(f: Fraction) -> str:  # exact: the table's prices are finite decimals
+        d = (Decimal(f.numerator) / Decimal(f.denominator)).normalize()
+        return f"{d:.2f}" if d == d.quantize(Decimal("0.01")) else f"{d:f}"
+
+    try:
+        cfg = load_config()
+        table = PriceTable.load(cfg.get("pricing"))
+    except (ConfigError, PricingError) as exc:
+        raise CliError(str(exc)) from None
+    print(f"priced models, USD per million tokens (shipped table checked {checked()}; "
+          "'config' = from your config file)")
+    width = max(len(m) for m in table.prices)
+    print(f"  {'model':<{width}}  {'input':>7}  {'output':>7}  {'cache rd':>8}  "
+          f"{'cache wr':>8}  as of")
+    for model in sorted(table.prices):
+        p = table.prices[model]
+        print(f"  {model:<{width}}  {usd(p.input):>7}  {usd(p.output):>7}  "
+              f"{usd(p.cache_read):>8}  {usd(p.cache_write):>8}  {p.as_of}")
+        if p.long_prompt is not None:
+            above, lp = p.long_prompt
+            print(f"  {'':<{width}}  {usd(lp.input):>7}  {usd(lp.output):>7}  "
+                  f"{usd(lp.cache_read):>8}  {usd(lp.cache_write):>8}  "
+                  f"(prompts over {above:,} tokens)")
+    print("default tiers (set others under \"<provider>\": {\"models\": {...}} in the config)")
+    for provider, tiers in DEFAULT_TIERS.items():
+        mine = section(dict(cfg), provider).get("models") or {}
+        for tier, model in tiers.items():
+            used = mine.get(str(tier), model) if isinstance(mine, dict) else model
+            note = "" if used == model else f"  (config; default {model})"
+            priced = "" if table.get(used) is not None else "  UNPRICED: --tokens only"
+            print(f"  {provider:<9}  {tier!s:<6}  {used}{note}{priced}")
     return 0
 
 

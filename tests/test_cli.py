@@ -115,7 +115,7 @@ def test_research_end_to_end_in_the_dagster_instance(tmp_path: Path, mini_corpus
     assert "ledger consistent" in out.stdout
     assert "round 1" in out.stderr and "mined" in out.stderr  # progress while it runs
     # The runs are in the same Dagster instance the UI reads.
-    runs = list((tmp_path / "dagster-home" / ".mole" / "dagster" / "storage").iterdir())
+    runs = list((tmp_path / "dagster-home" / "history" / "runs").iterdir())
     assert runs, "no run storage under DAGSTER_HOME"
 
     shown = subprocess.run([str(BIN / "mole"), "show", sid], capture_output=True, text=True,

@@ -205,3 +205,30 @@ def test_record_writes_nothing_when_refused_before_any_call(
                     "--record", str(tape), "--corpus", str(tmp_path / "no-such-folder")], capsys)
     assert "no-such-folder" in err
     assert not tape.exists()
+
+
+def test_models_lists_prices_with_dates_and_the_default_tiers(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`mole models`: every priced model with input and output per million tokens and the date
+    its price was checked, a config price marked as such, and each provider's tier models."""
+    from mole_dag.llm.pricing import checked
+    from mole_dag.llm.provider import Tier
+    from mole_dag.llm.registry import DEFAULT_TIERS
+
+    cfg = config_path()
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(json.dumps({"pricing": {"llama3.1:8b": {"input": 0, "output": 0}},
+                               "openai": {"models": {"cheap": "llama3.1:8b"}}}))
+    cfg.chmod(0o600)
+    assert cli.main(["models"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.startswith("  ") and line.split()[0] in PriceTable.load().prices}
+    assert set(PriceTable.load().prices) <= set(rows)  # every shipped model is listed
+    assert rows["claude-sonnet-5-5"][1:3] == ["2.00", "10.00"]
+    assert rows["claude-sonnet-5-5"][-1] == checked()
+    assert "(prompts over 100,000 tokens)" in out  # Haiku 5.5's dearer band
+    assert "llama3.1:8b" in out and "config" in out
+    for provider, tiers in DEFAULT_TIERS.items():
+        assert f"{provider:<9}  strong  {tiers[Tier.STRONG]}" in out
+    assert "openai     cheap   llama3.1:8b  (config; default gpt-5.4-mini)" in out

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from mole_dag.store import Store, utcnow
-from mole_dag.store.migrate import apply, current_version, discover
+from mole_dag.store.migrate import MigrationsMissing, apply, current_version, discover
 
 
 def test_migrations_apply_once_and_record_version(tmp_path: Path) -> None:
@@ -147,3 +147,16 @@ def test_a_lower_numbered_migration_added_later_still_runs(tmp_path: Path) -> No
         assert apply(conn, mdir) == []
     finally:
         conn.close()
+
+
+def test_a_missing_migrations_folder_is_an_error_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 12: with sql/ missing (a wheel built without it) the store opened at schema 0 and
+    failed much later with UnknownQuery. Now opening it fails at once, naming the folder."""
+    missing = tmp_path / "no-sql"
+    monkeypatch.setenv("MOLE_SQL_DIR", str(missing))
+    with pytest.raises(MigrationsMissing, match=str(missing / "migrations")):
+        Store(tmp_path / "s.duckdb")
+    (missing / "migrations").mkdir(parents=True)  # there, but empty: no schema either
+    with pytest.raises(MigrationsMissing, match="no NNNN_name.sql migrations in"):
+        discover()

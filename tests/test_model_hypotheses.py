@@ -16,8 +16,11 @@ from mole_dag.compute.refusal import Reason, Refused
 from mole_dag.compute.view import HypothesisChoice
 from mole_dag.core import Unit
 from mole_dag.llm.prompts import parse_hypotheses
-from mole_dag.llm.registry import skills_for
+from mole_dag.llm.provider import Tier
+from mole_dag.llm.registry import DEFAULT_TIERS, skills_for
 from tests.model_server import ModelServer, Reply, claude_message, scripted
+
+STRONG = DEFAULT_TIERS["anthropic"][Tier.STRONG]
 
 
 def test_model_chooses_from_the_profile_only(survey_csv: Path) -> None:  # noqa: F811
@@ -31,14 +34,14 @@ def test_model_chooses_from_the_profile_only(survey_csv: Path) -> None:  # noqa:
             {"template": "no_such_template", "columns": {}},
         ]}
         reply = Reply(200, claude_message(json.dumps(answer), input_tokens=400,
-                                          output_tokens=60, model="claude-sonnet-4-5"))
+                                          output_tokens=60, model=STRONG))
         with ModelServer(scripted([reply])) as server:
             skills = skills_for("anthropic", {"anthropic": {"api_key": "k", "base_url":
                                                            server.url}})
             got = skills.hypothesize(view, Unit.TOKENS)
             sent = server.received[0]
-        assert got.cost == 460 and got.model == "claude-sonnet-4-5"
-        assert sent.json["model"] == "claude-sonnet-4-5"  # strong tier, like planning
+        assert got.cost == 460 and got.model == STRONG
+        assert sent.json["model"] == STRONG  # strong tier, like planning
         prompt = sent.user
         assert group in prompt and measure in prompt and "withheld" in prompt
         for marker in row_level_markers():  # no value from any row reaches the model

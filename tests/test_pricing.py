@@ -11,19 +11,58 @@ from hypothesis import strategies as st
 
 from mole_dag.budget import Usage
 from mole_dag.core import Unit
-from mole_dag.llm.pricing import FIELDS, PriceTable, PricingError, UnpricedModel, _shipped
+from mole_dag.llm.pricing import (
+    EXTRA_FIELDS,
+    FIELDS,
+    PriceTable,
+    PricingError,
+    UnpricedModel,
+    _shipped,
+    checked,
+)
+from mole_dag.llm.registry import DEFAULT_TIERS
 
 
 def test_shipped_table_is_complete() -> None:
     table = PriceTable.load()
     assert set(_shipped()) == set(table.prices)
     for name, raw in _shipped().items():
-        assert set(raw) == set(FIELDS), name
+        # Every price stated in full: no model's cache price falls back to its input price.
+        assert set(FIELDS) <= set(raw) <= set(FIELDS) | set(EXTRA_FIELDS), name
         p = table.prices[name]
         assert p.output >= p.input > 0, name
         assert p.cache_read <= p.input, name
-    for tier_default in ("claude-haiku-4-5", "claude-sonnet-4-5", "gpt-4o-mini", "gpt-4o"):
-        assert table.get(tier_default) is not None
+        assert p.as_of, name
+        if p.long_prompt is not None:  # the dearer band is dearer in every field
+            long = p.long_prompt[1]
+            assert (long.input >= p.input and long.output >= p.output
+                    and long.cache_read >= p.cache_read and long.cache_write >= p.cache_write)
+
+
+def test_every_default_tier_model_is_priced_and_checked() -> None:
+    """Issue 12: the defaults named models the table did not know, so a USD session with the
+    provider's own defaults was refused as unpriced."""
+    table = PriceTable.load()
+    for provider, tiers in DEFAULT_TIERS.items():
+        for tier, model in tiers.items():
+            p = table.get(model)
+            assert p is not None, f"{provider} {tier} default {model} has no price"
+            # Checked with the table, or (OpenAI's page) reported within the month before it.
+            assert p.as_of == checked() or p.as_of.startswith("2026-11"), model
+    assert checked() >= "2026-12-02"
+
+
+def test_a_long_prompt_is_billed_at_its_band() -> None:
+    """Claude Haiku 5.5 costs 5x more, output included, when the prompt is over 100K tokens
+    (cache reads and writes counted); the estimate of such a call assumes that band."""
+    table = PriceTable.load()
+    short = Usage(input_tokens=60_000, output_tokens=1_000, cache_read_tokens=40_000)
+    assert table.cost("claude-haiku-5-5", short, Unit.USD_MICROS) == 6_000 + 500 + 400
+    long = Usage(input_tokens=60_001, output_tokens=1_000, cache_read_tokens=40_000)
+    assert table.cost("claude-haiku-5-5", long, Unit.USD_MICROS) == 30_001 + 2_500 + 2_000
+    # The bound prices every prompt token at the dearest input kind (the cache write).
+    assert table.bound("claude-haiku-5-5", 100_000, 1_000, Unit.USD_MICROS) == 12_500 + 500
+    assert table.bound("claude-haiku-5-5", 100_001, 1_000, Unit.USD_MICROS) == 62_501 + 2_500
 
 
 def test_cost_is_exact_integer_micro_dollars() -> None:
@@ -70,6 +109,7 @@ def test_config_overrides_and_adds_models() -> None:
     # Cache prices default to the input price when not given: never an invented discount.
     p = table.require("claude-haiku-4-5")
     assert p.cache_read == p.cache_write == 2
+    assert p.as_of == "config"  # `mole models` tells a config price from a checked one
 
 
 @pytest.mark.parametrize("bad", [
@@ -78,6 +118,9 @@ def test_config_overrides_and_adds_models() -> None:
     {"m": {"input": 1}},
     {"m": {"input": 1, "output": 1, "surge": 2}},
     {"m": {"input": True, "output": 1}},
+    {"m": {"input": 1, "output": 1, "long_prompt": {"input": 2, "output": 2}}},
+    {"m": {"input": 1, "output": 1, "long_prompt": {"above": 0, "input": 2, "output": 2}}},
+    {"m": {"input": 1, "output": 1, "as_of": 2026}},
     {"m": "free"},
     ["not", "a", "mapping"],
 ])
@@ -100,3 +143,7 @@ def test_bound_covers_every_split_of_the_same_tokens(model: str, a: int, b: int,
     bound = table.bound(model, a + b + c, out, unit)
     usage = Usage(input_tokens=a, output_tokens=out, cache_read_tokens=b, cache_write_tokens=c)
     assert table.cost(model, usage, unit) <= bound
+    # A prompt smaller than its bound never costs more either (a price band cannot invert it).
+    smaller = Usage(input_tokens=a // 2, output_tokens=out, cache_read_tokens=b // 2,
+                    cache_write_tokens=c // 2)
+    assert table.cost(model, smaller, unit) <= bound

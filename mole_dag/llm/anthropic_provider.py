@@ -26,6 +26,7 @@ from mole_dag.llm.provider import (
     redact,
     utf8_token_bound,
 )
+from mole_dag.llm.registry import DEFAULT_TIERS
 from mole_dag.llm.retry import (
     DEFAULT_POLICY,
     Retryable,
@@ -36,9 +37,9 @@ from mole_dag.llm.retry import (
 )
 
 NAME = "anthropic"
-# Defaults for the two tiers: the cheapest current model for the many calls, a strong one for
-# the few. Configurable under "anthropic": {"models": {...}}.
-DEFAULT_MODELS = {Tier.CHEAP: "claude-haiku-4-5", Tier.STRONG: "claude-sonnet-4-5"}
+# The tiers' defaults live in the registry, beside the other providers'. Configurable under
+# "anthropic": {"models": {...}}.
+DEFAULT_MODELS = DEFAULT_TIERS["anthropic"]
 # Per attempt. A guess, flagged as one: long enough for a strong model writing a report.
 DEFAULT_TIMEOUT_S = 120.0
 

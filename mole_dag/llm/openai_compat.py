@@ -26,6 +26,7 @@ from mole_dag.llm.provider import (
     redact,
     utf8_token_bound,
 )
+from mole_dag.llm.registry import DEFAULT_TIERS
 from mole_dag.llm.retry import (
     DEFAULT_POLICY,
     Retryable,
@@ -38,7 +39,8 @@ from mole_dag.llm.retry import (
 NAME = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Defaults only make sense for OpenAI itself; for a local server, name its models in the config.
-DEFAULT_MODELS = {Tier.CHEAP: "gpt-4o-mini", Tier.STRONG: "gpt-4o"}
+# The tiers' defaults live in the registry, beside the other providers'.
+DEFAULT_MODELS = DEFAULT_TIERS["openai"]
 # Per attempt. A guess, flagged as one: local servers on modest hardware are slow.
 DEFAULT_TIMEOUT_S = 300.0
 

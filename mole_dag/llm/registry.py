@@ -28,6 +28,18 @@ from mole_dag.llm.skills import Skills
 PROVIDERS = ("extractive", "anthropic", "openai", "cassette")
 MODEL_PROVIDERS = ("anthropic", "openai")
 
+# The two tiers' default models, per provider: a cheap current model for the many calls (mining,
+# judging), a strong one for the few (planning, the report). Every one must be in the shipped
+# price table (tests/test_pricing.py checks), or a USD session with the defaults is refused.
+# Configurable under "<provider>": {"models": {...}}. Checked against the providers' model and
+# price pages on 2026-12-02 (sources in mole_dag/data/pricing.toml).
+DEFAULT_TIERS: dict[str, dict[Tier, str]] = {
+    "anthropic": {Tier.CHEAP: "claude-haiku-5-5", Tier.STRONG: "claude-sonnet-5-5"},
+    # The OpenAI-compatible provider also serves local servers, whose model names the config
+    # gives; these are for OpenAI's own API.
+    "openai": {Tier.CHEAP: "gpt-5.4-mini", Tier.STRONG: "gpt-5.4"},
+}
+
 
 class UnknownProvider(ValueError):
     pass
@@ -124,13 +136,9 @@ def _cassette_meta(kind: str, args: dict[str, Any],
     """What a replay needs to send the same requests: the provider kind, the base URL's path and
     the tier models in effect (defaults included, so a later change of default cannot change
     what a replay sends)."""
-    if kind == "anthropic":
-        from mole_dag.llm.anthropic_provider import DEFAULT_MODELS
-    else:
-        from mole_dag.llm.openai_compat import DEFAULT_MODELS
     base = args.get("base_url") or ""
     return {"provider": kind, "base_path": urlsplit(base).path if base else "",
-            "models": {str(t): m for t, m in {**DEFAULT_MODELS, **args["models"]}.items()},
+            "models": {str(t): m for t, m in {**DEFAULT_TIERS[kind], **args["models"]}.items()},
             "json_mode": args.get("json_mode"), "judge_model": judge_model}
 
 

@@ -161,6 +161,10 @@ class Store:
                 from mole_dag.budget.recovery import recover_store
 
                 recover_store(self)
+        except migrate.MigrationsMissing as exc:
+            # An install without its schema files: one line naming the folder, not a traceback.
+            self.close()
+            raise StoreError(str(exc)) from None
         except duckdb.Error as exc:
             self.close()
             if _is_corruption(exc):

@@ -17,6 +17,12 @@ from mole_dag.paths import sql_dir
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
+class MigrationsMissing(FileNotFoundError):
+    """The migrations folder is absent or empty. Never read as "schema version 0": a store
+    opened without its schema fails later, far from the cause (a named query that is not
+    there), so the missing folder is named here instead."""
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -26,12 +32,18 @@ class Migration:
 
 def discover(directory: Path | None = None) -> list[Migration]:
     directory = directory or sql_dir() / "migrations"
+    if not directory.is_dir():
+        raise MigrationsMissing(f"no migrations folder at {directory}: the store's schema "
+                                "cannot be created (set MOLE_SQL_DIR, or reinstall mole)")
     found: list[Migration] = []
     for path in sorted(directory.glob("*.sql")):
         m = _FILE.match(path.name)
         if not m:
             raise ValueError(f"{path}: migration files are named NNNN_name.sql")
         found.append(Migration(int(m.group(1)), m.group(2), path))
+    if not found:
+        raise MigrationsMissing(f"no NNNN_name.sql migrations in {directory}: the store's "
+                                "schema cannot be created")
     versions = [m.version for m in found]
     if len(set(versions)) != len(versions):
         raise ValueError(f"{directory}: two migrations share a version number")
