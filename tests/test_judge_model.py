@@ -9,7 +9,8 @@ import pytest
 
 from mole_dag.core import Unit
 from mole_dag.llm.pricing import UnpricedModel
-from mole_dag.llm.registry import skills_for
+from mole_dag.llm.provider import Tier
+from mole_dag.llm.registry import DEFAULT_TIERS, skills_for
 from mole_dag.llm.skills import Digest
 from tests.model_server import ModelServer, Reply, claude_message, scripted
 
@@ -34,7 +35,8 @@ def test_judge_calls_use_the_judge_model_and_its_price() -> None:
         got = skills.judge(pairs, Unit.USD_MICROS)
         skills.plan(Digest("q?", 2), Unit.USD_MICROS)
         sent = [r.json["model"] for r in server.received]
-    assert sent == ["judge-model-x", "claude-sonnet-4-5"]
+    # The plan goes to the strong tier's default model, whatever it is today.
+    assert sent == ["judge-model-x", DEFAULT_TIERS["anthropic"][Tier.STRONG]]
     # 100 input tokens at $100/M and 20 output at $1000/M: 10_000 + 20_000 micro-dollars.
     assert got.cost == 30_000 and got.model == "judge-model-x"
     assert est >= got.cost

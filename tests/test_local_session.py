@@ -88,12 +88,16 @@ def test_bad_data_is_refused_before_anything_is_written(
 
 def test_crossings_of_unknown_and_data_less_sessions(dagster_home: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # No store yet: a read-only command says so and creates none (issue 11).
     assert main(["crossings", "no-such-session"]) == 2
-    assert "no session 'no-such-session'" in capsys.readouterr().err
+    assert "no store at" in capsys.readouterr().err
+    assert not default_store_path().exists()
     from mole_dag.core import Unit
     from mole_dag.session import create_session
 
     with Store(default_store_path()) as store:
         sid = create_session(store, "q?", Unit.TOKENS, 1000).session_id
+    assert main(["crossings", "no-such-session"]) == 2
+    assert "no session 'no-such-session'" in capsys.readouterr().err
     assert main(["crossings", sid]) == 0
     assert "no data attached" in capsys.readouterr().out

@@ -38,7 +38,10 @@ FAST = RetryPolicy(max_attempts=2, base_delay_s=0.0, max_delay_s=0.0)
 
 def _run(store: Store, server: ModelServer, corpus: Path, sid: str,
          unit: Unit = Unit.USD_MICROS, total: int = 1_000_000) -> Run:
-    skills = skills_for("anthropic", {"anthropic": {"api_key": "k", "base_url": server.url}})
+    # Pinned to models whose prices these tests compute by hand (not the current defaults).
+    skills = skills_for("anthropic", {"anthropic": {
+        "api_key": "k", "base_url": server.url,
+        "models": {"cheap": "claude-haiku-4-5", "strong": "claude-sonnet-4-5"}}})
     skills.provider.policy = FAST
     ledger = Ledger(store)
     ledger.create_session("Does green tea affect sleep and stroke risk?", unit, total,

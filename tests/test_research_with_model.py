@@ -27,8 +27,13 @@ QUESTION = "Does green tea affect sleep and stroke risk?"
 KEY = "sk-ant-e2e-test-key"
 
 
+# Pinned to models whose prices these tests compute by hand, so a change of default tiers
+# (tests/test_pricing.py checks those are priced) does not move their arithmetic.
+PINNED = {"cheap": "claude-haiku-4-5", "strong": "claude-sonnet-4-5"}
+
+
 def _config(server: ModelServer) -> dict:
-    return {"anthropic": {"api_key": KEY, "base_url": server.url}}
+    return {"anthropic": {"api_key": KEY, "base_url": server.url, "models": PINNED}}
 
 
 def _session(store: Store, corpus: Path, sid: str, provider: str = "anthropic",

@@ -129,9 +129,14 @@ class Done:
     sid: str
 
 
+# Three parts: the planner asks it whole and each part, so a session runs four leads.
+FOUR_LEADS = ("How does green tea affect sleep, and what is known about green tea and sleep in "
+              "adults, and which green tea drinkers sleep worse?")
+
+
 def research(store: Store, settings: SearchSettings, skills: ExtractiveSkills | None = None,
-             unit: Unit = Unit.USD_MICROS) -> Done:
-    bal = create_session(store, QUESTION, unit, 2_000_000, actors=settings.providers,
+             unit: Unit = Unit.USD_MICROS, question: str = QUESTION) -> Done:
+    bal = create_session(store, question, unit, 2_000_000, actors=settings.providers,
                          search=settings)
     run = Run(store, Ledger(store), skills or ExtractiveSkills(), bal.session_id)
     run_session(run)
@@ -235,7 +240,7 @@ def test_hostile_pages_are_refused_or_contained_and_nothing_else_is_lost(
     bad = [web.url(p, h) for p in hostile] + [f"http://intranet.evil.test:{web.port}/"]
     sx = searxng(web, "/sx", [*good, web.url("/malformed", h), web.url("/bidi", h)],
                  extra=[bad[i::4] for i in range(4)])  # four leads, one per sub-question
-    done = research(store, SearchSettings(("searxng",), sx, (h,)))
+    done = research(store, SearchSettings(("searxng",), sx, (h,)), question=FOUR_LEADS)
     sid = done.sid
 
     dead = rows(store, "SELECT url, cause FROM dead_ends WHERE session_id = $sid", sid)
