@@ -356,7 +356,10 @@ def _interrupted(sid: str, got_signal: list[str]) -> int:
     from mole_dag.budget import Ledger
     from mole_dag.core import SessionStatus
 
-    name = got_signal[0] if got_signal else "SIGINT"
+    # Dagster's step machinery may take the signal before our handler does (it turns it into
+    # an interrupt of its own): then which signal it was is unknown, and the line says so
+    # rather than naming one.
+    name = got_signal[0] if got_signal else "a signal"
     # Ignore a second signal while the status is written: the line below must get out.
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, signal.SIG_IGN)
@@ -369,7 +372,7 @@ def _interrupted(sid: str, got_signal: list[str]) -> int:
     finally:
         st.close()
     print(f"mole: interrupted by {name}; continue with `mole resume {sid}`", file=sys.stderr)
-    return 130 if name == "SIGINT" else 143
+    return 143 if name == "SIGTERM" else 130
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
