@@ -122,7 +122,11 @@ def test_sigint_stops_cleanly_and_resume_finishes(env: Path, mini_corpus: Path,
         _out, err = proc.communicate(timeout=120)
         assert proc.returncode == 130, err
         tail = [ln for ln in err.splitlines() if not ln.startswith(("  · ", "round ", "session "))]
-        assert tail == ["mole: interrupted by SIGINT; continue with `mole resume s-int`"], err
+        # Dagster's step machinery may take the signal first, and then the line does not
+        # guess which one it was.
+        assert len(tail) == 1 and tail[0] in (
+            "mole: interrupted by SIGINT; continue with `mole resume s-int`",
+            "mole: interrupted by a signal; continue with `mole resume s-int`"), err
         assert "Traceback" not in err and "Dagster" not in err
         store = Store(env)
         try:
