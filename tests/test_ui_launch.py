@@ -64,13 +64,13 @@ def test_readme_launch_config_works_as_pasted_and_records_the_corpus(
                                 resources=_resources(db), run_config=cfg)
         assert result.success
         rep = _metadata(result, "report")
+    assert rep["grounding_checked"] > 0
+    assert rep["grounding_confirmed"] == rep["grounding_checked"], rep
+    assert rep["grounding_unreachable"] == 0
     with Store(db) as st:
         assert st.scalar("SELECT corpus FROM sessions WHERE id = 'ui-readme'") == str(
             demo_corpus())
         assert st.scalar("SELECT unit FROM sessions WHERE id = 'ui-readme'") == "usd_micros"
-    assert rep["grounding_checked"] > 0
-    assert rep["grounding_confirmed"] == rep["grounding_checked"], rep
-    assert rep["grounding_unreachable"] == 0
 
 
 def _openai_without_prices() -> None:
