@@ -36,7 +36,8 @@ class BudgetSpecError(ValueError):
 def parse_budget(usd: str | None, tokens: str | None) -> tuple[Unit, int]:
     """Exactly one of usd and tokens; no default. USD becomes integer micro-dollars. The rules
     (finite, positive, under a stated ceiling) live in mole_dag.launch.check_budget, so the
-    command line, mole-mcp and the Dagster launch config refuse the same budgets."""
+    command line, mole-mcp, the Dagster launch config and re-grounding's run config refuse the
+    same budgets."""
     from mole_dag.launch import LaunchError, check_budget
 
     try:
