@@ -11,6 +11,7 @@ from assets.research import confidence_scores, report
 from mole_dag.budget import Ledger
 from mole_dag.evals.checks import citation_validity, claim_integrity
 from mole_dag.resources import StoreResource
+from mole_dag.stage_metadata import money
 
 # Partitioned asset checks are marked preview in Dagster 1.13; they are what lets a check run per
 # session, and the behaviour used here (run with the partition's materialisation) is tested.
@@ -21,10 +22,13 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning, module="dagster")
                 description="spent equals the sum of tool_calls; held equals open reservations")
 def ledger_verify(context: dg.AssetCheckExecutionContext,
                   store: StoreResource) -> dg.AssetCheckResult:
-    v = Ledger(store.store).verify(context.partition_key)
+    ledger = Ledger(store.store)
+    v = ledger.verify(context.partition_key)
+    unit = ledger.balance(context.partition_key).unit
     return dg.AssetCheckResult(passed=v.ok, description=v.explain(), metadata={
-        "spent": v.spent, "tool_calls_spent": v.calls_spent, "held": v.held,
-        "open_reservations": v.calls_held, "overrun": v.overrun, "calls": v.calls})
+        **money(unit, spent=v.spent, tool_calls_spent=v.calls_spent, held=v.held,
+                open_reservations=v.calls_held, overrun=v.overrun),
+        "calls": v.calls})
 
 
 @dg.asset_check(asset=confidence_scores, blocking=True, partitions_def=sessions_partitions,

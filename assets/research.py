@@ -11,13 +11,20 @@ from mole_dag.actors.mine import mine_claims
 from mole_dag.context import Run
 from mole_dag.executor import execute_leads
 from mole_dag.executor.run import STAGE as EXEC_STAGE
+from mole_dag.launch import LaunchError
 from mole_dag.output.finish import finish_session
 from mole_dag.output.report import STAGE as REPORT_STAGE
 from mole_dag.planner import plan_round
 from mole_dag.planner.plan import STAGE as PLAN_STAGE
 from mole_dag.resources import BudgetResource, StoreResource, make_run
-from mole_dag.session import ensure_session, recover
-from mole_dag.stage_metadata import session_summary, stage_spend
+from mole_dag.session import SessionMissing, ensure_session, recover
+from mole_dag.stage_metadata import (
+    grounding_metadata,
+    money,
+    session_summary,
+    session_unit,
+    stage_spend,
+)
 from mole_dag.verifier.confidence import STAGE as SCORE_STAGE
 from mole_dag.verifier.confidence import score_session
 from mole_dag.verifier.graph import STAGE as EDGE_STAGE
@@ -53,17 +60,24 @@ def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: Budget
                       "and leases.")
 def session(context: dg.AssetExecutionContext, config: SessionConfig, store: StoreResource,
             budget: BudgetResource) -> dg.MaterializeResult:
-    ensure_session(store.store, context.partition_key, question=config.question, usd=config.usd,
-                   tokens=config.tokens, corpus=config.corpus, provider=config.provider or None,
-                   search=config.search, searxng_url=config.searxng_url,
-                   allow_hosts=config.allow_hosts, note=context.log.warning, data=config.data)
+    try:
+        ensure_session(store.store, context.partition_key, question=config.question,
+                       usd=config.usd, tokens=config.tokens, corpus=config.corpus,
+                       provider=config.provider or None, search=config.search,
+                       searxng_url=config.searxng_url, allow_hosts=config.allow_hosts,
+                       note=context.log.warning, data=config.data)
+    except (LaunchError, SessionMissing) as exc:
+        # A refused launch is the user's input, not a bug: one line, as `mole research` says it.
+        raise dg.Failure(description=str(exc)) from None
     run = _run(context, store, budget)
     rec = recover(run)
     return dg.MaterializeResult(metadata={
         "question": run.session()["question"],
         "reservations_expired": rec.reservations_expired,
         "leases_requeued": rec.leases_requeued,
-        **session_summary(run),
+        # This materialisation stays the latest one shown after the session finishes, so its
+        # status is named for when it was taken; the report asset carries the final status.
+        **session_summary(run, status_key="status_at_round_start"),
     })
 
 
@@ -152,12 +166,15 @@ def report(context: dg.AssetExecutionContext, store: StoreResource,
     run = _run(context, store, budget)
     done = finish_session(run)
     res = done.report
+    unit = session_unit(run)
     return dg.MaterializeResult(metadata={
         "findings": res.findings, "sources_cited": res.sources, "writer": res.writer,
-        "rejected_summaries": len(res.rejected_bodies), "escrow_released": done.escrow_released,
+        "rejected_summaries": len(res.rejected_bodies),
+        **money(unit, escrow_released=done.escrow_released),
         "final_pass_claims_verified": done.final_pass.claims_verified,
-        **{f"grounding_{k}": v for k, v in done.grounding.summary().items()},
-        "grounding_stage_spent": stage_spend(run, GROUND_STAGE)["stage_spent"],
+        **grounding_metadata(unit, done.grounding.summary()),
+        **{k.replace("stage_", "grounding_stage_"): v
+           for k, v in stage_spend(run, GROUND_STAGE).items()},
         "path": str(res.path) if res.path else "-",
         "report": dg.MetadataValue.md(res.markdown),
         **stage_spend(run, REPORT_STAGE), **session_summary(run)})

@@ -3,8 +3,9 @@
 The question, the budget (exactly one of USD or tokens, no default), the session id, the model
 provider (known, keyed, priced in a USD session), the search providers, the local corpus and
 the local data are each checked here, in that order, and the first problem is raised as one
-user-facing line. `mole research` and mole-mcp's `research` tool both call this, so the two
-front doors refuse the same input in the same words, and neither writes anything for it."""
+user-facing line. `mole research`, mole-mcp's `research` tool and the Dagster `session` asset's
+launch config (through mole_dag.session.ensure_session) all call this, so the three front doors
+refuse the same input in the same words, and none writes anything for it."""
 
 from __future__ import annotations
 
@@ -61,8 +62,9 @@ def check_session_id(session_id: str, flag: str = "--") -> str:
 
 def check_budget(usd: str | None, tokens: str | None, flag: str = "--") -> tuple[Unit, int]:
     """Exactly one of usd and tokens, no default; finite, positive and at most the ceiling.
-    USD becomes integer micro-dollars. The one budget check: the command line, mole-mcp and the
-    Dagster launch config (through mole_dag.session.parse_budget) all come through here. `flag`
+    USD becomes integer micro-dollars. The one budget check: the command line, mole-mcp, the
+    Dagster launch config (check_launch) and re-grounding's run config (parse_budget) all come
+    through here. `flag`
     is how messages spell option names ("--" on the command line, "" for a tool argument)."""
     if usd is None and tokens is None:
         raise LaunchError(f"a budget is required: pass {flag}usd AMOUNT or {flag}tokens N")

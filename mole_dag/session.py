@@ -36,7 +36,8 @@ class BudgetSpecError(ValueError):
 def parse_budget(usd: str | None, tokens: str | None) -> tuple[Unit, int]:
     """Exactly one of usd and tokens; no default. USD becomes integer micro-dollars. The rules
     (finite, positive, under a stated ceiling) live in mole_dag.launch.check_budget, so the
-    command line, mole-mcp and the Dagster launch config refuse the same budgets."""
+    command line, mole-mcp, the Dagster launch config and re-grounding's run config refuse the
+    same budgets."""
     from mole_dag.launch import LaunchError, check_budget
 
     try:
@@ -125,7 +126,14 @@ def ensure_session(
     data: str | None = None,
 ) -> Balance:
     """The session row for a partition: found, or created from launch config (the UI path).
-    No provider named: MOLE_PROVIDER, else the config file's, else extractive."""
+    A new session goes through mole_dag.launch.check_launch, the check `mole research` and
+    mole-mcp use, so the UI refuses the same input in the same words (raises LaunchError,
+    worded for config keys: "usd", not "--usd") and records what they record: the provider
+    resolved (MOLE_PROVIDER, else the config file's, else extractive) and the corpus as an
+    absolute path (the demo corpus when none is named), so a later re-read finds its files
+    whatever folder the UI was started from."""
+    from mole_dag.launch import check_launch
+
     ledger = Ledger(store)
     if store.row(q("session_get"), {"session_id": session_id}) is not None:
         return ledger.balance(session_id)
@@ -134,21 +142,14 @@ def ensure_session(
             f"no session {session_id!r} in {store.path}; start it with `mole research`, or "
             "launch the `session` asset with config: question and one of usd / tokens"
         )
-    unit, total = parse_budget(usd, tokens)
-    if not provider:
-        from mole_dag.llm.registry import default_provider
-
-        provider = default_provider()
-    if data:
-        # Refuse unusable data before the session exists, as the CLI does (raises DataError).
-        from mole_dag.compute.connector import Dataset
-
-        with Dataset.open(data) as ds:
-            data = str(ds.path)
-    settings, usable = usable_search(search=search, searxng_url=searxng_url,
-                                     allow_hosts=allow_hosts, note=note)
-    bal = create_session(store, question, unit, total, corpus=corpus, provider=provider,
-                         session_id=session_id, actors=usable, search=settings, data=data)
+    launch = check_launch(question, usd=usd, tokens=tokens, provider=provider,
+                          session_id=session_id, corpus=corpus, data=data, search=search,
+                          searxng_url=searxng_url, allow_hosts=allow_hosts,
+                          note=note or log.warning, flag="")
+    bal = create_session(store, launch.question, launch.unit, launch.total,
+                         corpus=str(launch.corpus), provider=launch.provider,
+                         session_id=session_id, actors=launch.actors, search=launch.search,
+                         data=launch.data)
     # Launched from Dagster: its later rounds and report are the driver sensor's to start.
     store.transact(lambda cur: cur.execute(q("session_driver_set"),
                                            {"driver": "dagster", "session_id": bal.session_id}))

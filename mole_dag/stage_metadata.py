@@ -1,34 +1,58 @@
-"""Numbers a stage reports about itself (for the Dagster UI and the CLI), read from the store."""
+"""Numbers a stage reports about itself (for the Dagster UI and the CLI), read from the store.
+
+Amounts of budget are named with their unit, the same way in every asset: `<name>_usd` is
+dollars (a float, from the ledger's integer micro-dollars) and `<name>_tokens` is tokens (an
+int). The ledger's micro-dollar integers never reach the UI as they are: `escrow_released
+75000` reads as 75,000 of something, while `escrow_released_usd 0.075` says what it is."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from mole_dag.context import Run
+from mole_dag.core import Unit
 from mole_dag.store import q
+
+MICROS_PER_USD = 1_000_000
+
+
+def money(unit: Unit | str, **amounts: int) -> dict[str, float | int]:
+    """Each amount under its name plus the unit: dollars for a USD session, tokens otherwise.
+    Rounded to the micro-dollar, the ledger's own precision, so no float noise shows."""
+    if Unit(unit) == Unit.USD_MICROS:
+        return {f"{k}_usd": round(int(v) / MICROS_PER_USD, 6) for k, v in amounts.items()}
+    return {f"{k}_tokens": int(v) for k, v in amounts.items()}
+
+
+def session_unit(run: Run) -> Unit:
+    return Unit(run.session()["unit"])
 
 
 def stage_spend(run: Run, stage: str) -> dict[str, Any]:
     rows = [r for r in run.ledger.spend_by_stage(run.session_id) if r["stage"] == stage]
     return {
         "stage_calls": sum(int(r["calls"]) for r in rows),
-        "stage_spent": sum(int(r["spent"]) for r in rows),
+        **money(session_unit(run), stage_spent=sum(int(r["spent"]) for r in rows)),
     }
 
 
-def session_summary(run: Run) -> dict[str, Any]:
+def session_summary(run: Run, *, status_key: str = "status") -> dict[str, Any]:
+    """`status_key`: what the status is called. The `session` asset records it when a round
+    starts, and Dagster keeps showing that materialisation after the session has finished, so
+    there it is "status_at_round_start"; the report asset's "status" is the final one."""
     bal = run.ledger.balance(run.session_id)
     counts = run.store.row(q("session_counts"), {"session_id": run.session_id}) or {}
     return {
-        "unit": str(bal.unit),
-        "budget_total": bal.total,
-        # spent + overrun: what the session really cost, the figure held against the total.
-        "budget_spent": bal.charged,
-        "budget_overrun": bal.overrun,
-        "budget_held": bal.held,
-        "budget_escrow": bal.escrow,
-        "budget_available": max(bal.available, 0),
-        "status": str(bal.status),
+        "unit": "usd" if bal.unit == Unit.USD_MICROS else "tokens",
+        **money(bal.unit,
+                budget_total=bal.total,
+                # spent + overrun: what the session really cost, held against the total.
+                budget_spent=bal.charged,
+                budget_overrun=bal.overrun,
+                budget_held=bal.held,
+                budget_escrow=bal.escrow,
+                budget_available=max(bal.available, 0)),
+        status_key: str(bal.status),
         **{k: int(v) for k, v in counts.items()},
         **discarded_counts(run),
     }
@@ -38,3 +62,9 @@ def discarded_counts(run: Run) -> dict[str, int]:
     """Claims the quote check threw away, by cause ('empty' is a draft with no quote)."""
     rows = run.store.named("discarded_by_cause", {"session_id": run.session_id})
     return {f"discarded_{r['cause']}": int(r["n"]) for r in rows}
+
+
+def grounding_metadata(unit: Unit | str, summary: dict[str, int]) -> dict[str, Any]:
+    """Re-grounding's counts, with its spend in the paying session's unit."""
+    counts = {f"grounding_{k}": v for k, v in summary.items() if k != "spent"}
+    return counts | money(unit, grounding_spent=int(summary.get("spent", 0)))

@@ -135,6 +135,36 @@ def test_research_end_to_end_in_the_dagster_instance(tmp_path: Path, mini_corpus
     assert again.returncode == 0, again.stderr[-2000:]
     with Store(Path(env["MOLE_HOME"]) / "mole.duckdb") as st:
         assert st.scalar("SELECT count(*) FROM reports WHERE session_id = ?", [sid]) == 2
+        # '*' took in regrounding too, which must not open a maintenance session for it.
+        assert st.scalar("SELECT count(*) FROM sessions") == 1
+    assert "regrounding skipped" in again.stderr
+
+    # The README's form: the session's research assets only.
+    research = subprocess.run(
+        [str(BIN / "dagster"), "asset", "materialize", "-m", "assets.definitions",
+         "--select", "group:research", "--partition", sid],
+        capture_output=True, text=True, env=env, cwd=env["DAGSTER_HOME"], timeout=300,
+        check=False)
+    assert research.returncode == 0, research.stderr[-2000:]
+    assert "regrounding" not in research.stderr and "spend_by_role_stage" not in research.stderr
+
+
+def test_materialize_of_an_unknown_session_is_refused_before_any_run(tmp_path: Path) -> None:
+    """What the README says a user sees for a session id the instance does not know: Dagster
+    refuses it in its CLI, before loading a run, so no asset code can word it; its last line
+    names the partition."""
+    env = _env(tmp_path)
+    out = subprocess.run(
+        [str(BIN / "dagster"), "asset", "materialize", "-m", "assets.definitions",
+         "--select", "group:research", "--partition", "no-such-session"],
+        capture_output=True, text=True, env=env, cwd=env["DAGSTER_HOME"], timeout=120,
+        check=False)
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("dagster._core.errors.DagsterInvalidSubsetError: All selected assets "
+                           "must have a PartitionsDefinition containing the passed partition "
+                           "key `no-such-session`"), last
+    assert not (Path(env["MOLE_HOME"]) / "mole.duckdb").exists(), "no asset ran"
 
 
 def test_store_path_that_is_a_directory_is_refused(

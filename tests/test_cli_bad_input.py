@@ -67,7 +67,8 @@ def test_budget_at_the_ceiling_is_accepted() -> None:
 
 
 def test_dagster_launch_config_uses_the_same_check() -> None:
-    # ensure_session (the `session` asset's launch config) parses its budget with parse_budget.
+    # parse_budget (re-grounding's run config) words check_budget's refusals; the `session`
+    # asset's launch config goes through check_launch itself (tests/test_ui_launch.py).
     for usd in ("inf", "1e30", "nan"):
         with pytest.raises(BudgetSpecError):
             parse_budget(usd, None)

@@ -88,7 +88,8 @@ def test_recorded_claude_session_replays_through_dagster(
         mat = event.asset_materialization
         assert mat.partition == SESSION_ID
         assert mat.metadata["writer"].value == "cassette"
-        assert mat.metadata["budget_spent"].value == expected
+        # Shown in dollars (micro-dollars in the ledger), named with its unit.
+        assert mat.metadata["budget_spent_usd"].value == round(expected / 1_000_000, 6)
         mined = instance.get_latest_materialization_event(dg.AssetKey("mined_claims"))
         assert mined.asset_materialization.metadata["discarded_quote_not_found"].value > 0
     finally:

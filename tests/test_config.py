@@ -153,8 +153,13 @@ def test_session_launched_without_a_provider_takes_the_default(
     ensure_session(store, "s-file", question="q?", usd="0.10")  # type: ignore[arg-type]
     assert provider_of("s-file") == "openai"
     monkeypatch.setenv("MOLE_PROVIDER", "anthropic")
+    # The UI path now runs the launch check, which refuses a provider without its key.
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-key")
     ensure_session(store, "s-env", question="q?", usd="0.10")  # type: ignore[arg-type]
     assert provider_of("s-env") == "anthropic"
+    # A cassette session needs its recording, from the UI as from the command line.
+    tape = Path(__file__).parent / "fixtures" / "cassettes" / "claude_session.jsonl"
+    monkeypatch.setenv("MOLE_CASSETTE", str(tape))
     ensure_session(store, "s-named", question="q?", usd="0.10",  # type: ignore[arg-type]
                    provider="cassette")
     assert provider_of("s-named") == "cassette"

@@ -47,7 +47,8 @@ def test_one_partition_end_to_end(tmp_path: Path, mini_corpus: Path) -> None:
                                 resources=_resources(db))
         assert result.success
         session_md = _metadata(result, "session")
-        assert session_md["budget_total"] == 10_000 and session_md["budget_escrow"] == 1_500
+        assert session_md["budget_total_tokens"] == 10_000
+        assert session_md["budget_escrow_tokens"] == 1_500
         assert _metadata(result, "sub_questions")["sub_questions_added"] >= 1
         fetched = _metadata(result, "fetched_chunks")
         assert fetched["new_sources"] == 5 and fetched["stage_calls"] >= 1
@@ -58,7 +59,7 @@ def test_one_partition_end_to_end(tmp_path: Path, mini_corpus: Path) -> None:
         assert edges.get("edges_supersedes", 0) >= 1
         report_md = _metadata(result, "report")
         assert "made without a language model" in report_md["report"]
-        assert report_md["findings"] > 0 and report_md["stage_spent"] == 0
+        assert report_md["findings"] > 0 and report_md["stage_spent_tokens"] == 0
         # The run is recorded in the instance, so the UI shows it for this partition.
         runs = instance.get_runs()
         assert runs and runs[0].tags.get("dagster/partition") == sid
@@ -73,7 +74,8 @@ def test_partition_without_session_fails_with_a_reason(tmp_path: Path) -> None:
                                 resources=_resources(tmp_path / "e.duckdb"), raise_on_error=False)
         assert not result.success
         failure = next(e for e in result.all_events if e.is_step_failure)
-        msg = failure.step_failure_data.error.cause.message
+        # A dagster.Failure: the UI shows this one line as the reason, not a traceback.
+        msg = failure.step_failure_data.user_failure_data.description
         assert "no session 'nope'" in msg and "mole research" in msg
 
 

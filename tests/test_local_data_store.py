@@ -200,10 +200,11 @@ def test_reverify_reproduces_and_notices_changed_data(store: Store, tmp_path: Pa
 
 
 def test_ui_launched_session_checks_its_data_first(store: Store, tmp_path: Path) -> None:
-    from mole_dag.compute.connector import DataError
+    from mole_dag.launch import LaunchError
     from mole_dag.session import ensure_session
 
-    with pytest.raises(DataError, match="does not exist"):
+    # The launch check's refusal, worded for a config key (`data:`), as mole-mcp words it.
+    with pytest.raises(LaunchError, match="^data: .*does not exist"):
         ensure_session(store, "ui-1", question="q?", usd="0.10", data=str(tmp_path / "x.csv"))
     assert store.row("SELECT id FROM sessions WHERE id = 'ui-1'") is None
     good = tmp_path / "ok.csv"
