@@ -181,8 +181,10 @@ def test_regrounding_selected_with_a_session_partition_opens_no_session(
         sid = create_session(st, "Does green tea affect sleep?", Unit.TOKENS, 10_000,
                              corpus=str(mini_corpus)).session_id
     local = dg.Definitions(assets=[*ROUND_ASSETS, regrounding], resources=_resources(db))
-    job = local.resolve_implicit_global_asset_job_def()
     with dg.instance_for_test() as instance:
+        # Resolved inside the instance: Dagster keeps a process-wide state storage that, outside
+        # it, may still point at an earlier test's (collected) instance.
+        job = local.resolve_implicit_global_asset_job_def()
         instance.add_dynamic_partitions(SESSIONS, [sid])
         result = job.execute_in_process(instance=instance, partition_key=sid)
         assert result.success
