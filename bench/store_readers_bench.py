@@ -52,7 +52,15 @@ def _finish(proc: subprocess.Popen[str]) -> None:
 
 
 def _p95(xs: list[float]) -> float:
-    return sorted(xs)[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
+    return sorted(xs)[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))] if xs else float("nan")
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def _max(xs: list[float]) -> float:
+    return max(xs) if xs else float("nan")
 
 
 def _mole_sessions(home: Path, tmp: Path, src: str | None) -> tuple[float, bool]:
@@ -63,6 +71,22 @@ def _mole_sessions(home: Path, tmp: Path, src: str | None) -> tuple[float, bool]
                        env=_env(tmp, home, src), cwd=src or ROOT, capture_output=True, text=True,
                        timeout=600)
     return time.perf_counter() - t0, p.returncode == 0 and "waiting" not in p.stderr
+
+
+def _in_process_sessions(home: Path) -> tuple[float, bool]:
+    """`mole sessions` called in this process (no interpreter start, no imports): the part of
+    its time that is the store's (waiting for the file, opening it, the query)."""
+    import contextlib
+    import io
+
+    from mole_dag.cli import main as mole
+
+    os.environ["MOLE_HOME"] = str(home)
+    err = io.StringIO()
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = mole(["sessions"])
+    return time.perf_counter() - t0, code == 0 and "waiting" not in err.getvalue()
 
 
 def _raw_read(db: Path, give_up_s: float = 600) -> tuple[float, int]:
@@ -95,52 +119,90 @@ def readers(run: int, src: str | None, tmp: Path) -> dict[str, float]:
         _finish(_start(sx, "s-first", tmp / f"r{run}a", home, src))
         idle_cli = [_mole_sessions(home, tmp / f"r{run}a", src)[0] for _ in range(8)]
         idle_raw = [_raw_read(db)[0] for _ in range(30)]
+        idle_inproc = [_in_process_sessions(home)[0] for _ in range(30)]
         proc = _start(sx, "s-second", tmp / f"r{run}b", home, src)
         cli: list[float] = []
         raw: list[float] = []
+        inproc: list[float] = []
         raw_first_try = 0
         bad = 0
         t0 = time.perf_counter()
+        # A sample counts if the session was running when the reader started (an old Store
+        # may keep a reader waiting until the run ends: that wait is the measurement).
         while proc.poll() is None:
             took, ok = _mole_sessions(home, tmp / f"r{run}b", src)
             bad += not ok
-            if proc.poll() is None:
-                cli.append(took)
+            cli.append(took)
             for _ in range(5):
+                if proc.poll() is not None:
+                    break
+                took, ok = _in_process_sessions(home)
+                bad += not ok
+                inproc.append(took)
+                if proc.poll() is not None:
+                    break
                 took, failed = _raw_read(db)
-                if proc.poll() is None:
-                    raw.append(took)
-                    raw_first_try += failed == 0
+                raw.append(took)
+                raw_first_try += failed == 0
                 time.sleep(0.05)
         run_s = time.perf_counter() - t0
         _finish(proc)
     finally:
         web.stop()
     return {"run_s": run_s, "cli_n": len(cli), "cli_bad": bad,
-            "cli_median": statistics.median(cli), "cli_p95": _p95(cli), "cli_max": max(cli),
+            "cli_median": _median(cli), "cli_p95": _p95(cli), "cli_max": _max(cli),
             "idle_cli_p95": _p95(idle_cli),
-            "raw_n": len(raw), "raw_first_try": raw_first_try / len(raw),
-            "raw_median": statistics.median(raw), "raw_p95": _p95(raw), "raw_max": max(raw),
+            "inproc_median": _median(inproc), "inproc_p95": _p95(inproc),
+            "inproc_max": _max(inproc), "idle_inproc_p95": _p95(idle_inproc),
+            "raw_n": len(raw), "raw_first_try": raw_first_try / max(1, len(raw)),
+            "raw_median": _median(raw), "raw_p95": _p95(raw), "raw_max": _max(raw),
             "idle_raw_p95": _p95(idle_raw)}
+
+
+def _cpu_children() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _stats(paths: list[Path]) -> dict[str, float]:
+    """The store's share, summed over the sessions (MOLE_STORE_STATS; absent for old code)."""
+    import json
+
+    got = [json.loads(p.read_text()) for p in paths if p.exists()]
+    return {k: sum(g[k] for g in got) for k in ("opens", "open_s", "waited_s")} if got else {}
 
 
 def parallel(run: int, src: str | None, tmp: Path) -> dict[str, float]:
     web, sx = slowweb.start(seed=run)
     try:
+        stats_alone = tmp / f"stats-alone{run}.json"
+        os.environ["MOLE_STORE_STATS"] = str(stats_alone)
+        cpu0 = _cpu_children()
         t0 = time.perf_counter()
         _finish(_start(sx, "s-alone", tmp / f"p{run}a", tmp / f"alone{run}", src))
         alone = time.perf_counter() - t0
+        cpu_alone = _cpu_children() - cpu0
+        procs = []
+        stats_both = [tmp / f"stats-both{run}-{i}.json" for i in range(2)]
+        cpu0 = _cpu_children()
         t0 = time.perf_counter()
-        procs = [_start(sx, f"s-two-{i}", tmp / f"p{run}b{i}", tmp / f"two{run}", src)
-                 for i in range(2)]
-        ends = []
+        for i in range(2):
+            os.environ["MOLE_STORE_STATS"] = str(stats_both[i])
+            procs.append(_start(sx, f"s-two-{i}", tmp / f"p{run}b{i}", tmp / f"two{run}", src))
         for p in procs:
             _finish(p)
-            ends.append(time.perf_counter() - t0)
         both = time.perf_counter() - t0
+        cpu_both = _cpu_children() - cpu0
     finally:
+        os.environ.pop("MOLE_STORE_STATS", None)
         web.stop()
-    return {"alone_s": alone, "both_s": both, "ratio": both / alone}
+    out = {"alone_s": alone, "both_s": both, "ratio": both / alone,
+           "cpu_alone_s": cpu_alone, "cpu_both_s": cpu_both}
+    out |= {f"alone_{k}": v for k, v in _stats([stats_alone]).items()}
+    out |= {f"both_{k}": v for k, v in _stats(stats_both).items()}
+    return out
 
 
 def main() -> None:
@@ -150,6 +212,8 @@ def main() -> None:
     ap.add_argument("--src", help="run sessions and readers from this checkout instead")
     args = ap.parse_args()
     src = str(Path(args.src).resolve()) if args.src else None
+    if src:  # the in-process readers import mole_dag from there too
+        sys.path.insert(0, src)
     os.environ.pop("MOLE_DB", None)
     with tempfile.TemporaryDirectory() as d:
         for name, fn in (("readers", readers), ("parallel", parallel)):

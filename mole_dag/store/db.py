@@ -215,6 +215,32 @@ class _File:
 _FILES: dict[Path, _File] = {}
 _FILES_GUARD = threading.Lock()
 
+# What sharing the file cost this process: opens, seconds spent opening (waits for other
+# processes included) and seconds spent waiting on their locks. Written as JSON at exit to the
+# file named by MOLE_STORE_STATS, for the benchmarks (bench/store_readers_bench.py) to tell the
+# store's share of a session's time from the rest.
+STATS = {"opens": 0, "open_s": 0.0, "lock_waits": 0, "waited_s": 0.0}
+_STATS_LOCK = threading.Lock()
+
+
+def _count(**add: float) -> None:
+    with _STATS_LOCK:
+        for k, v in add.items():
+            STATS[k] += v
+
+
+def _write_stats(path: str) -> None:
+    import json
+
+    with suppress(OSError), open(path, "w", encoding="utf-8") as fh:
+        json.dump(STATS, fh)
+
+
+if os.environ.get("MOLE_STORE_STATS"):
+    import atexit
+
+    atexit.register(_write_stats, os.environ["MOLE_STORE_STATS"])
+
 
 def _file_for(path: Path) -> _File:
     with _FILES_GUARD:
@@ -369,10 +395,16 @@ class Store:
         started = time.monotonic()
         deadline = started + self.lock_wait_s
         delay = _FIRST_DELAY_S
+        waited = False
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=read_only)
+                conn = duckdb.connect(str(self.path), read_only=read_only)
+                took = time.monotonic() - started
+                _count(opens=1, open_s=took, lock_waits=int(waited),
+                       waited_s=took if waited else 0.0)
+                return conn
             except duckdb.IOException as exc:
+                waited = True
                 if _is_corruption(exc):
                     raise _corrupt(self.path, _one_line(exc)) from None
                 if not _is_lock_error(exc):
