@@ -378,13 +378,18 @@ def _interrupted(sid: str, got_signal: list[str]) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     from mole_dag.budget import Ledger
     from mole_dag.budget.ledger import owner_alive, owner_tag
+    from mole_dag.budget.recovery import recover_store
     from mole_dag.core import SessionStatus, Unit
     from mole_dag.launch import LaunchError, choose_skills
     from mole_dag.session import resume_point
     from mole_dag.store import q, utcnow
 
-    store = _open_store()  # recovery runs here: a dead driver's session is now interrupted
+    store = _open_store()
     try:
+        # Recovery runs at a process's first writing open; run it again here, so a driver that
+        # died after this process first opened the store (tests, a long-lived caller) is
+        # interrupted before its session is judged resumable.
+        recover_store(store)
         sess = store.row(q("session_get"), {"session_id": args.session})
         if sess is None:
             raise CliError(f"no session {args.session!r}; `mole sessions` lists them")

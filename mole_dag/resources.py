@@ -1,8 +1,13 @@
 """The Dagster resources that wrap the library: the store, and the budget bound to it.
 
-The only module in mole_dag that imports Dagster. A resource opens the store once per run
-(setup_for_execution) and closes it when the run ends, so the file lock is held for one run,
-not for the life of the webserver."""
+The only module in mole_dag that imports Dagster. The store resource holds no connection: like
+dagster-duckdb's DuckDBResource (a connection per `get_connection()` use), the Store opens the
+file for each transaction or read and closes it, so a run holds the file lock only while it
+writes, and readers (`mole sessions`, a SQL client, the sensor) get in between. DuckDBResource
+itself is not used: it always opens read-write (a reader would take the writer's lock), retries
+a held file ten times silently instead of waiting MOLE_LOCK_WAIT and saying so, and adds a
+connection option that DuckDB counts as a different configuration, so its connections and the
+Store's cannot be open in one process at once."""
 
 
 import logging
@@ -35,14 +40,14 @@ class StoreResource(dg.ConfigurableResource):
         return self.database or str(default_store_path())
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        # Cheap after the first run in a process: the Store opens nothing until it is used, and
+        # checks migrations and views once per process per file.
         log = context.log
         self._store = Store(self.path, lock_wait_s=self.lock_wait_s,
                             on_wait=(log.info if log else None))
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        self._store = None
 
     @property
     def store(self) -> Store:

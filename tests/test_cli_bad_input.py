@@ -95,11 +95,14 @@ def _sha(path: Path) -> str:
 def good_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store with one session and enough rows to span many blocks, checkpointed."""
     db = tmp_path_factory.mktemp("store") / "good.duckdb"
-    with Store(db) as st:
+    # One checkpoint for the session and the filler, with the file kept open across them by
+    # `pin` (a Store otherwise closes, and so checkpoints, after every transaction): the
+    # catalogue then lands at the end of the file, the layout the truncation cases below cut.
+    with Store(db) as st, st.read() as pin:
         Ledger(st).create_session("q?", Unit.TOKENS, 1000, session_id="s1")
-        st.cursor().execute("CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS h "
-                            "FROM range(200000)")
-        st.cursor().execute("CHECKPOINT")
+        pin.execute("CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS h "
+                    "FROM range(200000)")
+        pin.execute("CHECKPOINT")
     return db
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,10 @@ def test_opening_the_store_recovers_a_dead_process(tmp_path: Path) -> None:
         # This process is alive, so its own open reservation stays open.
         mine = ledger.reserve(live, Role.EXECUTOR, 10, tool="t", stage="mine")
 
+    # The next process to open it: recovery runs once per process per store, at its first
+    # writing open (this process has had its turn).
+    subprocess.run([sys.executable, "-c", "import sys; from mole_dag.store import Store; "
+                    "Store(sys.argv[1])", str(path)], check=True, timeout=120)
     with Store(path) as store:
         ledger = Ledger(store)
         for sid, amount in [("s-live", 300 + 0), ("s-done", 200)]:

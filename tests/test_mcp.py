@@ -403,8 +403,8 @@ def test_local_query_through_the_gate(home: dict[str, str], mini_corpus: Path,
 
     sid = run(home, body)
     with Store(Path(home["MOLE_HOME"]) / "mole.duckdb") as st:
-        kinds = [r[0] for r in st.cursor().execute(
-            "SELECT kind FROM local_crossings WHERE session_id = ? ORDER BY seq", [sid]).fetchall()]
+        kinds = [r["kind"] for r in st.rows(
+            "SELECT kind FROM local_crossings WHERE session_id = ? ORDER BY seq", [sid])]
         refusals = st.rows("SELECT reason, request FROM local_refusals WHERE session_id = ?",
                            [sid])
     # Both answers were recorded: the aggregate as a crossing, SELECT * as a refusal; the

@@ -106,9 +106,9 @@ HOLD = """
 import sys, time
 from mole_dag.store import Store
 s = Store(sys.argv[1])
-print("held", flush=True)
-time.sleep(float(sys.argv[2]))
-s.close()
+with s.write():  # a Store holds the file only inside a transaction
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
 """
 
 

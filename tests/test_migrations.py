@@ -155,8 +155,7 @@ def test_a_missing_migrations_folder_is_an_error_naming_it(
     failed much later with UnknownQuery. Now opening it fails at once, naming the folder."""
     missing = tmp_path / "no-sql"
     monkeypatch.setenv("MOLE_SQL_DIR", str(missing))
-    # The store turns it into its own one-line error (StoreError, which every front door
-    # prints as one line), still naming the folder.
+    # One StoreError line (the CLI prints it as such), naming the folder.
     with pytest.raises(StoreError, match=str(missing / "migrations")):
         Store(tmp_path / "s.duckdb")
     (missing / "migrations").mkdir(parents=True)  # there, but empty: no schema either

@@ -10,15 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from mole_dag.store import Store, StoreError
+from mole_dag.store import Store, StoreError, db
 
+# A Store holds the file only inside a transaction, so the holder keeps one open (as a stuck
+# writer, or a user's read-write DuckDB client, would).
 HOLDER = """
 import sys, time
 from mole_dag.store import Store
 s = Store(sys.argv[1])
-print("holding", flush=True)
-time.sleep(float(sys.argv[2]))
-s.close()
+with s.write():
+    print("holding", flush=True)
+    time.sleep(float(sys.argv[2]))
 """
 
 
@@ -30,15 +32,17 @@ def _hold(path: Path, seconds: float) -> subprocess.Popen[str]:
     return proc
 
 
-def test_second_process_waits_for_the_lock(tmp_path: Path) -> None:
+def test_second_process_waits_for_the_lock(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # A waiter says so only after a while (a blip of another's transaction is not worth a line).
+    monkeypatch.setattr(db, "REPORT_WAIT_AFTER_S", 0.2)
     path = tmp_path / "shared.duckdb"
     proc = _hold(path, 1.5)
     try:
         said: list[str] = []
         t0 = time.monotonic()
-        store = Store(path, lock_wait_s=30, on_wait=said.append)
+        Store(path, lock_wait_s=30, on_wait=said.append)
         waited = time.monotonic() - t0
-        store.close()
     finally:
         proc.wait(timeout=30)
     assert said and "another process" in said[0]

@@ -247,8 +247,9 @@ def reverify(store: Any, crossing_id: str) -> tuple[bool, str]:
             return False, "the data changed since the crossing (its hash differs)"
         # The gate judged the crossing against the session's answers before it; so does the
         # re-run, or an answer trimmed by overlap control would not reproduce.
-        history = overlap.History.load(store.cursor(), row["session_id"], ds.sha256,
-                                       before_seq=int(row["seq"]))
+        with store.read() as cur:
+            history = overlap.History.load(cur, row["session_id"], ds.sha256,
+                                           before_seq=int(row["seq"]))
         try:
             if row["kind"] == "profile":
                 view = ds.view("", hypothesis.CATALOGUE, MAX_HYPOTHESES)

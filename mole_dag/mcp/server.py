@@ -188,8 +188,13 @@ def resume(session: SessionArg) -> dict[str, Any]:
 
     with _errors():
         sid = _session_id(session)
-        with _store() as store:  # opening it runs recovery: a dead driver's session is
-            sess = store.row(q("session_get"), {"session_id": sid})  # interrupted by now
+        with _store() as store:
+            # Recovery runs once per process per store; this server lives long, so run it
+            # again: a driver that died since is interrupted before the session is judged.
+            from mole_dag.budget.recovery import recover_store
+
+            recover_store(store)
+            sess = store.row(q("session_get"), {"session_id": sid})
         if sess is None:
             raise BadInput(f"no session {sid!r}")
         status = SessionStatus(sess["status"])

@@ -1,12 +1,21 @@
-"""The DuckDB store: one file, opened once per process, shared across threads.
+"""The DuckDB store: one file, opened only for a unit of work (a transaction or a read).
 
-DuckDB lets one process write a file at a time. Within a process we share one database and give
-each thread its own cursor; writes are serialised by a process-wide lock, because DuckDB's
-optimistic concurrency would otherwise abort one of two transactions touching the same session
-row. Across processes (two `mole research` runs, the Dagster UI, the re-grounding schedule) the
-file lock is waited for with backoff and jitter instead of crashing, and the waiter is told which
-file it is waiting on. Opening costs tens of milliseconds (see BENCHMARKS.md), so we hold the
-connection for a unit of work (a CLI command, a Dagster run) rather than per transaction."""
+DuckDB lets one process write a file at a time, and a process that keeps the file open keeps
+every other process out, readers included. A research round used to hold it for its whole run
+(issue 12: readers waited up to 65 s, a read-only DuckDB client failed at once, two sessions ran
+one after the other), so a Store now keeps no connection between units of work: `write()`,
+`transact`, `rows`, `row`, `scalar`, `named` open the file, do the work and close it, and other
+processes get in between. Opening costs tens of milliseconds (see BENCHMARKS.md); paid calls
+take seconds, so that is the price of sharing the file.
+
+Within a process, threads share one DuckDB database instance while any of them uses it (DuckDB
+itself keeps one instance per file per process, and refuses a second with another
+configuration), each with its own cursor; the file is released when the last user is done.
+Writes are serialised by a process-wide lock per file, because DuckDB's optimistic concurrency
+would otherwise abort one of two transactions touching the same session row. Across processes
+the file lock is waited for with backoff and jitter instead of crashing, and a long wait is
+reported with the file's name. Migrations, views and crash recovery run once per process per
+file, not at every open."""
 
 from __future__ import annotations
 
@@ -87,21 +96,170 @@ def _is_corruption(exc: BaseException) -> bool:
                                       "Corrupt", "corrupt", "checksum"))
 
 
+# How long a process waits for another to let go of the file. Holders now hold it for one
+# transaction, so a long wait means a stuck process or a user's read-write client keeping the file
+# open; a guess, flagged as one, and overridable with MOLE_LOCK_WAIT (seconds).
+DEFAULT_LOCK_WAIT_S = float(os.environ.get("MOLE_LOCK_WAIT", "1800"))
+# Waits shorter than this are the normal cost of sharing the file with another process's
+# transaction: only a longer one is reported (a reader must not say "waiting" for every blip).
+REPORT_WAIT_AFTER_S = 2.0
+# Retry delays while another process holds the file: short, because holders hold it for one
+# transaction (milliseconds), and readers should get in as soon as it is free.
+_FIRST_DELAY_S = 0.01
+_MAX_DELAY_S = 0.2
+
+
 # One write lock per database file for the whole process: two Store objects on one file share
 # the DuckDB instance, and their writers must queue rather than conflict.
 _WRITE_LOCKS: dict[Path, threading.RLock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
 
 
-# How long a process waits for another to let go of the file. A research round holds it for its
-# whole run (minutes, with web fetching), so the wait is long; a guess, flagged as one, and
-# overridable with MOLE_LOCK_WAIT (seconds).
-DEFAULT_LOCK_WAIT_S = float(os.environ.get("MOLE_LOCK_WAIT", "1800"))
-
-
 def _write_lock_for(path: Path) -> threading.RLock:
     with _WRITE_LOCKS_GUARD:
         return _WRITE_LOCKS.setdefault(path, threading.RLock())
+
+
+class _File:
+    """This process's use of one database file: the DuckDB instance while anyone uses it, how
+    many use it, and the transaction each thread has open.
+
+    One instance per file per process, because DuckDB refuses a second connection to a file
+    with another configuration (read-only beside read-write): a read-only user joins an open
+    read-write instance (it only reads through it), and a writer waits for read-only users to
+    finish, then reopens read-write. New read-only users queue behind a waiting writer, so a
+    stream of readers cannot starve it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.cond = threading.Condition()
+        self.root: duckdb.DuckDBPyConnection | None = None
+        self.root_read_only = False
+        self.users = 0
+        self.opening = False
+        self.writers_waiting = 0
+        # The connection of the transaction a thread has open (write() on this thread), so a
+        # nested write joins it and a read inside it sees its uncommitted rows.
+        self.tx = threading.local()
+        # (device, inode, sql folder) of the files this process has migrated, viewed and
+        # recovered, or checked read-only: once per process per file, not per open.
+        self.ready: set[tuple[int, int, str]] = set()
+        self.checked: set[tuple[int, int, str]] = set()
+        self.opens = 0  # how many times the file was opened (tests and benchmarks read it)
+
+    def acquire(self, connect: Callable[[bool], duckdb.DuckDBPyConnection],
+                read_only: bool) -> duckdb.DuckDBPyConnection:
+        """A cursor on the shared instance, opening the file if nobody in this process has it
+        open. `connect(read_only)` opens it (waiting for other processes)."""
+        with self.cond:
+            waiting_writer = False
+            try:
+                while True:
+                    if self.root is not None and (not self.root_read_only or (
+                            read_only and not self.writers_waiting)):
+                        cur = self.root.cursor()
+                        self.users += 1
+                        return cur
+                    if self.root is None and not self.opening:
+                        self.opening = True
+                        break
+                    if not read_only and not waiting_writer:
+                        waiting_writer = True
+                        self.writers_waiting += 1
+                    self.cond.wait()
+            finally:
+                if waiting_writer:
+                    self.writers_waiting -= 1
+        # Opened outside the condition: it may wait for another process, and this process's
+        # other threads may meanwhile finish with (and release) nothing, or queue behind it.
+        try:
+            root = connect(read_only)
+        except BaseException:
+            with self.cond:
+                self.opening = False
+                self.cond.notify_all()
+            raise
+        with self.cond:
+            self.opening = False
+            self.opens += 1
+            self.root, self.root_read_only = root, read_only
+            try:
+                cur = root.cursor()
+            except BaseException:
+                self.root = None
+                with suppress(duckdb.Error):
+                    root.close()
+                self.cond.notify_all()
+                raise
+            self.users += 1
+            self.cond.notify_all()
+            return cur
+
+    def release(self, cur: duckdb.DuckDBPyConnection) -> None:
+        with suppress(duckdb.Error):
+            cur.close()
+        with self.cond:
+            self.users -= 1
+            if self.users == 0 and self.root is not None:
+                # The last user: closing the instance releases the file to other processes.
+                root, self.root = self.root, None
+                with suppress(duckdb.Error):
+                    root.close()
+                self.cond.notify_all()
+
+    def is_open(self) -> bool:
+        with self.cond:
+            return self.root is not None
+
+
+_FILES: dict[Path, _File] = {}
+_FILES_GUARD = threading.Lock()
+
+# What sharing the file cost this process: opens, seconds spent opening (waits for other
+# processes included) and seconds spent waiting on their locks. Written as JSON at exit to the
+# file named by MOLE_STORE_STATS, for the benchmarks (bench/store_readers_bench.py) to tell the
+# store's share of a session's time from the rest.
+STATS = {"opens": 0, "open_s": 0.0, "lock_waits": 0, "waited_s": 0.0}
+_STATS_LOCK = threading.Lock()
+
+
+def _count(**add: float) -> None:
+    with _STATS_LOCK:
+        for k, v in add.items():
+            STATS[k] += v
+
+
+def _write_stats(path: str) -> None:
+    import json
+
+    with suppress(OSError), open(path, "w", encoding="utf-8") as fh:
+        json.dump(STATS, fh)
+
+
+if os.environ.get("MOLE_STORE_STATS"):
+    import atexit
+
+    atexit.register(_write_stats, os.environ["MOLE_STORE_STATS"])
+
+
+def _file_for(path: Path) -> _File:
+    with _FILES_GUARD:
+        f = _FILES.get(path)
+        if f is None:
+            f = _FILES[path] = _File(path)
+        return f
+
+
+def _identity(path: Path) -> tuple[int, int, str] | None:
+    """What "this file" means for the once-per-process caches: its device and inode (a store
+    deleted and created again at the same path is a new file) and the schema folder in use."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    from mole_dag.paths import sql_dir
+
+    return (st.st_dev, st.st_ino, str(sql_dir()))
 
 
 def utcnow() -> datetime:
@@ -122,7 +280,9 @@ def _is_conflict(exc: BaseException) -> bool:
 
 
 class Store:
-    """A handle on one DuckDB file. Thread-safe; use `write()` for transactions."""
+    """A handle on one DuckDB file. Thread-safe; use `write()` or `transact` for transactions.
+    Holds no connection: each unit of work opens the file and closes it (see the module's
+    docstring)."""
 
     def __init__(
         self,
@@ -138,70 +298,33 @@ class Store:
         never written to), and is neither migrated nor given its views."""
         self.path = Path(path).expanduser().resolve()
         self.read_only = read_only
+        self.lock_wait_s = DEFAULT_LOCK_WAIT_S if lock_wait_s is None else lock_wait_s
+        self._on_wait = on_wait
+        self._told = False
+        self._file = _file_for(self.path)
         self._write_lock = _write_lock_for(self.path)
-        self._local = threading.local()
-        self._cursors: list[duckdb.DuckDBPyConnection] = []
-        self._cursors_lock = threading.Lock()
-        self._conn = self._open(DEFAULT_LOCK_WAIT_S if lock_wait_s is None else lock_wait_s,
-                                on_wait)
-        try:
-            if read_only:
-                self._check_schema()
-            elif migrate_schema:
-                with self._write_lock:
-                    migrate.apply(self._conn)
-                # The dbt-style views are part of the product: every store a user opens has them.
-                from mole_dag.store.models import materialize_all
-
-                materialize_all(self)
-                # Crash recovery on every writing open (issue 11): a killed process's
-                # reservations are settled as assumed and its sessions marked interrupted,
-                # without waiting for some later session's sweep. Imported here, not at the
-                # top: budget sits above store.
-                from mole_dag.budget.recovery import recover_store
-
-                recover_store(self)
-        except migrate.MigrationsMissing as exc:
-            # An install without its schema files: one line naming the folder, not a traceback.
-            self.close()
-            raise StoreError(str(exc)) from None
-        except duckdb.Error as exc:
-            self.close()
-            if _is_corruption(exc):
-                raise _corrupt(self.path, _one_line(exc)) from None
-            raise
-        except BaseException:
-            self.close()
-            raise
-
-    def _check_schema(self) -> None:
-        """A read-only open cannot migrate: say so rather than fail on a missing column."""
-        try:
-            have = self.scalar("SELECT coalesce(max(version), 0) FROM schema_migrations")
-        except duckdb.CatalogException:
-            raise StoreError(f"{self.path} is a DuckDB file but not a mole store (it has no "
-                             "schema_migrations table); pass --db to use a mole store") from None
-        want = max((m.version for m in migrate.discover()), default=0)
-        if int(have) < want:
-            raise StoreError(f"the store {self.path} is at schema version {have}, older than "
-                             f"this mole's {want}; run `mole research` once to upgrade it")
+        if read_only:
+            self._check_readable()
+            self._once(self._file.checked, self._check_schema)
+        else:
+            self._check_writable()
+            if migrate_schema:
+                self._once(self._file.ready, self._prepare)
 
     # -- opening ---------------------------------------------------------------------------
 
-    def _open(
-        self, lock_wait_s: float, on_wait: Callable[[str], None] | None
-    ) -> duckdb.DuckDBPyConnection:
-        if self.read_only:
-            if not self.path.exists():
-                raise StoreMissing(f"no store at {self.path}; run `mole research` first or pass "
-                                   "--db")
-            if self.path.is_dir():
-                raise StoreError(f"the store {self.path} is a folder, not a DuckDB file; pass "
-                                 "--db with a file")
-            # Only for readers: a writer may find the file mid-creation by another process
-            # (shorter than its headers for a moment), which is not damage.
-            check_file(self.path)
-            return self._connect(lock_wait_s, on_wait, read_only=True)
+    def _check_readable(self) -> None:
+        if not self.path.exists():
+            raise StoreMissing(f"no store at {self.path}; run `mole research` first or pass "
+                               "--db")
+        if self.path.is_dir():
+            raise StoreError(f"the store {self.path} is a folder, not a DuckDB file; pass "
+                             "--db with a file")
+        # Only for readers: a writer may find the file mid-creation by another process
+        # (shorter than its headers for a moment), which is not damage.
+        check_file(self.path)
+
+    def _check_writable(self) -> None:
         parent = self.path.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
@@ -215,48 +338,109 @@ class Store:
             raise StoreError(
                 f"the store {self.path} is not writable; set MOLE_DB or --db to a writable path"
             )
-        return self._connect(lock_wait_s, on_wait, read_only=False)
 
-    def _connect(
-        self, lock_wait_s: float, on_wait: Callable[[str], None] | None, *, read_only: bool
-    ) -> duckdb.DuckDBPyConnection:
-        deadline = time.monotonic() + lock_wait_s
-        delay = 0.05
-        told = False
+    def _once(self, done: set[tuple[int, int, str]], fn: Callable[[], None]) -> None:
+        """Run `fn` unless this process already did for this file. Under the file's write lock,
+        so two threads opening their first Store on one file do not both migrate."""
+        with self._write_lock:
+            ident = _identity(self.path)
+            if ident is not None and ident in done:
+                return
+            try:
+                fn()
+            except migrate.MigrationsMissing as exc:
+                # An install without its schema files: one line naming the folder.
+                raise StoreError(str(exc)) from None
+            except duckdb.Error as exc:
+                if _is_corruption(exc):
+                    raise _corrupt(self.path, _one_line(exc)) from None
+                raise
+            ident = _identity(self.path)
+            if ident is not None:
+                done.add(ident)
+
+    def _prepare(self) -> None:
+        """Migrations, crash recovery and the views, with the file opened once for all three
+        (held by `pin`, which the nested transactions share). Recovery before the views: its
+        reads reach the ledger's rows, so a damaged store is refused before the views are
+        written into it."""
+        with self._use(read_only=False) as pin:
+            migrate.apply(pin)
+            # Crash recovery at the first writing open (issue 11): a killed process's
+            # reservations are settled as assumed and its sessions marked interrupted, without
+            # waiting for some later session's sweep. Imported here, not at the top: budget
+            # sits above store.
+            from mole_dag.budget.recovery import recover_store
+
+            recover_store(self)
+            # The dbt-style views are part of the product: every store a user opens has them.
+            from mole_dag.store.models import materialize_all
+
+            materialize_all(self)
+
+    def _check_schema(self) -> None:
+        """A read-only open cannot migrate: say so rather than fail on a missing column."""
+        try:
+            have = self.scalar("SELECT coalesce(max(version), 0) FROM schema_migrations")
+        except duckdb.CatalogException:
+            raise StoreError(f"{self.path} is a DuckDB file but not a mole store (it has no "
+                             "schema_migrations table); pass --db to use a mole store") from None
+        want = max((m.version for m in migrate.discover()), default=0)
+        if int(have) < want:
+            raise StoreError(f"the store {self.path} is at schema version {have}, older than "
+                             f"this mole's {want}; run `mole research` once to upgrade it")
+
+    def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        """Open the file, waiting with backoff and jitter while another process holds it."""
+        started = time.monotonic()
+        deadline = started + self.lock_wait_s
+        delay = _FIRST_DELAY_S
+        waited = False
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=read_only)
+                conn = duckdb.connect(str(self.path), read_only=read_only)
+                took = time.monotonic() - started
+                _count(opens=1, open_s=took, lock_waits=int(waited),
+                       waited_s=took if waited else 0.0)
+                return conn
             except duckdb.IOException as exc:
+                waited = True
                 if _is_corruption(exc):
                     raise _corrupt(self.path, _one_line(exc)) from None
                 if not _is_lock_error(exc):
                     raise StoreError(
                         f"cannot open the store {self.path}: {_one_line(exc)}") from None
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if now >= deadline:
                     raise StoreBusy(
                         f"the store {self.path} is held by another process (a running session, "
-                        "the Dagster UI or a schedule) and was not released within "
-                        f"{lock_wait_s:.0f}s; "
-                        "try again when it finishes"
+                        "the Dagster UI, a schedule or a SQL client) and was not released within "
+                        f"{self.lock_wait_s:.0f}s; try again when it finishes"
                     ) from None
-                if on_wait and not told:
-                    on_wait(f"waiting for the store {self.path}: another process is writing to it")
-                    told = True
-                time.sleep(delay + random.uniform(0, delay))
-                delay = min(delay * 2, 2.0)
+                if self._on_wait and not self._told and now - started >= REPORT_WAIT_AFTER_S:
+                    self._on_wait(f"waiting for the store {self.path}: another process is "
+                                  "writing to it")
+                    self._told = True
+                time.sleep(min(delay + random.uniform(0, delay), max(0.0, deadline - now)))
+                delay = min(delay * 2, _MAX_DELAY_S)
             except duckdb.Error as exc:
                 if _is_corruption(exc):
                     raise _corrupt(self.path, _one_line(exc)) from None
                 raise StoreError(f"cannot open the store {self.path}: {_one_line(exc)}") from None
 
+    @contextmanager
+    def _use(self, *, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor for one unit of work: the file is open while it is in use, and closed when
+        the last user in this process is done."""
+        cur = self._file.acquire(self._connect, read_only)
+        try:
+            yield cur
+        finally:
+            self._file.release(cur)
+
     def close(self) -> None:
-        with self._cursors_lock:
-            for cur in self._cursors:
-                with suppress(duckdb.Error):
-                    cur.close()
-            self._cursors.clear()
-        with suppress(duckdb.Error):
-            self._conn.close()
+        """Nothing to close: the Store holds no connection between units of work. Kept so
+        callers (and `with Store(...)`) need not change."""
 
     def __enter__(self) -> Store:
         return self
@@ -264,39 +448,42 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- cursors and transactions -----------------------------------------------------------
+    # -- transactions -----------------------------------------------------------------------
+
+    def _tx_conn(self) -> duckdb.DuckDBPyConnection | None:
+        return getattr(self._file.tx, "conn", None)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
-        """This thread's cursor (DuckDB connections are not safe to share across threads)."""
-        cur = getattr(self._local, "cursor", None)
-        if cur is None:
-            cur = self._conn.cursor()
-            self._local.cursor = cur
-            with self._cursors_lock:
-                self._cursors.append(cur)
-        return cur
+        """The connection of this thread's open transaction. Outside one there is none to
+        return (the Store keeps no cursor): use `read()`, `rows()` or `write()`."""
+        conn = self._tx_conn()
+        if conn is None:
+            raise StoreError("Store.cursor() is only valid inside write(): the store keeps no "
+                             "connection open; use read(), rows() or write()")
+        return conn
 
     @contextmanager
     def write(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """One write transaction, serialised with every other writer in this process."""
-        with self._write_lock:
-            cur = self.cursor()
-            if getattr(self._local, "in_tx", False):
-                # Nested: join the outer transaction.
-                yield cur
-                return
+        """One write transaction, serialised with every other writer in this process; the file
+        is open for the transaction only. Nested on one thread: joins the outer transaction."""
+        if self.read_only:
+            raise StoreError(f"the store {self.path} was opened read-only")
+        outer = self._tx_conn()
+        if outer is not None:
+            yield outer
+            return
+        with self._write_lock, self._use(read_only=False) as cur:
             cur.execute("BEGIN TRANSACTION")
-            self._local.in_tx = True
+            self._file.tx.conn = cur
             try:
                 yield cur
             except BaseException:
-                self._local.in_tx = False
+                self._file.tx.conn = None
                 with suppress(duckdb.Error):
                     cur.execute("ROLLBACK")
                 raise
-            else:
-                self._local.in_tx = False
-                cur.execute("COMMIT")
+            self._file.tx.conn = None
+            cur.execute("COMMIT")
 
     def transact(self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int = 200) -> T:
         """Run `fn` in a write transaction, retrying DuckDB write-write conflicts (another
@@ -307,7 +494,8 @@ class Store:
                 with self.write() as cur:
                     return fn(cur)
             except duckdb.Error as exc:
-                if not _is_conflict(exc) or attempt == retries:
+                # Inside an outer transaction a retry cannot help: the outer one is aborted.
+                if not _is_conflict(exc) or attempt == retries or self._tx_conn() is not None:
                     raise
                 time.sleep(delay + random.uniform(0, delay))
                 delay = min(delay * 2, 0.1)
@@ -315,9 +503,20 @@ class Store:
 
     # -- reads ------------------------------------------------------------------------------
 
+    @contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for several reads in a row: this thread's transaction if one is open
+        (its uncommitted rows are visible), else the file opened for the block. Keep the block
+        short: another process cannot write while it runs."""
+        conn = self._tx_conn()
+        if conn is not None:
+            yield conn
+            return
+        with self._use(read_only=self.read_only) as cur, self._damage_reported():
+            yield cur
+
     def rows(self, sql: str, params: Params = None) -> list[dict[str, Any]]:
-        cur = self.cursor()
-        with self._damage_reported():
+        with self.read() as cur, self._damage_reported():
             res = cur.execute(sql, params) if params is not None else cur.execute(sql)
             cols = [d[0] for d in res.description or []]
             return [dict(zip(cols, r, strict=True)) for r in res.fetchall()]
@@ -327,8 +526,7 @@ class Store:
         return found[0] if found else None
 
     def scalar(self, sql: str, params: Params = None) -> Any:
-        cur = self.cursor()
-        with self._damage_reported():
+        with self.read() as cur, self._damage_reported():
             res = cur.execute(sql, params) if params is not None else cur.execute(sql)
             got = res.fetchone()
             return got[0] if got else None
@@ -349,4 +547,12 @@ class Store:
         return self.rows(q(name), params)
 
     def schema_version(self) -> int:
-        return migrate.current_version(self.cursor())
+        # A plain read: the bookkeeping table exists once the store is migrated (and a
+        # read-only Store must not create it).
+        got = self.scalar("SELECT coalesce(max(version), 0) FROM schema_migrations")
+        return int(got or 0)
+
+    @property
+    def is_open(self) -> bool:
+        """Whether this process has the file open right now (tests check it is released)."""
+        return self._file.is_open()

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from mole_dag.paths import sql_dir
 
 if TYPE_CHECKING:
+    import duckdb
+
     from mole_dag.store.db import Store
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -51,11 +53,15 @@ def materialize(store: Store, model: Model) -> int:
 
 
 def materialize_all(store: Store, *, count: bool = False) -> dict[str, int]:
-    out = {}
-    for m in discover():
-        if count:
-            out[m.name] = materialize(store, m)
-        else:
-            create_view(store, m)
-            out[m.name] = -1
-    return out
+    """(Re)create every view in one transaction (one open of the file, one commit), then count
+    their rows if asked."""
+    models = discover()
+
+    def tx(cur: duckdb.DuckDBPyConnection) -> None:
+        for m in models:
+            cur.execute(f'CREATE OR REPLACE VIEW "{m.name}" AS {m.sql}')
+
+    store.transact(tx)
+    if not count:
+        return {m.name: -1 for m in models}
+    return {m.name: int(store.scalar(f'SELECT count(*) FROM "{m.name}"')) for m in models}
