@@ -99,6 +99,23 @@ _WRITE_LOCKS_GUARD = threading.Lock()
 DEFAULT_LOCK_WAIT_S = float(os.environ.get("MOLE_LOCK_WAIT", "1800"))
 
 
+# Commits by every Store of this process, for benchmarks that cannot reach the Store a stage
+# used (a Dagster run opens its own).
+_PROCESS_COMMITS = 0
+_PROCESS_COMMITS_GUARD = threading.Lock()
+
+
+def _count_commit() -> None:
+    global _PROCESS_COMMITS
+    with _PROCESS_COMMITS_GUARD:  # two files' writers do not share a write lock
+        _PROCESS_COMMITS += 1
+
+
+def process_commits() -> int:
+    """Write transactions committed by every Store of this process so far."""
+    return _PROCESS_COMMITS
+
+
 def _write_lock_for(path: Path) -> threading.RLock:
     with _WRITE_LOCKS_GUARD:
         return _WRITE_LOCKS.setdefault(path, threading.RLock())
@@ -142,6 +159,10 @@ class Store:
         self._local = threading.local()
         self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._cursors_lock = threading.Lock()
+        # Write transactions committed through this handle (issue 12): every commit will cost
+        # a file open once the store is opened per transaction, so tests hold the pipeline to
+        # a budget of commits per session. Counted under the write lock, so exact across threads.
+        self.commits = 0
         self._conn = self._open(DEFAULT_LOCK_WAIT_S if lock_wait_s is None else lock_wait_s,
                                 on_wait)
         try:
@@ -297,6 +318,8 @@ class Store:
             else:
                 self._local.in_tx = False
                 cur.execute("COMMIT")
+                self.commits += 1
+                _count_commit()
 
     def transact(self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int = 200) -> T:
         """Run `fn` in a write transaction, retrying DuckDB write-write conflicts (another
