@@ -130,14 +130,29 @@ def test_threads_share_one_batch(ledger: Ledger) -> None:
     assert ledger.verify(sid).ok
 
 
-def test_flush_joins_the_stage_transaction(ledger: Ledger) -> None:
+def test_a_stage_writes_its_rows_and_its_calls_in_one_transaction(ledger: Ledger) -> None:
     sid = ledger.create_session("q?", Unit.USD_MICROS, 1000).session_id
     before = ledger.store.commits
     with ledger.free_calls(sid) as batch:
         with ledger.hold(sid, Role.PLANNER, 0, tool="x:plan", stage="plan") as h:
             h.settle(0)
-        with ledger.store.write() as cur:
-            cur.execute("UPDATE sessions SET rounds = rounds + 1 WHERE id = ?", [sid])
-            batch.flush()
-    assert ledger.store.commits == before + 1  # the stage's rows and its calls, together
+        got, n = batch.write_with(lambda cur: cur.execute(
+            "UPDATE sessions SET rounds = rounds + 1 WHERE id = ?", [sid]).fetchone()[0])
+        assert (got, n) == (1, 1)
+    assert ledger.store.commits == before + 1  # nothing left to write at the block's end
     assert len(_rows(ledger, sid)) == 1
+
+
+def test_calls_survive_a_failed_stage_transaction(ledger: Ledger) -> None:
+    sid = ledger.create_session("q?", Unit.USD_MICROS, 1000).session_id
+    with ledger.free_calls(sid) as batch:
+        with ledger.hold(sid, Role.PLANNER, 0, tool="x:plan", stage="plan") as h:
+            h.settle(0)
+
+        def fail(cur: object) -> None:
+            raise RuntimeError("the stage's write failed")
+
+        with pytest.raises(RuntimeError):
+            batch.write_with(fail)
+        assert len(batch) == 1  # rolled back, so kept for the block's end
+    assert len(_rows(ledger, sid)) == 1 and ledger.verify(sid).ok

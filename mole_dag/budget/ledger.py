@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -26,6 +26,7 @@ from mole_dag.core import CallStatus, Role, SessionStatus, Unit
 from mole_dag.store import Store, q, utcnow
 
 log = logging.getLogger("mole.budget")
+T = TypeVar("T")
 
 # 15 % of the budget is set aside at creation for the report and the final verification pass:
 # otherwise research spends everything and nothing is left to write the answer with.
@@ -599,11 +600,10 @@ class Ledger:
     @contextmanager
     def free_calls(self, session_id: str) -> Iterator[FreeCallBatch]:
         """Record the session's free calls (holds of 0) made inside the block in one
-        transaction, at its end or at `batch.flush()` (which joins a write transaction open on
-        the calling thread, so a stage can record its calls with its own rows). Paid calls
-        inside the block still reserve and commit before dispatch, one by one. A block for a
-        session that already has one joins it. A hold of 0 inside it is refused as `reserve`
-        refuses it (the session is not open, or was overrun)."""
+        transaction, at its end, or earlier with the stage's own rows (`batch.write_with`).
+        Paid calls inside the block still reserve and commit before dispatch, one by one. A
+        block for a session that already has one joins it. A hold of 0 inside it is refused
+        as `reserve` refuses it (the session is not open, or was overrun)."""
         with self._batches_lock:
             outer = self._batches.get(session_id)
             if outer is None:
@@ -807,16 +807,37 @@ class FreeCallBatch:
         with self._lock:
             self._calls.append(call)
 
-    def flush(self) -> int:
-        """Write the calls gathered so far (joining a write transaction open on this thread).
-        On failure they stay in the batch for the next flush."""
+    def take(self) -> list[FreeCall]:
         with self._lock:
             calls, self._calls = self._calls, []
+        return calls
+
+    def restore(self, calls: list[FreeCall]) -> None:
+        with self._lock:
+            self._calls[:0] = calls
+
+    def flush(self) -> int:
+        """Write the calls gathered so far, in their own transaction. On failure they stay in
+        the batch for the next flush."""
+        if not len(self):
+            return 0  # no transaction for nothing
+        return self.write_with(lambda cur: None)[1]
+
+    def write_with(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> tuple[T, int]:
+        """Run `fn` in a write transaction and record the calls gathered so far in the same
+        one: a stage's rows and its calls, one commit. If the transaction fails the calls go
+        back to the batch; a retried transaction (Store.transact) records them again, once."""
+        calls = self.take()
+
+        def tx(cur: duckdb.DuckDBPyConnection) -> T:
+            out = fn(cur)
+            self.ledger.record_free_calls(self.session_id, calls)  # joins this transaction
+            return out
+
         try:
-            return self.ledger.record_free_calls(self.session_id, calls)
+            return self.ledger.store.transact(tx), len(calls)
         except BaseException:
-            with self._lock:
-                self._calls[:0] = calls
+            self.restore(calls)
             raise
 
 
