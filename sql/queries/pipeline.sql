@@ -454,11 +454,13 @@ SELECT unnest($id), $session_id, $source_id, unnest($ordinal), unnest($byte_star
 SELECT source_id, quote_byte_start, quote_byte_end FROM claims WHERE session_id = $session_id;
 
 -- name: claim_insert_many
+-- created_at per row: a cluster's representative is its earliest claim among equals, so each
+-- source's claims keep the time they were mined, as when they were written one by one.
 INSERT INTO claims (id, session_id, source_id, chunk_id, sub_question_id, text, quote,
                     quote_byte_start, quote_byte_end, created_by, created_at)
 SELECT unnest($id), $session_id, unnest($source_id), unnest($chunk_id), unnest($sub_question_id),
        unnest($text), unnest($quote), unnest($quote_byte_start), unnest($quote_byte_end),
-       $created_by, $now;
+       $created_by, unnest($created_at::TIMESTAMP[]);
 
 -- name: discarded_insert_many
 INSERT INTO discarded_claims (session_id, source_id, cause, n, created_at)
