@@ -538,6 +538,8 @@ class Ledger:
     def release_escrow(self, session_id: str) -> int:
         """Hand the escrow to the report stage. Happens once; returns the amount released."""
         now = self.clock()
+        if self.balance(session_id).escrow_released:
+            return 0  # already released: a read, not a write transaction (issue 12)
 
         def tx(cur: duckdb.DuckDBPyConnection) -> int:
             bal = self.balance(session_id)
@@ -546,6 +548,7 @@ class Ledger:
             cur.execute(q("session_release_escrow"), {"now": now, "session_id": session_id})
             return bal.escrow
 
+        self._generation += 1  # the session is now reporting
         return self.store.transact(tx)
 
     @contextmanager

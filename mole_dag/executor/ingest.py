@@ -44,11 +44,13 @@ def store_source(cur: Any, session_id: str, actor: str, doc: Document) -> tuple[
         "now": now, "locator": locator_of(doc),
     })
     spans = chunk_text(doc.text)
-    for span in spans:
-        cur.execute(q("chunk_insert"), {
-            "id": f"{source_id}-{span.ordinal:04d}", "session_id": session_id,
-            "source_id": source_id, "ordinal": span.ordinal, "byte_start": span.byte_start,
-            "byte_end": span.byte_end, "text": span.text,
+    if spans:
+        # One statement for the page's chunks, not one per chunk (issue 12).
+        cur.execute(q("chunk_insert_many"), {
+            "session_id": session_id, "source_id": source_id,
+            "id": [f"{source_id}-{s.ordinal:04d}" for s in spans],
+            "ordinal": [s.ordinal for s in spans], "byte_start": [s.byte_start for s in spans],
+            "byte_end": [s.byte_end for s in spans], "text": [s.text for s in spans],
         })
     return source_id, len(spans)
 

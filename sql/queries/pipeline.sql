@@ -55,6 +55,30 @@ WHERE session_id = $session_id AND status = 'leased' AND lease_expires_at < $now
 UPDATE leads SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
 WHERE session_id = $session_id AND status = 'leased';
 
+-- name: leases_expired_count
+SELECT count(*) FROM leads
+WHERE session_id = $session_id AND status = 'leased' AND lease_expires_at < $now;
+
+-- name: leads_pending
+SELECT id FROM leads WHERE session_id = $session_id AND status = 'pending';
+
+-- name: lease_take_many
+-- A round's pending leads leased to one owner in one statement (issue 12); its workers then
+-- run them in plan order.
+UPDATE leads
+SET status = 'leased', lease_owner = $owner, lease_expires_at = $expires_at,
+    heartbeat_at = $now, attempts = attempts + 1
+WHERE id IN (SELECT unnest($ids)) AND status = 'pending';
+
+-- name: leases_of_owner
+SELECT id, sub_question_id, actor, query, depth FROM leads
+WHERE session_id = $session_id AND status = 'leased' AND lease_owner = $owner
+ORDER BY depth, created_at, id;
+
+-- name: lease_heartbeat_owner
+UPDATE leads SET lease_expires_at = $expires_at, heartbeat_at = $now
+WHERE session_id = $session_id AND status = 'leased' AND lease_owner = $owner;
+
 -- name: lead_next_pending
 SELECT id, sub_question_id, actor, query, depth FROM leads
 WHERE session_id = $session_id AND status = 'pending'
