@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -152,6 +153,17 @@ def build_index(root: Path) -> CorpusIndex:
     return idx
 
 
+# Corpora opened by this process, by index cache file: see LocalCorpus.open.
+_OPENED: dict[Path, LocalCorpus] = {}
+_OPENED_LOCK = threading.Lock()
+
+
+def _remember(cache: Path, corpus: LocalCorpus) -> LocalCorpus:
+    with _OPENED_LOCK:
+        _OPENED[cache] = corpus
+    return corpus
+
+
 class LocalCorpus:
     """A searchable folder. Construct with `LocalCorpus.open(path)`."""
 
@@ -180,9 +192,16 @@ class LocalCorpus:
         key = hashlib.sha256(str(root).encode()).hexdigest()[:16]
         cache = cache_dir / f"corpus-{key}.json"
         fp = _fingerprint(root, files)
+        with _OPENED_LOCK:
+            seen = _OPENED.get(cache)
+        if seen is not None and seen.index.fingerprint == fp:
+            # Opened already in this process (`mole research` checks the corpus at launch, then
+            # its first round opens it again): the same index, not a second read of its cache
+            # file (issue 12). Valid exactly when the file cache would be.
+            return seen
         cached = _read_cache(cache)
         if cached and cached.fingerprint == fp:
-            return cls(cached)
+            return _remember(cache, cls(cached))
         index = build_index(root)
         if not index.docs:
             # Say why each file was left out: "no extractable text" was wrong for a folder of
@@ -193,7 +212,7 @@ class LocalCorpus:
                               f"skipped ({why}); add readable .html, .md or .txt documents or "
                               "pass another --corpus")
         _write_cache(cache, index)
-        return cls(index)
+        return _remember(cache, cls(index))
 
     @property
     def documents(self) -> list[Document]:

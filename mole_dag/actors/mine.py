@@ -110,8 +110,14 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
     stored = {(r["source_id"], int(r["quote_byte_start"]), int(r["quote_byte_end"]))
               for r in store.named("claim_keys", {"session_id": sid})} if work else set()
     pending = _Pending()
+    # Every source's chunks in one query, not one query per (lead, source) pair.
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    if work:
+        for ch in store.named("sources_chunks", {
+                "source_ids": sorted({w["source_id"] for w in work})}):
+            by_source.setdefault(ch["source_id"], []).append(ch)
     for item in work:
-        chunks = store.named("source_chunks", {"source_id": item["source_id"]})
+        chunks = by_source.get(item["source_id"], [])
         if not chunks:
             continue
         source_text = "".join(c["text"] for c in chunks)

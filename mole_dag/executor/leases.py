@@ -73,7 +73,7 @@ def lease_pending(
     A lead another process leased first is not among them. Keep them alive with
     OwnerHeartbeat: a lead waiting for a free worker must not lapse."""
     now = utcnow()
-    if not store.scalar(q("pending_leads_count"), {"session_id": session_id}):
+    if not store.rows(q("leads_pending"), {"session_id": session_id}):
         return []  # nothing to lease: no write transaction
 
     def tx(cur: Any) -> list[Lease]:

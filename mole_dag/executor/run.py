@@ -18,7 +18,7 @@ from mole_dag.actors.base import Actor, DeadEnd, Found
 from mole_dag.actors.registry import actors_for
 from mole_dag.budget import BudgetExhausted, FreeCallBatch
 from mole_dag.context import Run
-from mole_dag.core import DeadEndCause, LeadStatus, Role, Unit
+from mole_dag.core import DeadEndCause, LeadStatus, Role, Unit, columns
 from mole_dag.executor import leases
 from mole_dag.executor.ingest import store_dead_end, store_source
 from mole_dag.store import q, utcnow
@@ -84,8 +84,19 @@ class _Writer:
             batch, self._pending, self._since = self._pending, [], None
         if not batch and not len(self.free):
             return
+        def write(cur: Any) -> list[tuple[int, int, int]]:
+            known = dict(cur.execute(q("source_urls"),
+                                     {"session_id": self.run.session_id}).fetchall())
+            links: list[dict[str, Any]] = []
+            counts = [self._write(cur, o, known, links) for o in batch]
+            if links:
+                cur.execute(q("lead_source_insert_many"), {
+                    "session_id": self.run.session_id, "now": utcnow(), **columns(
+                        links, ("lead_id", "sub_question_id", "source_id", "rank", "score"))})
+            return counts
+
         try:
-            counts, _ = self.free.write_with(lambda cur: [self._write(cur, o) for o in batch])
+            counts, _ = self.free.write_with(write)
         except BaseException:
             with self._mutex:
                 self._pending[:0] = batch
@@ -96,9 +107,9 @@ class _Writer:
                 self.result.chunks += n_chunks
                 self.result.dead_ends += n_dead
 
-    def _write(self, cur: Any, o: _Outcome) -> tuple[int, int, int]:
+    def _write(self, cur: Any, o: _Outcome, known: dict[str, str],
+               links: list[dict[str, Any]]) -> tuple[int, int, int]:
         sid, lease = self.run.session_id, o.lease
-        now = utcnow()
         n_src = n_chunks = n_dead = 0
         for item in o.items:
             if isinstance(item, DeadEnd):
@@ -108,21 +119,19 @@ class _Writer:
                 continue
             if item.linked:
                 # A stand-in for a source this session stored earlier: link it, never insert it.
-                got = cur.execute(q("source_by_url"),
-                                  {"session_id": sid, "url": item.document.url}).fetchone()
+                got = known.get(item.document.url)
                 if got is None:
                     log.warning("lead %s: linked source %s is not stored", lease.lead_id,
                                 item.document.url)
                     continue
-                source_id, chunks = got[0], 0
+                source_id, chunks = got, 0
             else:
-                source_id, chunks = store_source(cur, sid, o.actor, item.document)
+                source_id, chunks = store_source(cur, sid, o.actor, item.document, known)
             n_src += 1 if chunks else 0
             n_chunks += chunks
-            cur.execute(q("lead_source_insert"), {
-                "session_id": sid, "lead_id": lease.lead_id,
-                "sub_question_id": lease.sub_question_id, "source_id": source_id,
-                "rank": item.rank, "score": item.score, "now": now})
+            # Written with the batch's other links, in one statement, after its sources.
+            links.append({"lead_id": lease.lead_id, "sub_question_id": lease.sub_question_id,
+                          "source_id": source_id, "rank": item.rank, "score": item.score})
         if o.dead is not None:
             store_dead_end(cur, sid, o.dead, sub_question_id=lease.sub_question_id,
                            lead_id=lease.lead_id)

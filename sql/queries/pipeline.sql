@@ -147,6 +147,22 @@ ORDER BY sq.round, sq.ordinal, l.depth, l.actor, l.query, ls.rank, s.url;
 -- name: source_chunks
 SELECT id, ordinal, byte_start, byte_end, text FROM chunks WHERE source_id = $source_id ORDER BY ordinal;
 
+-- name: sources_chunks
+-- The chunks of many sources in one query (the miner's whole stage), in order within each.
+SELECT source_id, id, ordinal, byte_start, byte_end, text FROM chunks
+WHERE source_id IN (SELECT unnest($source_ids))
+ORDER BY source_id, ordinal;
+
+-- name: source_urls
+-- The session's sources by URL, read once per batch of leads instead of once per page.
+SELECT url, id FROM sources WHERE session_id = $session_id;
+
+-- name: lead_source_insert_many
+INSERT INTO lead_sources (session_id, lead_id, sub_question_id, source_id, rank, score, created_at)
+SELECT $session_id, unnest($lead_id), unnest($sub_question_id), unnest($source_id),
+       unnest($rank), unnest($score::DOUBLE[]), $now
+ON CONFLICT DO NOTHING;
+
 -- name: claim_exists
 SELECT count(*) FROM claims
 WHERE session_id = $session_id AND source_id = $source_id
