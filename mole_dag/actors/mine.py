@@ -195,7 +195,7 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
         if paid:
             # Claims that cost money are written as soon as their source is done: a crash
             # must not make a resumed session pay to mine them again.
-            free.write_with(lambda cur: pending.write(cur, sid, run.skills.name))
+            free.write_with(lambda cur: pending.write(cur, sid, run.skills.name), store)
             pending.clear()
         if result.budget_stopped:
             break
@@ -214,7 +214,7 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
                                sub_question_id=sub_question_id, lead_id=lead_id)
 
     if work or len(free):
-        free.write_with(finish)
+        free.write_with(finish, store)
         pending.clear()
     relevance = score_relevance(run)
     result.relevant = relevance.relevant

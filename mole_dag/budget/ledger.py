@@ -639,9 +639,16 @@ class Ledger:
         `verify` stays exact; they count in call counts and spend by stage like any call."""
         if not calls:
             return 0
+        params = self._free_call_params(session_id, calls)
+        if any(c.status not in (CallStatus.SETTLED, CallStatus.RELEASED) for c in calls):
+            raise LedgerError("a free call is recorded settled or released, nothing else")
+        self.store.transact(lambda cur: self._insert_free_calls(cur, session_id, params))
+        return len(calls)
+
+    def _free_call_params(self, session_id: str, calls: Sequence[FreeCall]) -> dict[str, Any]:
         owner = owner_tag()
         usages = [c.usage for c in calls]
-        params = {
+        return {
             "session_id": session_id, "owner": owner,
             "id": [c.id for c in calls], "role": [str(c.role) for c in calls],
             "stage": [c.stage for c in calls], "tool": [c.tool for c in calls],
@@ -661,16 +668,13 @@ class Ledger:
             "completed_at": [c.completed_at for c in calls],
             "assumed": [c.assumed for c in calls],
         }
-        if any(c.status not in (CallStatus.SETTLED, CallStatus.RELEASED) for c in calls):
-            raise LedgerError("a free call is recorded settled or released, nothing else")
 
-        def tx(cur: duckdb.DuckDBPyConnection) -> None:
-            if cur.execute(q("session_get"), {"session_id": session_id}).fetchone() is None:
-                raise LedgerError(f"no session {session_id!r}")
-            cur.execute(q("free_calls_insert_many"), params)
-
-        self.store.transact(tx)
-        return len(calls)
+    @staticmethod
+    def _insert_free_calls(cur: duckdb.DuckDBPyConnection, session_id: str,
+                           params: dict[str, Any]) -> None:
+        if cur.execute(q("session_get"), {"session_id": session_id}).fetchone() is None:
+            raise LedgerError(f"no session {session_id!r}")
+        cur.execute(q("free_calls_insert_many"), params)
 
     def _settle_unreserved(self, reservation: Reservation, created_at: datetime, actual: int,
                            *, usage: Usage | None, note: str | None,
@@ -826,19 +830,25 @@ class FreeCallBatch:
             return 0  # no transaction for nothing
         return self.write_with(lambda cur: None)[1]
 
-    def write_with(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> tuple[T, int]:
-        """Run `fn` in a write transaction and record the calls gathered so far in the same
-        one: a stage's rows and its calls, one commit. If the transaction fails the calls go
-        back to the batch; a retried transaction (Store.transact) records them again, once."""
+    def write_with(self, fn: Callable[[duckdb.DuckDBPyConnection], T],
+                   store: Store | None = None) -> tuple[T, int]:
+        """Run `fn` in a write transaction of `store` (the stage's; default the ledger's) and
+        record the calls gathered so far in the same one, on the same cursor: a stage's rows
+        and its calls, one commit. (Under Dagster the stage's and the ledger's Store can be two
+        handles on one file: two connections, whose transactions do not see each other.) If
+        the transaction fails the calls go back to the batch; a retried transaction
+        (Store.transact) records them again, once."""
         calls = self.take()
+        params = self.ledger._free_call_params(self.session_id, calls) if calls else None
 
         def tx(cur: duckdb.DuckDBPyConnection) -> T:
             out = fn(cur)
-            self.ledger.record_free_calls(self.session_id, calls)  # joins this transaction
+            if params is not None:
+                self.ledger._insert_free_calls(cur, self.session_id, params)
             return out
 
         try:
-            return self.ledger.store.transact(tx), len(calls)
+            return (store or self.ledger.store).transact(tx), len(calls)
         except BaseException:
             self.restore(calls)
             raise

@@ -96,7 +96,7 @@ class _Writer:
             return counts
 
         try:
-            counts, _ = self.free.write_with(write)
+            counts, _ = self.free.write_with(write, self.run.store)
         except BaseException:
             with self._mutex:
                 self._pending[:0] = batch

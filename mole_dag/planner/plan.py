@@ -172,7 +172,7 @@ def _plan(run: Run, sess: dict[str, Any], round_no: int, now: datetime,
                         "because"))})
 
     if subs or len(free):
-        free.write_with(write)
+        free.write_with(write, store)
     pending = int(store.scalar(q("pending_leads_count"), {"session_id": sid}) or 0)
     run.progress(plan_progress(round_no, added_sq, added_leads, pending))
     return PlanResult(round_no, added_sq, added_leads, pending, planned.cost)

@@ -260,7 +260,7 @@ def _build_edges(
         # transaction), and their leads join it.
         return queue_follow_up_leads(run) if queue_follow_ups else []
 
-    result.follow_ups, _ = free.write_with(write)
+    result.follow_ups, _ = free.write_with(write, store)
     result.claims_verified = len(verified)
     for e in edges:
         result.edges[str(e.kind)] = result.edges.get(str(e.kind), 0) + 1

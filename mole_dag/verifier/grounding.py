@@ -184,7 +184,7 @@ def _check_claims(
                                  "note"))})
 
     if rows or len(free):
-        free.write_with(write)
+        free.write_with(write, store)
     return report
 
 
