@@ -5,9 +5,11 @@ code can name is a value the schema accepts, and nothing else."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from enum import StrEnum
+from typing import Any
 
 
 class Role(StrEnum):
@@ -97,6 +99,14 @@ def stable_id(*parts: str, prefix: str = "") -> str:
     """A short deterministic id, so re-running a stage over the same input names rows the same."""
     digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
     return f"{prefix}{digest}"
+
+
+def columns(rows: Iterable[Mapping[str, Any]], keys: Iterable[str]) -> dict[str, list[Any]]:
+    """Rows as one list per column: the parameters of a multi-row statement in sql/queries
+    (`..._many`, INSERT ... SELECT unnest($col), ...). A row missing a key is a bug, not a NULL,
+    so it raises KeyError; every list has the same length, which unnest() needs to zip them."""
+    rows = list(rows)
+    return {k: [r[k] for r in rows] for k in keys}
 
 
 @dataclass(frozen=True)

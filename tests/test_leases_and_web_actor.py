@@ -86,6 +86,31 @@ def test_one_lead_per_worker(store: Store) -> None:
     assert got[3] is None
 
 
+def test_a_round_leases_its_leads_in_one_transaction(store: Store) -> None:
+    sid = _session_with_leads(store, 5)
+    other = leases.lease_next(store, sid, "elsewhere")  # another process got one first
+    before = store.commits
+    got = leases.lease_pending(store, sid, "w-round")
+    assert store.commits == before + 1
+    assert other and other.lead_id not in {g.lead_id for g in got}
+    assert [g.lead_id for g in got] == sorted(g.lead_id for g in got) and len(got) == 4
+    assert leases.lease_pending(store, sid, "w-late") == []
+    assert store.commits == before + 1  # nothing pending: a read, no transaction
+
+
+def test_one_heartbeat_keeps_every_lease_of_its_owner(store: Store) -> None:
+    sid = _session_with_leads(store, 3)
+    ttl = timedelta(seconds=0.6)
+    got = leases.lease_pending(store, sid, "w-round", ttl=ttl)
+    with leases.OwnerHeartbeat(store, sid, "w-round", ttl) as hb:
+        deadline = time.monotonic() + 10
+        while hb.beats < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            assert leases.requeue_expired(store, sid) == 0
+    assert hb.beats >= 4
+    assert {_lead(store, g.lead_id)["status"] for g in got} == {"leased"}
+
+
 # --- the web actor --------------------------------------------------------------------------
 
 class Listed:

@@ -17,13 +17,15 @@ import html as htmllib
 import logging
 import re
 from datetime import date
-
-import lxml.html
-import trafilatura
-from lxml.etree import _Element
-from trafilatura.utils import sanitize
+from typing import TYPE_CHECKING
 
 from mole_dag.core import Document
+
+if TYPE_CHECKING:
+    from lxml.etree import _Element
+
+# trafilatura and lxml.html are imported where HTML is read, not here: they cost ~0.25 s at
+# import, and Markdown, plain text and a warm corpus index never need them (issue 12).
 
 log = logging.getLogger("mole.extract")
 logging.getLogger("trafilatura").setLevel(logging.ERROR)
@@ -90,6 +92,9 @@ def from_plain(text: str, *, fallback_url: str, fallback_title: str) -> Document
 
 
 def _scholarly_ids(html: str) -> dict[str, str]:
+    import lxml.etree
+    import lxml.html
+
     found: dict[str, str] = {}
     try:
         tree = lxml.html.fromstring(html)
@@ -136,6 +141,8 @@ class _Blocks:
             self.buf.append(text if pre else _FLOW_SPACE.sub(" ", text))
 
     def close(self) -> None:
+        from trafilatura.utils import sanitize  # loaded by from_html already
+
         raw = "".join(self.buf)
         self.buf = []
         block = sanitize(raw) if raw.strip() else None
@@ -181,6 +188,8 @@ def body_text(body: _Element | None) -> str:
 def from_html(html: str, *, url: str | None = None, fallback_title: str = "") -> Document:
     """Extract the main text and metadata of an HTML page. Empty text is returned as such: the
     caller decides whether that is `no_text` or `js_required`."""
+    import trafilatura
+
     try:
         doc = trafilatura.bare_extraction(
             html, url=url, with_metadata=True, include_comments=False, include_tables=True

@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -152,6 +153,38 @@ def build_index(root: Path) -> CorpusIndex:
     return idx
 
 
+# Corpora opened by this process, by index cache file, with that file's size and mtime when
+# it was read or written: see LocalCorpus.open.
+_OPENED: dict[Path, tuple[tuple[int, int], LocalCorpus]] = {}
+_OPENED_LOCK = threading.Lock()
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _remember(cache: Path, corpus: LocalCorpus) -> LocalCorpus:
+    stamp = _file_stamp(cache)
+    if stamp is not None:
+        with _OPENED_LOCK:
+            _OPENED[cache] = (stamp, corpus)
+    return corpus
+
+
+def _remembered(cache: Path, fingerprint: list[list[object]]) -> LocalCorpus | None:
+    """The corpus this process opened from `cache`, if neither the folder nor the cache file
+    changed since: then reading the file again would give the same index."""
+    with _OPENED_LOCK:
+        seen = _OPENED.get(cache)
+    if seen is None or seen[1].index.fingerprint != fingerprint:
+        return None
+    return seen[1] if _file_stamp(cache) == seen[0] else None
+
+
 class LocalCorpus:
     """A searchable folder. Construct with `LocalCorpus.open(path)`."""
 
@@ -180,9 +213,15 @@ class LocalCorpus:
         key = hashlib.sha256(str(root).encode()).hexdigest()[:16]
         cache = cache_dir / f"corpus-{key}.json"
         fp = _fingerprint(root, files)
+        seen = _remembered(cache, fp)
+        if seen is not None:
+            # Opened already in this process (`mole research` checks the corpus at launch, then
+            # its first round opens it again): the same index, not a second read and parse of
+            # its cache file (issue 12).
+            return seen
         cached = _read_cache(cache)
         if cached and cached.fingerprint == fp:
-            return cls(cached)
+            return _remember(cache, cls(cached))
         index = build_index(root)
         if not index.docs:
             # Say why each file was left out: "no extractable text" was wrong for a folder of
@@ -193,7 +232,7 @@ class LocalCorpus:
                               f"skipped ({why}); add readable .html, .md or .txt documents or "
                               "pass another --corpus")
         _write_cache(cache, index)
-        return cls(index)
+        return _remember(cache, cls(index))
 
     @property
     def documents(self) -> list[Document]:

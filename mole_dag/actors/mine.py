@@ -13,9 +13,9 @@ from typing import Any
 
 from mole_dag.actors.base import DeadEnd
 from mole_dag.actors.quote import CollapsedText, QuoteRejected
-from mole_dag.budget import BudgetExhausted
+from mole_dag.budget import BudgetExhausted, FreeCallBatch
 from mole_dag.context import Run
-from mole_dag.core import DeadEndCause, Role, stable_id
+from mole_dag.core import DeadEndCause, Role, columns, stable_id
 from mole_dag.executor.ingest import store_dead_end
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import MineRequest
@@ -49,7 +49,53 @@ def _chunk_at(chunks: list[dict[str, Any]], byte_pos: int) -> str:
     return str(chunks[-1]["id"])
 
 
+@dataclass
+class _Pending:
+    """Rows mined but not yet written: a stage's sources are written together, in one
+    transaction with their free calls, not one transaction per source (issue 12)."""
+
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    grades: list[dict[str, Any]] = field(default_factory=list)
+    discarded: list[dict[str, Any]] = field(default_factory=list)
+    mined: list[dict[str, Any]] = field(default_factory=list)
+    dead_ends: list[tuple[DeadEnd, str, str]] = field(default_factory=list)
+
+    def write(self, cur: Any, sid: str, created_by: str) -> None:
+        now = utcnow()
+        if self.claims:
+            cur.execute(q("claim_insert_many"), {
+                "session_id": sid, "created_by": created_by, **columns(self.claims, (
+                    "id", "source_id", "chunk_id", "sub_question_id", "text", "quote",
+                    "quote_byte_start", "quote_byte_end", "created_at"))})
+        if self.grades:
+            # The miner's grade is kept with the relevance row; the lexical part is scored by
+            # score_relevance, once the round's claims are all in.
+            cur.execute(q("relevance_insert_many"), {
+                "session_id": sid, "now": now, **columns(self.grades, (
+                    "claim_id", "relevance", "to_question", "to_sub_question",
+                    "sub_question_id", "basis", "model_grade", "explanation"))})
+        if self.discarded:
+            cur.execute(q("discarded_insert_many"), {
+                "session_id": sid, "now": now,
+                **columns(self.discarded, ("source_id", "cause", "n"))})
+        if self.mined:
+            cur.execute(q("lead_sources_mined_many"),
+                        columns(self.mined, ("lead_id", "source_id")))
+        for dead, sub_question_id, lead_id in self.dead_ends:
+            store_dead_end(cur, sid, dead, sub_question_id=sub_question_id, lead_id=lead_id)
+
+    def clear(self) -> None:
+        """After the commit, not inside the transaction: Store.transact may run it again."""
+        self.claims, self.grades, self.discarded, self.mined, self.dead_ends = [], [], [], [], []
+
+
 def mine_claims(run: Run) -> MineResult:
+    # The model-free miner's calls are free: recorded with the stage's rows (issue 12).
+    with run.ledger.free_calls(run.session_id) as free:
+        return _mine_claims(run, free)
+
+
+def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
     store, sid = run.store, run.session_id
     sess = run.session()
     unit = run.unit
@@ -59,18 +105,31 @@ def mine_claims(run: Run) -> MineResult:
     # by how rare it is across the session's pages, not within one chunk.
     stats = session_stats(session_passages(store, sid)) if work and not run.skills.uses_model \
         else None
+    # Where the session's claims already sit: a quote mined twice (two leads sharing a source)
+    # is skipped here, in memory, instead of asking the store once per claim.
+    stored = {(r["source_id"], int(r["quote_byte_start"]), int(r["quote_byte_end"]))
+              for r in store.named("claim_keys", {"session_id": sid})} if work else set()
+    pending = _Pending()
+    # Every source's chunks in one query, not one query per (lead, source) pair.
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    if work:
+        for ch in store.named("sources_chunks", {
+                "source_ids": sorted({w["source_id"] for w in work})}):
+            by_source.setdefault(ch["source_id"], []).append(ch)
     for item in work:
-        chunks = store.named("source_chunks", {"source_id": item["source_id"]})
+        chunks = by_source.get(item["source_id"], [])
         if not chunks:
             continue
         source_text = "".join(c["text"] for c in chunks)
         haystack = CollapsedText(source_text)
         drafts = []
+        paid = False
         try:
             for ch in chunks:
                 req = MineRequest(sess["question"], item["sub_question"], ch["text"],
                                   item["title"] or "", stats)
                 estimate = run.skills.estimate_mine(req, unit)
+                paid = paid or estimate > 0
                 try:
                     with run.ledger.hold(sid, Role.EXECUTOR, estimate,
                                          tool=f"{run.skills.name}:mine", stage=STAGE) as h:
@@ -80,6 +139,7 @@ def mine_claims(run: Run) -> MineResult:
                     result.failed_calls += 1
                     log.warning("mining chunk %s failed: %s", ch["id"], exc)
                     continue
+                paid = paid or got.cost > 0
                 result.calls += 1
                 result.spent += got.cost
                 drafts.extend(got.value)
@@ -87,85 +147,75 @@ def mine_claims(run: Run) -> MineResult:
             # Stop mining, but keep what this source's chunks already yielded: those calls
             # were paid for, and their claims pass the same quote check as any other.
             result.budget_stopped = True
-            store.transact(lambda cur, e=exc, item=item: store_dead_end(
-                cur, sid, DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(e)),
-                sub_question_id=item["sub_question_id"], lead_id=item["lead_id"]))
+            pending.dead_ends.append((DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(exc)),
+                                      item["sub_question_id"], item["lead_id"]))
 
-        accepted = []
         causes: Counter[str] = Counter()
+        now = utcnow()
+        data = source_text.encode("utf-8")
         for d in drafts:
             if not d.text.strip() or not d.quote.strip():
                 causes["empty"] += 1
                 continue
             try:
-                match = haystack.find(d.quote)
+                m = haystack.find(d.quote)
             except QuoteRejected as rej:
                 causes[rej.cause] += 1
                 continue
-            if match is None:
+            if m is None:
                 causes["quote_not_found"] += 1
                 continue
-            accepted.append((d, match))
-        now = utcnow()
-
-        def write(cur: Any, item: dict[str, Any] = item, accepted: list = accepted,
-                  causes: Counter[str] = causes, source_text: str = source_text,
-                  chunks: list[dict[str, Any]] = chunks, now: Any = now) -> tuple[int, int]:
-            added = skipped = 0
-            for d, m in accepted:
-                exists = cur.execute(q("claim_exists"), {
-                    "session_id": sid, "source_id": item["source_id"],
-                    "quote_byte_start": m.byte_start, "quote_byte_end": m.byte_end}).fetchone()[0]
-                if exists:
-                    skipped += 1
-                    continue
-                text = " ".join(d.text.split())[:600]
-                quote = source_text.encode("utf-8")[m.byte_start:m.byte_end].decode("utf-8")
-                claim_id = stable_id(sid, item["source_id"], str(m.byte_start), str(m.byte_end),
-                                     prefix="c-")
-                cur.execute(q("claim_insert"), {
-                    "id": claim_id,
-                    "session_id": sid, "source_id": item["source_id"],
-                    "chunk_id": _chunk_at(chunks, m.byte_start),
-                    "sub_question_id": item["sub_question_id"], "text": text, "quote": quote,
-                    "quote_byte_start": m.byte_start, "quote_byte_end": m.byte_end,
-                    "created_by": run.skills.name, "now": now})
-                if d.grade is not None:
-                    # The miner's grade is kept with the relevance row; the lexical part is
-                    # scored below, once the round's claims are all in.
-                    cur.execute(q("relevance_insert"), {
-                        "claim_id": claim_id, "session_id": sid, "relevance": 0.0,
-                        "to_question": 0.0, "to_sub_question": 0.0,
-                        "sub_question_id": item["sub_question_id"], "basis": "model+lexical",
-                        "model_grade": min(max(int(d.grade), 0), 3),
-                        "explanation": "not scored yet", "now": now})
-                added += 1
-            for cause, n in causes.items():
-                cur.execute(q("discarded_insert"), {"session_id": sid,
-                            "source_id": item["source_id"], "cause": cause, "n": n, "now": now})
-            cur.execute(q("lead_source_mined"), {"lead_id": item["lead_id"],
-                                                 "source_id": item["source_id"]})
-            return added, skipped
-
-        added, skipped = store.transact(write)
-        result.claims += added
-        result.duplicates_skipped += skipped
+            key = (item["source_id"], m.byte_start, m.byte_end)
+            if key in stored:
+                result.duplicates_skipped += 1
+                continue
+            stored.add(key)
+            claim_id = stable_id(sid, item["source_id"], str(m.byte_start), str(m.byte_end),
+                                 prefix="c-")
+            pending.claims.append({
+                "id": claim_id, "source_id": item["source_id"],
+                "chunk_id": _chunk_at(chunks, m.byte_start),
+                "sub_question_id": item["sub_question_id"],
+                "text": " ".join(d.text.split())[:600],
+                "quote": data[m.byte_start:m.byte_end].decode("utf-8"),
+                "quote_byte_start": m.byte_start, "quote_byte_end": m.byte_end,
+                "created_at": now})
+            if d.grade is not None:
+                pending.grades.append({
+                    "claim_id": claim_id, "relevance": 0.0, "to_question": 0.0,
+                    "to_sub_question": 0.0, "sub_question_id": item["sub_question_id"],
+                    "basis": "model+lexical", "model_grade": min(max(int(d.grade), 0), 3),
+                    "explanation": "not scored yet"})
+            result.claims += 1
+        pending.discarded += [{"source_id": item["source_id"], "cause": cause, "n": n}
+                              for cause, n in causes.items()]
+        pending.mined.append({"lead_id": item["lead_id"], "source_id": item["source_id"]})
         result.discarded.update(causes)
         result.pairs_mined += 1
+        if paid:
+            # Claims that cost money are written as soon as their source is done: a crash
+            # must not make a resumed session pay to mine them again.
+            free.write_with(lambda cur: pending.write(cur, sid, run.skills.name), store)
+            pending.clear()
         if result.budget_stopped:
             break
 
-    # A lead whose sources yielded nothing is a dead end the planner should hear about.
-    if work:
+    def finish(cur: Any) -> None:
+        pending.write(cur, sid, run.skills.name)
+        if not work:
+            return
+        # A lead whose sources yielded nothing is a dead end the planner should hear about.
+        # Counted inside the transaction, so this stage's claims are seen.
         lead_ids = sorted({w["lead_id"] for w in work})
-        counts = store.named("lead_claim_counts", {"session_id": sid, "lead_ids": lead_ids})
-        empty = [c for c in counts if c["claims"] == 0]
-        if empty:
-            def note(cur: Any) -> None:
-                for c in empty:
-                    store_dead_end(cur, sid, DeadEnd(DeadEndCause.NO_CLAIMS),
-                                   sub_question_id=c["sub_question_id"], lead_id=c["lead_id"])
-            store.transact(note)
+        for lead_id, sub_question_id, n in cur.execute(
+                q("lead_claim_counts"), {"session_id": sid, "lead_ids": lead_ids}).fetchall():
+            if n == 0:
+                store_dead_end(cur, sid, DeadEnd(DeadEndCause.NO_CLAIMS),
+                               sub_question_id=sub_question_id, lead_id=lead_id)
+
+    if work or len(free):
+        free.write_with(finish, store)
+        pending.clear()
     relevance = score_relevance(run)
     result.relevant = relevance.relevant
     failed = f", {result.failed_calls} mining calls failed" if result.failed_calls else ""

@@ -9,7 +9,6 @@ from typing import Any
 from mole_dag.actors.base import Actor
 from mole_dag.actors.local import LocalCorpus
 from mole_dag.actors.search import SEARCH_PROVIDERS
-from mole_dag.actors.web_registry import web_actor_for
 from mole_dag.paths import demo_corpus
 from mole_dag.store import Store
 
@@ -38,6 +37,9 @@ def actors_for(session: dict[str, Any], store: Store | None = None) -> dict[str,
             out[name] = local_corpus(session.get("corpus") or str(demo_corpus()))
         elif name in SEARCH_PROVIDERS:
             # Web and academic search (issue 4): built per session, shared pools underneath.
+            # The web stack is imported only for a session that searches the web (issue 12).
+            from mole_dag.actors.web_registry import web_actor_for
+
             actor = web_actor_for(name, session, store)
             if actor is not None:
                 out[name] = actor

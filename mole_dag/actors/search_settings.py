@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from mole_dag.actors.fetch.guard import normalise_host
+from mole_dag.actors.fetch.hosts import normalise_host
 from mole_dag.actors.search import SEARCH_PROVIDERS, SPECS
 from mole_dag.config import ConfigError, config_path, load_config
 from mole_dag.store import Store, q, utcnow

@@ -12,11 +12,13 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Callable, Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -24,6 +26,7 @@ from mole_dag.core import CallStatus, Role, SessionStatus, Unit
 from mole_dag.store import Store, q, utcnow
 
 log = logging.getLogger("mole.budget")
+T = TypeVar("T")
 
 # 15 % of the budget is set aside at creation for the report and the final verification pass:
 # otherwise research spends everything and nothing is left to write the answer with.
@@ -129,6 +132,27 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class FreeCall:
+    """A call that held nothing and cost nothing (estimate 0, cost 0: an extractive skill, a
+    local search). Its tool_calls row may be written after the call, with others of its stage,
+    in one transaction (`Ledger.record_free_calls`): reserve-before-dispatch protects money, and
+    a zero hold protects none. `status` is settled (cost 0) or released (the call failed);
+    `assumed` marks one interrupted in flight, charged its reservation: 0."""
+
+    id: str
+    role: Role
+    stage: str
+    tool: str
+    created_at: datetime
+    completed_at: datetime
+    status: CallStatus = CallStatus.SETTLED
+    usage: Usage = field(default_factory=lambda: Usage())
+    note: str | None = None
+    model: str | None = None
+    assumed: bool = False
+
+
+@dataclass(frozen=True)
 class Settlement:
     reservation_id: str
     actual: int
@@ -231,6 +255,12 @@ class Ledger:
         self.store = store
         self.ttl = ttl
         self.clock = clock
+        # Open batches of free calls, by session (Ledger.free_calls), shared by the stage's
+        # threads. `_generation` moves whenever this ledger changes a session in a way that can
+        # refuse a free call (status, overrun), so a batch re-checks before its next call.
+        self._batches: dict[str, FreeCallBatch] = {}
+        self._batches_lock = threading.Lock()
+        self._generation = 0
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -409,6 +439,7 @@ class Ledger:
 
         result = self.store.transact(tx)
         if result.overrun:
+            self._generation += 1
             log.error(
                 "session %s: call %s (%s) used %d beyond its reservation of %d; "
                 "the estimate was not an upper bound; the session dispatches no further call",
@@ -455,6 +486,12 @@ class Ledger:
         finished = {str(s) for s in SessionStatus} - {
             SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING}
 
+        if not self.store.rows(q("open_reservations")):
+            # The usual case at a stage's start: nothing open, so no write transaction (each
+            # commit will cost an open of the file, issue 12). A reservation made after this
+            # read is live, not abandoned.
+            return 0
+
         def tx(cur: duckdb.DuckDBPyConnection) -> int:
             rows = cur.execute(q("open_reservations")).fetchall()
             n = 0
@@ -476,6 +513,7 @@ class Ledger:
 
         n = self.store.transact(tx)
         if n:
+            self._generation += 1
             log.warning("settled %d abandoned reservation(s) at their reserved amount "
                         "(outcome unknown: the caller died or was interrupted)", n)
         return n
@@ -500,6 +538,8 @@ class Ledger:
     def release_escrow(self, session_id: str) -> int:
         """Hand the escrow to the report stage. Happens once; returns the amount released."""
         now = self.clock()
+        if self.balance(session_id).escrow_released:
+            return 0  # already released: a read, not a write transaction (issue 12)
 
         def tx(cur: duckdb.DuckDBPyConnection) -> int:
             bal = self.balance(session_id)
@@ -508,6 +548,7 @@ class Ledger:
             cur.execute(q("session_release_escrow"), {"now": now, "session_id": session_id})
             return bal.escrow
 
+        self._generation += 1  # the session is now reporting
         return self.store.transact(tx)
 
     @contextmanager
@@ -520,15 +561,23 @@ class Ledger:
                 result = provider.call(...)
                 h.settle(cost(result.usage), usage=result.usage)
 
-        BudgetExhausted is raised by the `with` line itself: the body (the call) never runs."""
-        res = self.reserve(session_id, role, amount, tool=tool, stage=stage)
-        h = Hold(self, res)
+        BudgetExhausted is raised by the `with` line itself: the body (the call) never runs.
+
+        Inside `free_calls(session_id)`, a hold of 0 reserves nothing in the store: its row is
+        recorded with the batch (see FreeCallBatch)."""
+        batch = self._batch_for(session_id) if amount == 0 else None
+        h: Hold
+        if batch is not None:
+            h = batch.hold(Role(role), tool=tool, stage=stage)
+        else:
+            h = Hold(self, self.reserve(session_id, role, amount, tool=tool, stage=stage))
+        res = h.reservation
         try:
             yield h
         except PaidCallFailed as exc:
             if not h.done:
                 if exc.actual is None:
-                    self.release(res, note=f"call failed: {type(exc).__name__}")
+                    h.release(note=f"call failed: {type(exc).__name__}")
                 else:
                     h.settle(exc.actual, usage=exc.usage,
                              note=f"paid for, but failed: {type(exc).__name__}",
@@ -536,19 +585,114 @@ class Ledger:
             raise
         except Exception as exc:
             if not h.done:
-                self.release(res, note=f"call failed: {type(exc).__name__}")
+                h.release(note=f"call failed: {type(exc).__name__}")
             raise
         except BaseException as exc:
             # KeyboardInterrupt, SystemExit, Dagster's DagsterExecutionInterruptedError: the
             # call may have been answered and billed; we cannot know, so it costs its bound.
             if not h.done:
-                self.settle_assumed(res, note=f"interrupted: {type(exc).__name__}")
-                h.done = True
+                h.settle_assumed(note=f"interrupted: {type(exc).__name__}")
             raise
         if not h.done:
-            self.release(res, note="closed without settling")
+            h.release(note="closed without settling")
             raise LedgerError(
                 f"reservation {res.id} for {res.tool} was neither settled nor released")
+
+    # -- free calls, in batches -------------------------------------------------------------
+
+    @contextmanager
+    def free_calls(self, session_id: str) -> Iterator[FreeCallBatch]:
+        """Record the session's free calls (holds of 0) made inside the block in one
+        transaction, at its end, or earlier with the stage's own rows (`batch.write_with`).
+        Paid calls inside the block still reserve and commit before dispatch, one by one. A
+        block for a session that already has one joins it. A hold of 0 inside it is refused
+        as `reserve` refuses it (the session is not open, or was overrun)."""
+        with self._batches_lock:
+            outer = self._batches.get(session_id)
+            if outer is None:
+                batch = self._batches[session_id] = FreeCallBatch(self, session_id)
+        if outer is not None:
+            yield outer
+            return
+        try:
+            yield batch
+        except BaseException:
+            with self._batches_lock:
+                self._batches.pop(session_id, None)
+            try:
+                batch.flush()  # the calls were made: their rows are kept even on failure
+            except Exception:
+                log.exception("session %s: could not record %d free calls", session_id,
+                              len(batch))
+            raise
+        with self._batches_lock:
+            self._batches.pop(session_id, None)
+        batch.flush()
+
+    def _batch_for(self, session_id: str) -> FreeCallBatch | None:
+        with self._batches_lock:
+            return self._batches.get(session_id)
+
+    def record_free_calls(self, session_id: str, calls: Sequence[FreeCall]) -> int:
+        """Write one tool_calls row per free call, in one transaction (one statement). Nothing
+        was held for them and they cost nothing, so the session's balances do not move and
+        `verify` stays exact; they count in call counts and spend by stage like any call."""
+        if not calls:
+            return 0
+        params = self._free_call_params(session_id, calls)
+        if any(c.status not in (CallStatus.SETTLED, CallStatus.RELEASED) for c in calls):
+            raise LedgerError("a free call is recorded settled or released, nothing else")
+        self.store.transact(lambda cur: self._insert_free_calls(cur, session_id, params))
+        return len(calls)
+
+    def _free_call_params(self, session_id: str, calls: Sequence[FreeCall]) -> dict[str, Any]:
+        owner = owner_tag()
+        usages = [c.usage for c in calls]
+        return {
+            "session_id": session_id, "owner": owner,
+            "id": [c.id for c in calls], "role": [str(c.role) for c in calls],
+            "stage": [c.stage for c in calls], "tool": [c.tool for c in calls],
+            "status": [str(c.status) for c in calls],
+            "actual": [0 if c.status == CallStatus.SETTLED else None for c in calls],
+            "input_tokens": [u.input_tokens if c.status == CallStatus.SETTLED else None
+                             for c, u in zip(calls, usages, strict=True)],
+            "output_tokens": [u.output_tokens if c.status == CallStatus.SETTLED else None
+                              for c, u in zip(calls, usages, strict=True)],
+            "cache_read_tokens": [u.cache_read_tokens if c.status == CallStatus.SETTLED
+                                  else None for c, u in zip(calls, usages, strict=True)],
+            "cache_write_tokens": [u.cache_write_tokens if c.status == CallStatus.SETTLED
+                                   else None for c, u in zip(calls, usages, strict=True)],
+            "note": [c.note for c in calls], "model": [c.model for c in calls],
+            "created_at": [c.created_at for c in calls],
+            "expires_at": [c.created_at + self.ttl for c in calls],
+            "completed_at": [c.completed_at for c in calls],
+            "assumed": [c.assumed for c in calls],
+        }
+
+    @staticmethod
+    def _insert_free_calls(cur: duckdb.DuckDBPyConnection, session_id: str,
+                           params: dict[str, Any]) -> None:
+        if cur.execute(q("session_get"), {"session_id": session_id}).fetchone() is None:
+            raise LedgerError(f"no session {session_id!r}")
+        cur.execute(q("free_calls_insert_many"), params)
+
+    def _settle_unreserved(self, reservation: Reservation, created_at: datetime, actual: int,
+                           *, usage: Usage | None, note: str | None,
+                           model: str | None) -> Settlement:
+        """A call dispatched as free (a hold of 0, not written) reported a cost: write its
+        zero reservation and settle it in one transaction, so the excess is recorded as the
+        overrun it is (and the session stops dispatching), exactly as if it had been reserved."""
+
+        def tx(cur: duckdb.DuckDBPyConnection) -> Settlement:
+            cur.execute(q("call_insert"), {
+                "id": reservation.id, "session_id": reservation.session_id,
+                "role": str(reservation.role), "stage": reservation.stage,
+                "tool": reservation.tool, "amount": 0, "note": None, "now": created_at,
+                "expires_at": reservation.expires_at, "owner": owner_tag()})
+            # Joins this transaction (Store.write nests).
+            return self.settle(reservation, actual, usage=usage, note=note, model=model)
+
+        return self.store.transact(tx)
 
     # -- checks and reports -----------------------------------------------------------------
 
@@ -581,6 +725,7 @@ class Ledger:
     def set_status(self, session_id: str, status: SessionStatus,
                    stop_reason: str | None = None) -> None:
         now = self.clock()
+        self._generation += 1
         self.store.transact(lambda cur: cur.execute(q("session_set_status_reason"), {
             "status": str(status), "reason": stop_reason, "now": now,
             "session_id": session_id}))
@@ -613,3 +758,136 @@ class Hold:
     def release(self, note: str | None = None) -> None:
         self.ledger.release(self.reservation, note=note)
         self.done = True
+
+    def settle_assumed(self, note: str) -> None:
+        self.ledger.settle_assumed(self.reservation, note=note)
+        self.done = True
+
+
+# How long a batch trusts its last look at the session before looking again (another process
+# or another Ledger may have ended it). Free calls risk no money, so this only bounds how long
+# a stage keeps calling after its session was stopped elsewhere.
+FREE_RECHECK_S = 2.0
+
+
+class FreeCallBatch:
+    """The free calls of one stage of one session, recorded in one transaction. Thread-safe:
+    a stage's lead workers share it."""
+
+    def __init__(self, ledger: Ledger, session_id: str) -> None:
+        self.ledger = ledger
+        self.session_id = session_id
+        self._calls: list[FreeCall] = []
+        self._lock = threading.Lock()
+        self._checked: tuple[int, float] | None = None  # (ledger generation, monotonic time)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._calls)
+
+    def admit(self, role: Role) -> None:
+        """Refuse a free call as `reserve` would refuse a hold of 0: a session that is not
+        open, or that a provider overran, dispatches nothing more. Looks at the session again
+        only when this ledger changed something or FREE_RECHECK_S has passed."""
+        with self._lock:
+            gen, now = self.ledger._generation, time.monotonic()
+            if self._checked and self._checked[0] == gen \
+                    and now - self._checked[1] < FREE_RECHECK_S:
+                return
+            bal = self.ledger.balance(self.session_id)  # raises for an unknown session
+            if bal.overrun:
+                raise BudgetOverrun(self.session_id, role, 0, bal.overrun, str(bal.unit))
+            if bal.status not in (SessionStatus.CREATED, SessionStatus.RUNNING,
+                                  SessionStatus.REPORTING):
+                raise LedgerError(
+                    f"session {self.session_id} is {bal.status}; it takes no more calls")
+            self._checked = (gen, now)
+
+    def hold(self, role: Role, *, tool: str, stage: str) -> Hold:
+        self.admit(role)
+        now = self.ledger.clock()
+        res = Reservation(f"call-{secrets.token_hex(8)}", self.session_id, role, 0, tool, stage,
+                          now + self.ledger.ttl)
+        return _FreeHold(self, res, now)
+
+    def add(self, call: FreeCall) -> None:
+        with self._lock:
+            self._calls.append(call)
+
+    def take(self) -> list[FreeCall]:
+        with self._lock:
+            calls, self._calls = self._calls, []
+        return calls
+
+    def restore(self, calls: list[FreeCall]) -> None:
+        with self._lock:
+            self._calls[:0] = calls
+
+    def flush(self) -> int:
+        """Write the calls gathered so far, in their own transaction. On failure they stay in
+        the batch for the next flush."""
+        if not len(self):
+            return 0  # no transaction for nothing
+        return self.write_with(lambda cur: None)[1]
+
+    def write_with(self, fn: Callable[[duckdb.DuckDBPyConnection], T],
+                   store: Store | None = None) -> tuple[T, int]:
+        """Run `fn` in a write transaction of `store` (the stage's; default the ledger's) and
+        record the calls gathered so far in the same one, on the same cursor: a stage's rows
+        and its calls, one commit. (Under Dagster the stage's and the ledger's Store can be two
+        handles on one file: two connections, whose transactions do not see each other.) If
+        the transaction fails the calls go back to the batch; a retried transaction
+        (Store.transact) records them again, once."""
+        calls = self.take()
+        params = self.ledger._free_call_params(self.session_id, calls) if calls else None
+
+        def tx(cur: duckdb.DuckDBPyConnection) -> T:
+            out = fn(cur)
+            if params is not None:
+                self.ledger._insert_free_calls(cur, self.session_id, params)
+            return out
+
+        try:
+            return (store or self.ledger.store).transact(tx), len(calls)
+        except BaseException:
+            self.restore(calls)
+            raise
+
+
+class _FreeHold(Hold):
+    """A hold of 0 inside a FreeCallBatch: nothing is written until the batch flushes. A call
+    that turns out to cost something is written and settled at once, as the overrun it is."""
+
+    def __init__(self, batch: FreeCallBatch, reservation: Reservation, started: datetime):
+        super().__init__(batch.ledger, reservation)
+        self.batch = batch
+        self.started = started
+
+    def _record(self, status: CallStatus, *, usage: Usage | None = None, note: str | None = None,
+                model: str | None = None, assumed: bool = False) -> None:
+        r = self.reservation
+        self.batch.add(FreeCall(r.id, r.role, r.stage, r.tool, self.started, self.ledger.clock(),
+                                status, usage or Usage(), note, model, assumed))
+        self.done = True
+
+    def settle(
+        self, actual: int, *, usage: Usage | None = None, note: str | None = None,
+        model: str | None = None,
+    ) -> Settlement:
+        if actual < 0:
+            raise LedgerError(f"a call cannot cost a negative amount ({actual})")
+        if actual:
+            self.settlement = self.ledger._settle_unreserved(
+                self.reservation, self.started, actual, usage=usage, note=note, model=model)
+        else:
+            self._record(CallStatus.SETTLED, usage=usage, note=note, model=model)
+            self.settlement = Settlement(self.reservation.id, 0, 0, 0)
+        self.done = True
+        return self.settlement
+
+    def release(self, note: str | None = None) -> None:
+        self._record(CallStatus.RELEASED, note=note)
+
+    def settle_assumed(self, note: str) -> None:
+        # Interrupted in flight: charged its reservation, which is 0.
+        self._record(CallStatus.SETTLED, note=note, assumed=True)

@@ -17,18 +17,12 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mole_dag.actors.base import DeadEnd
 from mole_dag.actors.quote import CollapsedText
 from mole_dag.budget import BudgetExhausted
-from mole_dag.compute import boundary, hypothesis, overlap
-from mole_dag.compute.boundary import Crossing
-from mole_dag.compute.choose_extractive import choose_hypotheses
-from mole_dag.compute.connector import DataError, Dataset
-from mole_dag.compute.crossings import Recorder, choice_request, open_session_data
 from mole_dag.compute.refusal import Reason, Refused, Stage
-from mole_dag.compute.statements import statements
 from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.context import Run
 from mole_dag.core import DeadEndCause, Role, SourceClass, stable_id
@@ -36,6 +30,14 @@ from mole_dag.executor.ingest import store_dead_end
 from mole_dag.llm.chunk import chunk_text
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.store import q, utcnow
+
+if TYPE_CHECKING:
+    from mole_dag.compute.boundary import Crossing
+    from mole_dag.compute.connector import Dataset
+
+# The boundary, its SQL guard (sqlglot), the overlap control (numpy) and the connector are
+# imported inside the functions that use them: a session without local data, which is most of
+# them, must not load them (issue 12).
 
 log = logging.getLogger("mole.local_data")
 STAGE = "local_findings"
@@ -72,6 +74,8 @@ def _sub_question(cur: Any, sid: str, name: str, round_no: int) -> str:
 def _write_finding(cur: Any, sid: str, ds: Dataset, sq_id: str, crossing_id: str,
                    crossing: Crossing, seq_hint: str) -> int:
     """Source + chunks + claims + provenance for one crossing, in the caller's transaction."""
+    from mole_dag.compute.statements import statements
+
     lines = statements(crossing.envelope, ds.name)
     if not lines:
         return 0
@@ -128,6 +132,10 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
     result = LocalResult()
     if not sess.get("data"):
         return result
+    from mole_dag.compute import hypothesis
+    from mole_dag.compute.connector import DataError
+    from mole_dag.compute.crossings import Recorder, open_session_data
+
     result.attached = True
     if store.row(q("local_dataset_get"), {"session_id": sid}) is not None:
         result.already_done = True
@@ -190,6 +198,8 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
 
 
 def _request_text(choice: object) -> str:
+    from mole_dag.compute.crossings import choice_request
+
     return choice_request(choice) if isinstance(choice, HypothesisChoice) else repr(choice)[:500]
 
 
@@ -197,6 +207,8 @@ def _choose(run: Run, view: ProfileView, result: LocalResult,
             profile_leaves: Callable[[], object]) -> list[Any] | None:
     """Ask the session's mind for hypotheses. The profile crosses to that mind, so it is
     recorded as a crossing at the moment of the call (and not if the budget stops the call)."""
+    from mole_dag.compute.choose_extractive import choose_hypotheses
+
     skills = run.skills
     sid = run.session_id
     if not hasattr(skills, "hypothesize"):
@@ -235,6 +247,10 @@ def _choose(run: Run, view: ProfileView, result: LocalResult,
 def reverify(store: Any, crossing_id: str) -> tuple[bool, str]:
     """Re-run a crossing's request against the session's data and compare envelope hashes: the
     local equivalent of finding a quote in its page again."""
+    from mole_dag.compute import boundary, hypothesis, overlap
+    from mole_dag.compute.connector import DataError
+    from mole_dag.compute.crossings import open_session_data
+
     row = store.row(q("local_crossing_get"), {"id": crossing_id})
     if row is None:
         return False, f"no crossing {crossing_id!r}"

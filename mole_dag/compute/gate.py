@@ -29,7 +29,6 @@ from decimal import Decimal
 from typing import Any
 
 import duckdb
-import numpy as np
 from sqlglot import exp
 
 from mole_dag.compute import overlap, stats
@@ -68,6 +67,8 @@ class GateResult:
 def plain(value: Any) -> Any:
     """A value as it may appear in JSON: Decimal -> float, dates -> ISO text, floats rounded to
     stats.SIG_FIGS significant figures, NaN -> null."""
+    import numpy as np  # here, not at the top: only local data needs it (issue 12)
+
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -237,6 +238,8 @@ def _named_labels(rows: list[dict[str, Any]], index: int = 0) -> list[Any]:
 
 def _tests(dataset: Dataset, guarded: Guarded, rows: list[dict[str, Any]], spec: TestSpec,
            big: str) -> tuple[dict[str, Any] | None, list[str]]:
+    import numpy as np  # here, not at the top: only local data needs it (issue 12)
+
     where = guarded.where.sql(dialect="duckdb") if guarded.where is not None else "true"
     if spec.kind == "correlation":
         x, y = (ident(c) for c in spec.columns)

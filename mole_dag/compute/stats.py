@@ -10,9 +10,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from scipy import stats
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy and scipy.stats (~1 s at import) load when a test runs: importing the pipeline must not
+# pay for them when the session has no local data (issue 12).
+
+
+def _scipy_stats():  # noqa: ANN202 - the scipy.stats module
+    from scipy import stats
+
+    return stats
 
 ALPHA = 0.05
 # Significant figures kept for figures that leave. Enough for a reader; few enough that
@@ -58,8 +68,10 @@ class PairTest:
 
 
 def welch(label_a: object, a: np.ndarray, label_b: object, b: np.ndarray) -> PairTest:
+    import numpy as np
+
     """Welch's t-test (unequal variances); effect: Cohen's d with the pooled SD."""
-    res = stats.ttest_ind(a, b, equal_var=False)
+    res = _scipy_stats().ttest_ind(a, b, equal_var=False)
     na, nb = len(a), len(b)
     pooled = math.sqrt(((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1))
                        / (na + nb - 2))
@@ -71,7 +83,7 @@ def welch(label_a: object, a: np.ndarray, label_b: object, b: np.ndarray) -> Pai
 def mann_whitney(label_a: object, a: np.ndarray, label_b: object, b: np.ndarray) -> PairTest:
     """Mann-Whitney U (two-sided); effect: rank-biserial correlation, positive when `a` tends
     to be larger."""
-    res = stats.mannwhitneyu(a, b, alternative="two-sided")
+    res = _scipy_stats().mannwhitneyu(a, b, alternative="two-sided")
     na, nb = len(a), len(b)
     r = 2.0 * float(res.statistic) / (na * nb) - 1.0
     return PairTest(label_a, label_b, "mann_whitney_u", float(res.statistic), float(res.pvalue),
@@ -81,7 +93,7 @@ def mann_whitney(label_a: object, a: np.ndarray, label_b: object, b: np.ndarray)
 def fisher(label_a: object, a_yes: int, a_no: int, label_b: object, b_yes: int, b_no: int
            ) -> PairTest:
     """Fisher's exact test on the 2x2 table; effect: difference in proportions (a - b)."""
-    res = stats.fisher_exact([[a_yes, a_no], [b_yes, b_no]])
+    res = _scipy_stats().fisher_exact([[a_yes, a_no], [b_yes, b_no]])
     na, nb = a_yes + a_no, b_yes + b_no
     diff = a_yes / na - b_yes / nb
     odds = float(res.statistic)
@@ -93,10 +105,10 @@ def correlations(x: np.ndarray, y: np.ndarray) -> list[PairTest]:
     """Pearson's r and Spearman's rho for one pair of columns; the effect is the coefficient."""
     n = len(x)
     out = []
-    pr = stats.pearsonr(x, y)
+    pr = _scipy_stats().pearsonr(x, y)
     out.append(PairTest("x", "y", "pearson_r", float(pr.statistic), float(pr.pvalue), n, n,
                         "r", float(pr.statistic)))
-    sr = stats.spearmanr(x, y)
+    sr = _scipy_stats().spearmanr(x, y)
     out.append(PairTest("x", "y", "spearman_rho", float(sr.statistic), float(sr.pvalue), n, n,
                         "rho", float(sr.statistic)))
     return out

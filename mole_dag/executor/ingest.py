@@ -24,12 +24,20 @@ def locator_of(doc: Document) -> str | None:
     return doc.url if doc.url.startswith(("http://", "https://")) else None
 
 
-def store_source(cur: Any, session_id: str, actor: str, doc: Document) -> tuple[str, int]:
+def store_source(cur: Any, session_id: str, actor: str, doc: Document,
+                 known: dict[str, str] | None = None) -> tuple[str, int]:
     """Insert the source and its chunks unless this session already has the URL. Returns the
-    source id and how many chunks were written."""
-    got = cur.execute(q("source_by_url"), {"session_id": session_id, "url": doc.url}).fetchone()
-    if got:
-        return got[0], 0
+    source id and how many chunks were written. `known`: the session's sources by URL, read
+    once by a caller storing many pages (kept up to date here), instead of a query per page."""
+    if known is not None:
+        have = known.get(doc.url)
+        if have is not None:
+            return have, 0
+    else:
+        got = cur.execute(q("source_by_url"),
+                          {"session_id": session_id, "url": doc.url}).fetchone()
+        if got:
+            return got[0], 0
     now = utcnow()
     ids = {"doi": doc.doi, "pmid": doc.pmid, "pmcid": doc.pmcid, "arxiv_id": doc.arxiv_id}
     source_id = stable_id(session_id, doc.url, prefix="src-")
@@ -44,12 +52,16 @@ def store_source(cur: Any, session_id: str, actor: str, doc: Document) -> tuple[
         "now": now, "locator": locator_of(doc),
     })
     spans = chunk_text(doc.text)
-    for span in spans:
-        cur.execute(q("chunk_insert"), {
-            "id": f"{source_id}-{span.ordinal:04d}", "session_id": session_id,
-            "source_id": source_id, "ordinal": span.ordinal, "byte_start": span.byte_start,
-            "byte_end": span.byte_end, "text": span.text,
+    if spans:
+        # One statement for the page's chunks, not one per chunk (issue 12).
+        cur.execute(q("chunk_insert_many"), {
+            "session_id": session_id, "source_id": source_id,
+            "id": [f"{source_id}-{s.ordinal:04d}" for s in spans],
+            "ordinal": [s.ordinal for s in spans], "byte_start": [s.byte_start for s in spans],
+            "byte_end": [s.byte_end for s in spans], "text": [s.text for s in spans],
         })
+    if known is not None:
+        known[doc.url] = source_id
     return source_id, len(spans)
 
 

@@ -34,6 +34,11 @@ def new_owner() -> str:
 
 def requeue_expired(store: Store, session_id: str) -> int:
     now = utcnow()
+    # Looked at first, so the usual case (nothing lapsed) costs a read, not a write transaction
+    # (each commit will cost an open of the file, issue 12). A lease that lapses just after
+    # is requeued by the next sweep.
+    if not store.scalar(q("leases_expired_count"), {"session_id": session_id, "now": now}):
+        return 0
     return int(store.transact(
         lambda cur: cur.execute(
             q("leases_requeue_expired"), {"session_id": session_id, "now": now}
@@ -61,6 +66,35 @@ def lease_next(
     return store.transact(tx)
 
 
+def lease_pending(
+    store: Store, session_id: str, owner: str, ttl: timedelta = LEASE_TTL
+) -> list[Lease]:
+    """Lease every pending lead of the session to `owner` in one transaction, in plan order.
+    A lead another process leased first is not among them. Keep them alive with
+    OwnerHeartbeat: a lead waiting for a free worker must not lapse."""
+    now = utcnow()
+    if not store.rows(q("leads_pending"), {"session_id": session_id}):
+        return []  # nothing to lease: no write transaction
+
+    def tx(cur: Any) -> list[Lease]:
+        ids = [r[0] for r in cur.execute(q("leads_pending"),
+                                         {"session_id": session_id}).fetchall()]
+        if ids:
+            cur.execute(q("lease_take_many"), {"ids": ids, "owner": owner,
+                                               "expires_at": now + ttl, "now": now})
+        rows = cur.execute(q("leases_of_owner"),
+                           {"session_id": session_id, "owner": owner}).fetchall()
+        return [Lease(r[0], owner, r[1], r[2], r[3], r[4]) for r in rows]
+
+    return store.transact(tx)
+
+
+def finish_in(cur: Any, lease: Lease, status: LeadStatus) -> None:
+    """`finish`, inside a transaction the caller holds (with the lead's findings)."""
+    cur.execute(q("lease_finish"), {"status": str(status), "now": utcnow(), "id": lease.lead_id,
+                                    "owner": lease.owner})
+
+
 def finish(store: Store, lease: Lease, status: LeadStatus) -> None:
     now = utcnow()
     store.transact(
@@ -80,17 +114,15 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._beat, daemon=True, name=f"hb-{lease.lead_id}")
         self.beats = 0
 
+    def _extend(self, cur: Any, now: Any) -> None:
+        cur.execute(q("lease_heartbeat"), {"expires_at": now + self.ttl, "now": now,
+                                           "id": self.lease.lead_id, "owner": self.lease.owner})
+
     def _beat(self) -> None:
         interval = self.ttl.total_seconds() / 3
         while not self._stop.wait(interval):
             now = utcnow()
-            self.store.transact(
-                lambda cur, now=now: cur.execute(
-                    q("lease_heartbeat"),
-                    {"expires_at": now + self.ttl, "now": now, "id": self.lease.lead_id,
-                     "owner": self.lease.owner},
-                )
-            )
+            self.store.transact(lambda cur, now=now: self._extend(cur, now))
             self.beats += 1
 
     def __enter__(self) -> Heartbeat:
@@ -102,3 +134,19 @@ class Heartbeat:
     ) -> None:
         self._stop.set()
         self._thread.join()
+
+
+class OwnerHeartbeat(Heartbeat):
+    """Extends every lease `owner` holds on the session, in one statement, every ttl/3: the
+    leases `lease_pending` took, running or waiting for a worker."""
+
+    def __init__(self, store: Store, session_id: str, owner: str,
+                 ttl: timedelta = LEASE_TTL) -> None:
+        super().__init__(store, Lease("", owner, "", "", "", 0), ttl)
+        self.session_id = session_id
+        self._thread.name = f"hb-{owner}"
+
+    def _extend(self, cur: Any, now: Any) -> None:
+        cur.execute(q("lease_heartbeat_owner"), {"expires_at": now + self.ttl, "now": now,
+                                                 "session_id": self.session_id,
+                                                 "owner": self.lease.owner})

@@ -7,16 +7,18 @@ session id, so two sessions running at once cannot cross-attribute sources or cl
 from __future__ import annotations
 
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from threading import Lock
+from typing import Any
 
 from mole_dag.actors import once
 from mole_dag.actors.base import Actor, DeadEnd, Found
 from mole_dag.actors.registry import actors_for
-from mole_dag.budget import BudgetExhausted
+from mole_dag.budget import BudgetExhausted, FreeCallBatch
 from mole_dag.context import Run
-from mole_dag.core import DeadEndCause, LeadStatus, Role, Unit
+from mole_dag.core import DeadEndCause, LeadStatus, Role, Unit, columns
 from mole_dag.executor import leases
 from mole_dag.executor.ingest import store_dead_end, store_source
 from mole_dag.store import q, utcnow
@@ -27,6 +29,10 @@ STAGE = "fetched_chunks"
 # the relevant text in a focused corpus, and each extra document costs a mining call per chunk.
 RESULTS_PER_LEAD = 10
 DEFAULT_WORKERS = 4
+# How long finished leads wait to be written with others. Long enough that a local-corpus
+# round (well under a second) is one transaction, short enough that a crash in a slow web round
+# loses a few seconds of fetching. A guess, flagged as one.
+FLUSH_AFTER_S = 5.0
 
 
 @dataclass
@@ -40,98 +46,161 @@ class ExecResult:
     lead_ids: list[str] = field(default_factory=list)
 
 
-def _run_lead(run: Run, actor: Actor, lease: leases.Lease, result: ExecResult, lock: Lock) -> None:
-    sid = run.session_id
-    # Searching the local index is free, but it is still a call: it goes through the ledger so
-    # call counts and spend by stage are complete. Paid search providers reserve their price
-    # (a USD price: a token budget does not pay for searches).
-    price = int(getattr(actor, "price_usd_micros", 0)) if run.unit == Unit.USD_MICROS else 0
-    with run.ledger.hold(sid, Role.EXECUTOR, price, tool=f"search:{actor.name}",
-                         stage=STAGE) as h:
-        items = list(actor.gather(lease.query, RESULTS_PER_LEAD))
-        h.settle(price)
-    now = utcnow()
+@dataclass
+class _Outcome:
+    """What one lead found, waiting to be written with the leads that finished near it."""
 
-    def write(cur) -> tuple[int, int, int]:  # type: ignore[no-untyped-def]
+    lease: leases.Lease
+    actor: str
+    items: list[Found | DeadEnd]
+    status: LeadStatus
+    dead: DeadEnd | None = None
+    failed: bool = False
+
+
+class _Writer:
+    """Writes finished leads' findings, their lease ends and the stage's free calls together,
+    one transaction for many leads (issue 12: a transaction per lead, per search call and per
+    lease end). A lead whose search cost money, or findings older than FLUSH_AFTER_S (a slow
+    web round), are written at once, so a crash loses little that was paid for or waited on."""
+
+    def __init__(self, run: Run, free: FreeCallBatch, result: ExecResult, lock: Lock) -> None:
+        self.run, self.free, self.result, self.lock = run, free, result, lock
+        self._pending: list[_Outcome] = []
+        self._since: float | None = None
+        self._mutex = Lock()
+
+    def add(self, outcome: _Outcome, *, urgent: bool) -> None:
+        with self._mutex:
+            self._pending.append(outcome)
+            if self._since is None:
+                self._since = time.monotonic()
+            due = urgent or time.monotonic() - self._since >= FLUSH_AFTER_S
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        with self._mutex:
+            batch, self._pending, self._since = self._pending, [], None
+        if not batch and not len(self.free):
+            return
+        def write(cur: Any) -> list[tuple[int, int, int]]:
+            known = dict(cur.execute(q("source_urls"),
+                                     {"session_id": self.run.session_id}).fetchall())
+            links: list[dict[str, Any]] = []
+            counts = [self._write(cur, o, known, links) for o in batch]
+            if links:
+                cur.execute(q("lead_source_insert_many"), {
+                    "session_id": self.run.session_id, "now": utcnow(), **columns(
+                        links, ("lead_id", "sub_question_id", "source_id", "rank", "score"))})
+            return counts
+
+        try:
+            counts, _ = self.free.write_with(write, self.run.store)
+        except BaseException:
+            with self._mutex:
+                self._pending[:0] = batch
+            raise
+        with self.lock:
+            for n_src, n_chunks, n_dead in counts:
+                self.result.sources += n_src
+                self.result.chunks += n_chunks
+                self.result.dead_ends += n_dead
+
+    def _write(self, cur: Any, o: _Outcome, known: dict[str, str],
+               links: list[dict[str, Any]]) -> tuple[int, int, int]:
+        sid, lease = self.run.session_id, o.lease
         n_src = n_chunks = n_dead = 0
-        for item in items:
+        for item in o.items:
             if isinstance(item, DeadEnd):
                 store_dead_end(cur, sid, item, sub_question_id=lease.sub_question_id,
                                lead_id=lease.lead_id)
                 n_dead += 1
                 continue
-            assert isinstance(item, Found)
             if item.linked:
                 # A stand-in for a source this session stored earlier: link it, never insert it.
-                got = cur.execute(q("source_by_url"),
-                                  {"session_id": sid, "url": item.document.url}).fetchone()
+                got = known.get(item.document.url)
                 if got is None:
                     log.warning("lead %s: linked source %s is not stored", lease.lead_id,
                                 item.document.url)
                     continue
-                source_id, chunks = got[0], 0
+                source_id, chunks = got, 0
             else:
-                source_id, chunks = store_source(cur, sid, actor.name, item.document)
+                source_id, chunks = store_source(cur, sid, o.actor, item.document, known)
             n_src += 1 if chunks else 0
             n_chunks += chunks
-            cur.execute(q("lead_source_insert"), {
-                "session_id": sid, "lead_id": lease.lead_id,
-                "sub_question_id": lease.sub_question_id, "source_id": source_id,
-                "rank": item.rank, "score": item.score, "now": now})
+            # Written with the batch's other links, in one statement, after its sources.
+            links.append({"lead_id": lease.lead_id, "sub_question_id": lease.sub_question_id,
+                          "source_id": source_id, "rank": item.rank, "score": item.score})
+        if o.dead is not None:
+            store_dead_end(cur, sid, o.dead, sub_question_id=lease.sub_question_id,
+                           lead_id=lease.lead_id)
+        leases.finish_in(cur, lease, o.status)
         return n_src, n_chunks, n_dead
 
-    n_src, n_chunks, n_dead = run.store.transact(write)
+
+def _run_lead(run: Run, actors: dict[str, Actor], lease: leases.Lease, result: ExecResult,
+              lock: Lock, writer: _Writer) -> None:
+    sid = run.session_id
+    actor = actors.get(lease.actor)
+    items: list[Found | DeadEnd] = []
+    price = 0
+    outcome = _Outcome(lease, lease.actor, items, LeadStatus.DONE)
+    try:
+        if actor is None:
+            raise LookupError(f"no actor {lease.actor!r} configured for this session")
+        # Searching the local index is free, but it is still a call: it goes through the
+        # ledger so call counts and spend by stage are complete. Paid search providers reserve
+        # their price (a USD price: a token budget does not pay for searches).
+        price = int(getattr(actor, "price_usd_micros", 0)) if run.unit == Unit.USD_MICROS else 0
+        with run.ledger.hold(sid, Role.EXECUTOR, price, tool=f"search:{actor.name}",
+                             stage=STAGE) as h:
+            items.extend(actor.gather(lease.query, RESULTS_PER_LEAD))
+            h.settle(price)
+    except BudgetExhausted as exc:
+        items.clear()
+        outcome.status = LeadStatus.DEAD
+        outcome.dead = DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(exc))
+    except Exception as exc:  # one bad lead must not lose the others
+        log.warning("lead %s failed: %s", lease.lead_id, exc)
+        items.clear()
+        outcome.status = LeadStatus.DEAD
+        outcome.failed = True
+        outcome.dead = DeadEnd(DeadEndCause.FETCH_FAILED, detail=f"{type(exc).__name__}: {exc}")
     with lock:
-        result.sources += n_src
-        result.chunks += n_chunks
-        result.dead_ends += n_dead
-
-
-def _worker(run: Run, actors: dict[str, Actor], result: ExecResult, lock: Lock) -> None:
-    owner = leases.new_owner()
-    while True:
-        lease = leases.lease_next(run.store, run.session_id, owner)
-        if lease is None:
-            return
-        actor = actors.get(lease.actor)
-        status = LeadStatus.DONE
-        try:
-            if actor is None:
-                raise LookupError(f"no actor {lease.actor!r} configured for this session")
-            with leases.Heartbeat(run.store, lease):
-                _run_lead(run, actor, lease, result, lock)
-        except BudgetExhausted as exc:
-            status = LeadStatus.DEAD
-            run.store.transact(lambda cur, e=exc, lease=lease: store_dead_end(
-                cur, run.session_id, DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(e)),
-                sub_question_id=lease.sub_question_id, lead_id=lease.lead_id))
-        except Exception as exc:  # one bad lead must not lose the others
-            log.warning("lead %s failed: %s", lease.lead_id, exc)
-            status = LeadStatus.DEAD
-            with lock:
-                result.failed += 1
-            run.store.transact(lambda cur, e=exc, lease=lease: store_dead_end(
-                cur, run.session_id,
-                DeadEnd(DeadEndCause.FETCH_FAILED, detail=f"{type(e).__name__}: {e}"),
-                sub_question_id=lease.sub_question_id, lead_id=lease.lead_id))
-        leases.finish(run.store, lease, status)
-        with lock:
-            result.leads_run += 1
-            result.lead_ids.append(lease.lead_id)
-        run.progress(f"lead {lease.query!r} via {lease.actor}: {status}")
+        result.failed += 1 if outcome.failed else 0
+        result.leads_run += 1
+        result.lead_ids.append(lease.lead_id)
+    writer.add(outcome, urgent=price > 0)
+    run.progress(f"lead {lease.query!r} via {lease.actor}: {outcome.status}")
 
 
 def execute_leads(run: Run, workers: int = DEFAULT_WORKERS) -> ExecResult:
     result = ExecResult()
-    result.requeued = leases.requeue_expired(run.store, run.session_id)
-    actors = actors_for(run.session(), run.store)
-    lock = Lock()
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="lead") as pool:
-        futures = [pool.submit(_worker, run, actors, result, lock) for _ in range(max(1, workers))]
-        for f in futures:
-            f.result()
+    sid = run.session_id
+    result.requeued = leases.requeue_expired(run.store, sid)
+    owner = leases.new_owner()
+    # The round's leads are leased in one transaction and kept alive by one heartbeat; the
+    # workers take them in plan order.
+    taken = leases.lease_pending(run.store, sid, owner)
+    if taken:
+        actors = actors_for(run.session(), run.store)
+        lock = Lock()
+        with run.ledger.free_calls(sid) as free, \
+                leases.OwnerHeartbeat(run.store, sid, owner):
+            writer = _Writer(run, free, result, lock)
+            try:
+                with ThreadPoolExecutor(max_workers=max(1, workers),
+                                        thread_name_prefix="lead") as pool:
+                    futures = [pool.submit(_run_lead, run, actors, lease, result, lock, writer)
+                               for lease in taken]
+                    for f in futures:
+                        f.result()
+            finally:
+                # Whatever finished is written, even when a worker raised (an interrupt).
+                writer.flush()
     # Every page this round fetched is stored now: the registry keeps where, not the text.
-    once.settle(run.session_id)
+    once.settle(sid)
     result.lead_ids.sort()
     run.progress(
         f"executed {result.leads_run} leads: {result.sources} new sources, "

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from mole_dag.text import STOPWORDS, normalize, stem, words
 
@@ -148,12 +149,22 @@ def _possessive_free(word: str) -> str:
 
 def content_terms(text: str) -> list[str]:
     """mole_dag.text.terms, with possessives folded ("cartoonist's" meets "cartoonist")."""
+    return list(_content_terms(text))
+
+
+# Scoring a session tokenises the same sentences over and over: each claim's sentence, title
+# and context once per sub-question, and every page sentence for the term statistics after
+# each round (issue 12: 50,000 calls for the demo, the largest share of the pipeline's own
+# work). The result depends on the text alone, so it is cached; the bound keeps a long-lived
+# process (MCP server, Dagster daemon) from growing without limit.
+@lru_cache(maxsize=1 << 16)
+def _content_terms(text: str) -> tuple[str, ...]:
     out = []
     for w in words(text):
         w = _possessive_free(w)
         if w and w not in STOPWORDS and (len(w) > 1 or w.isdigit()):
             out.append(stem(w))
-    return out
+    return tuple(out)
 
 
 @dataclass(frozen=True)

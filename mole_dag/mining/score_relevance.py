@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mole_dag.context import Run
+from mole_dag.core import columns
 from mole_dag.mining.passages import Passages, char_offset
 from mole_dag.mining.relevance import (
     CONTEXT_WINDOW,
@@ -96,7 +97,11 @@ def score_relevance(run: Run) -> RelevanceResult:
     def write(cur) -> None:  # type: ignore[no-untyped-def]
         cur.execute(q("relevance_clear"), {"session_id": sid})
         if rows:
-            cur.executemany(q("relevance_insert"), rows)
+            # One statement for the session's claims: executemany still runs one statement
+            # per row (issue 12).
+            cur.execute(q("relevance_insert_many"), {"session_id": sid, "now": now, **columns(
+                rows, ("claim_id", "relevance", "to_question", "to_sub_question",
+                       "sub_question_id", "basis", "model_grade", "explanation"))})
 
     store.transact(write)
     values = [r["relevance"] for r in rows]

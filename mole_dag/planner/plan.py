@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from mole_dag.actors.registry import local_corpus
-from mole_dag.budget import BudgetExhausted
+from mole_dag.budget import BudgetExhausted, FreeCallBatch
 from mole_dag.context import Run
-from mole_dag.core import Role, SessionStatus, stable_id
+from mole_dag.core import Role, SessionStatus, columns, stable_id
 from mole_dag.llm.extractive import BROAD_TOPICS, is_broad, is_wide
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import Digest, Metered, PlannedQuestion
@@ -106,6 +108,15 @@ def plan_round(run: Run) -> PlanResult:
         return int(cur.execute(q("session_rounds"), {"session_id": sid}).fetchone()[0])
 
     round_no = store.transact(next_round)
+    # A model-free planner's call is free: its row is written with the round's sub-questions
+    # and leads, in one transaction (issue 12). A paid one still reserves first.
+    with run.ledger.free_calls(sid) as free:
+        return _plan(run, sess, round_no, now, free)
+
+
+def _plan(run: Run, sess: dict[str, Any], round_no: int, now: datetime,
+          free: FreeCallBatch) -> PlanResult:
+    store, sid = run.store, run.session_id
     digest = build_digest(run, round_no)
     unit = run.unit
     estimate = run.skills.estimate_plan(digest, unit)
@@ -137,26 +148,31 @@ def plan_round(run: Run) -> PlanResult:
     existing = {s[0].casefold() for s in digest.sub_questions}
     added_sq = added_leads = 0
 
-    def write(cur) -> None:  # type: ignore[no-untyped-def]
-        nonlocal added_sq, added_leads
-        for ordinal, pq in enumerate(planned.value):
-            if pq.text.casefold() in existing:
-                continue
-            existing.add(pq.text.casefold())
-            sq_id = stable_id(sid, pq.text, prefix="sq-")
-            cur.execute(q("sub_question_insert"), {
-                "id": sq_id, "session_id": sid, "round": round_no, "ordinal": ordinal,
-                "text": pq.text, "query": pq.query, "now": now})
-            added_sq += 1
-            for actor in actors:
-                cur.execute(q("lead_insert"), {
-                    "id": stable_id(sq_id, actor, pq.query, prefix="lead-"),
-                    "session_id": sid, "sub_question_id": sq_id, "actor": actor,
-                    "query": pq.query, "depth": 0, "root_claim_id": None, "because": None,
-                    "now": now})
-                added_leads += 1
+    subs: list[dict[str, Any]] = []
+    leads: list[dict[str, Any]] = []
+    for ordinal, pq in enumerate(planned.value):
+        if pq.text.casefold() in existing:
+            continue
+        existing.add(pq.text.casefold())
+        sq_id = stable_id(sid, pq.text, prefix="sq-")
+        subs.append({"id": sq_id, "ordinal": ordinal, "text": pq.text, "query": pq.query})
+        leads += [{"id": stable_id(sq_id, actor, pq.query, prefix="lead-"),
+                   "sub_question_id": sq_id, "actor": actor, "query": pq.query, "depth": 0,
+                   "root_claim_id": None, "because": None} for actor in actors]
+    added_sq, added_leads = len(subs), len(leads)
 
-    store.transact(write)
+    def write(cur: Any) -> None:
+        if subs:
+            cur.execute(q("sub_question_insert_many"), {
+                "session_id": sid, "round": round_no, "now": now,
+                **columns(subs, ("id", "ordinal", "text", "query"))})
+        if leads:
+            cur.execute(q("lead_insert_many"), {"session_id": sid, "now": now, **columns(
+                leads, ("id", "sub_question_id", "actor", "query", "depth", "root_claim_id",
+                        "because"))})
+
+    if subs or len(free):
+        free.write_with(write, store)
     pending = int(store.scalar(q("pending_leads_count"), {"session_id": sid}) or 0)
     run.progress(plan_progress(round_no, added_sq, added_leads, pending))
     return PlanResult(round_no, added_sq, added_leads, pending, planned.cost)

@@ -115,6 +115,23 @@ _WRITE_LOCKS: dict[Path, threading.RLock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
 
 
+# Commits by every Store of this process, for benchmarks that cannot reach the Store a stage
+# used (a Dagster run opens its own).
+_PROCESS_COMMITS = 0
+_PROCESS_COMMITS_GUARD = threading.Lock()
+
+
+def _count_commit() -> None:
+    global _PROCESS_COMMITS
+    with _PROCESS_COMMITS_GUARD:  # two files' writers do not share a write lock
+        _PROCESS_COMMITS += 1
+
+
+def process_commits() -> int:
+    """Write transactions committed by every Store of this process so far."""
+    return _PROCESS_COMMITS
+
+
 def _write_lock_for(path: Path) -> threading.RLock:
     with _WRITE_LOCKS_GUARD:
         return _WRITE_LOCKS.setdefault(path, threading.RLock())
@@ -303,6 +320,9 @@ class Store:
         self._told = False
         self._file = _file_for(self.path)
         self._write_lock = _write_lock_for(self.path)
+        # Write transactions committed through this handle (issue 12): tests hold the pipeline
+        # to a budget of commits per session. Counted under the write lock, so exact across threads.
+        self.commits = 0
         if read_only:
             self._check_readable()
             self._once(self._file.checked, self._check_schema)
@@ -484,6 +504,8 @@ class Store:
                 raise
             self._file.tx.conn = None
             cur.execute("COMMIT")
+            self.commits += 1
+            _count_commit()
 
     def transact(self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int = 200) -> T:
         """Run `fn` in a write transaction, retrying DuckDB write-write conflicts (another

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from mole_dag.context import Run
-from mole_dag.core import EdgeKind, SourceClass
+from mole_dag.core import EdgeKind, SourceClass, columns
 from mole_dag.store import q, utcnow
 from mole_dag.verifier.clusters import clusters
 from mole_dag.verifier.source_class import STRENGTH, weight
@@ -141,17 +141,21 @@ def score_session(run: Run) -> list[Score]:
     scores = derive(nodes, edges, grounded)
     now = utcnow()
 
+    rows = [{"claim_id": member, "cluster_id": s.cluster_id,
+             "representative": member == s.representative, "confidence": s.confidence,
+             "publishers": s.publishers, "contradictors": s.contradictors,
+             "superseded": s.superseded, "grounded": s.grounded,
+             "source_class": str(s.source_class), "explanation": s.explanation}
+            for s in scores for member in s.members]
+
     def write(cur: Any) -> None:
         cur.execute(q("scores_clear"), {"session_id": sid})
-        for s in scores:
-            for member in s.members:
-                cur.execute(q("score_insert"), {
-                    "session_id": sid, "claim_id": member, "cluster_id": s.cluster_id,
-                    "representative": member == s.representative, "confidence": s.confidence,
-                    "publishers": s.publishers, "contradictors": s.contradictors,
-                    "superseded": s.superseded, "grounded": s.grounded,
-                    "source_class": str(s.source_class), "explanation": s.explanation,
-                    "now": now})
+        if rows:
+            # One statement for the session's scores, not one per claim (issue 12).
+            cur.execute(q("score_insert_many"), {"session_id": sid, "now": now, **columns(
+                rows, ("claim_id", "cluster_id", "representative", "confidence", "publishers",
+                       "contradictors", "superseded", "grounded", "source_class",
+                       "explanation"))})
 
     store.transact(write)
     multi = sum(1 for s in scores if len(s.members) > 1)

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from mole_dag.budget import BudgetExhausted
+from mole_dag.budget import BudgetExhausted, FreeCallBatch
 from mole_dag.context import Run
-from mole_dag.core import EdgeKind, Role, stable_id
+from mole_dag.core import EdgeKind, Role, columns, stable_id
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import Metered, Verdict
 from mole_dag.store import q, utcnow
@@ -147,6 +147,25 @@ def build_edges(
     confirm: bool = True,
     queue_follow_ups: bool = True,
 ) -> EdgeResult:
+    # A model-free judge's calls are free: their rows are written with the pass's verdicts and
+    # edges, in one transaction, instead of two transactions per batch of pairs (issue 12).
+    with run.ledger.free_calls(run.session_id) as free:
+        return _build_edges(run, free, max_candidates=max_candidates, batch_size=batch_size,
+                            staleness_gap=staleness_gap, max_share=max_share, confirm=confirm,
+                            queue_follow_ups=queue_follow_ups)
+
+
+def _build_edges(
+    run: Run,
+    free: FreeCallBatch,
+    *,
+    max_candidates: int,
+    batch_size: int,
+    staleness_gap: timedelta,
+    max_share: float,
+    confirm: bool,
+    queue_follow_ups: bool,
+) -> EdgeResult:
     store, sid = run.store, run.session_id
     result = EdgeResult()
     claims = store.named("session_claims", {"session_id": sid})
@@ -164,9 +183,9 @@ def build_edges(
     verdicts: list[Judged] = []
     to_judge: list[Pair] = []
     for p in pairs:
-        free = _free_verdict(by_id[p.a], by_id[p.b], p)
-        if free:
-            verdicts.append(free)
+        by_rule = _free_verdict(by_id[p.a], by_id[p.b], p)
+        if by_rule:
+            verdicts.append(by_rule)
             result.pairs_decided_free += 1
         else:
             to_judge.append(p)
@@ -220,27 +239,32 @@ def build_edges(
     unsettled_claims = {c for p in pairs if p not in settled for c in (p.a, p.b)}
     verified = sorted(targets - unsettled_claims)
 
-    def write(cur: Any) -> None:
-        for v in verdicts:
-            cur.execute(q("verdict_insert"), {
-                "session_id": sid, "a": v.pair.a, "b": v.pair.b, "relation": v.relation,
-                "decided_by": v.decided_by, "confirmed": confirmed.get(v.pair),
-                "rationale": v.rationale[:500], "now": now})
-        for e in edges:
-            cur.execute(q("edge_insert"), {
-                "id": stable_id(sid, e.src, e.dst, str(e.kind), prefix="e-"), "session_id": sid,
-                "src": e.src, "dst": e.dst, "kind": str(e.kind), "weight": 1.0,
-                "rationale": e.rationale[:500], "created_by": e.created_by, "now": now})
+    verdict_rows = [{"a": v.pair.a, "b": v.pair.b, "relation": v.relation,
+                     "decided_by": v.decided_by, "confirmed": confirmed.get(v.pair),
+                     "rationale": v.rationale[:500]} for v in verdicts]
+    edge_rows = [{"id": stable_id(sid, e.src, e.dst, str(e.kind), prefix="e-"), "src": e.src,
+                  "dst": e.dst, "kind": str(e.kind), "rationale": e.rationale[:500],
+                  "created_by": e.created_by} for e in edges]
+
+    def write(cur: Any) -> list[FollowUp]:
+        # One statement per table, not one per row: a pass writes hundreds of verdicts.
+        if verdict_rows:
+            cur.execute(q("verdict_insert_many"), {"session_id": sid, "now": now, **columns(
+                verdict_rows, ("a", "b", "relation", "decided_by", "confirmed", "rationale"))})
+        if edge_rows:
+            cur.execute(q("edge_insert_many"), {"session_id": sid, "now": now, **columns(
+                edge_rows, ("id", "src", "dst", "kind", "rationale", "created_by"))})
         if verified:
             cur.execute(q("claims_mark_verified"), {"session_id": sid, "ids": verified})
+        # Follow-ups read the edges just written (this thread's cursor sees them inside the
+        # transaction), and their leads join it.
+        return queue_follow_up_leads(run) if queue_follow_ups else []
 
-    store.transact(write)
+    result.follow_ups, _ = free.write_with(write, store)
     result.claims_verified = len(verified)
     for e in edges:
         result.edges[str(e.kind)] = result.edges.get(str(e.kind), 0) + 1
     result.contradictions = result.edges.get(str(EdgeKind.CONTRADICTS), 0)
-    if queue_follow_ups:
-        result.follow_ups = queue_follow_up_leads(run)
     run.progress(
         f"verified {len(verified)} claims: {result.pairs_retrieved} pairs, "
         f"{result.pairs_decided_free} settled by rule, {result.pairs_judged} judged"
@@ -275,14 +299,15 @@ def queue_follow_up_leads(run: Run) -> list[FollowUp]:
     actors = [a.strip() for a in str(run.session()["actors"]).split(",") if a.strip()]
     now = utcnow()
 
+    rows = [{"id": stable_id(sid, f.because, actor, prefix="lead-"),
+             "sub_question_id": f.sub_question_id, "actor": actor, "query": f.query,
+             "depth": f.depth, "root_claim_id": f.root_claim_id, "because": f.because}
+            for f in proposed for actor in actors]
+
     def write(cur: Any) -> None:
-        for f in proposed:
-            for actor in actors:
-                cur.execute(q("lead_insert"), {
-                    "id": stable_id(sid, f.because, actor, prefix="lead-"), "session_id": sid,
-                    "sub_question_id": f.sub_question_id, "actor": actor, "query": f.query,
-                    "depth": f.depth, "root_claim_id": f.root_claim_id, "because": f.because,
-                    "now": now})
+        cur.execute(q("lead_insert_many"), {"session_id": sid, "now": now, **columns(
+            rows, ("id", "sub_question_id", "actor", "query", "depth", "root_claim_id",
+                   "because"))})
 
     store.transact(write)
     return proposed

@@ -18,8 +18,8 @@ from typing import Any
 
 from mole_dag.actors.quote import CollapsedText, QuoteRejected
 from mole_dag.actors.reread import NotRefetchable, Unreachable, reread
-from mole_dag.budget import BudgetExhausted, Ledger
-from mole_dag.core import Role, Unit, stable_id
+from mole_dag.budget import BudgetExhausted, FreeCallBatch, Ledger
+from mole_dag.core import Role, Unit, columns, stable_id
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import GroundRequest, Skills
 from mole_dag.output.sanitize import one_line
@@ -89,6 +89,23 @@ def check_claims(
 ) -> GroundReport:
     """Ground `claims` (rows with claim_id, session_id, text, quote, source_id), paying from the
     `paid_by` session's ledger, never more than `allowance` in total."""
+    # A model-free judge's calls are free: recorded with the checks, in one transaction.
+    with ledger.free_calls(paid_by) as free:
+        return _check_claims(store, ledger, skills, claims, paid_by=paid_by, unit=unit,
+                             allowance=allowance, free=free)
+
+
+def _check_claims(
+    store: Store,
+    ledger: Ledger,
+    skills: Skills,
+    claims: list[dict[str, Any]],
+    *,
+    paid_by: str,
+    unit: Unit,
+    allowance: int,
+    free: FreeCallBatch,
+) -> GroundReport:
     report = GroundReport()
     by_source: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in claims:
@@ -151,17 +168,23 @@ def check_claims(
                 f"{got.model or skills.name}: {one_line(got.value.rationale) or verdict}"))
     report.checked = len(report.results)
 
-    def write(cur: Any) -> None:
-        for r in report.results:
-            src = next(c["source_id"] for c in claims if c["claim_id"] == r.claim_id)
-            cur.execute(q("ground_insert"), {
-                "id": stable_id(r.claim_id, paid_by, now.isoformat(), prefix="g-"),
-                "session_id": r.session_id, "claim_id": r.claim_id, "source_id": src,
-                "paid_by": paid_by, "outcome": r.outcome, "note": r.note[:300],
-                "decided_by": skills.name, "now": now})
+    source_of: dict[str, str] = {}
+    for c in claims:
+        source_of.setdefault(c["claim_id"], c["source_id"])
+    rows = [{"id": stable_id(r.claim_id, paid_by, now.isoformat(), prefix="g-"),
+             "session_id": r.session_id, "claim_id": r.claim_id,
+             "source_id": source_of[r.claim_id], "outcome": r.outcome, "note": r.note[:300]}
+            for r in report.results]
 
-    if report.results:
-        store.transact(write)
+    def write(cur: Any) -> None:
+        if rows:
+            cur.execute(q("ground_insert_many"), {
+                "paid_by": paid_by, "decided_by": skills.name, "now": now,
+                **columns(rows, ("id", "session_id", "claim_id", "source_id", "outcome",
+                                 "note"))})
+
+    if rows or len(free):
+        free.write_with(write, store)
     return report
 
 

@@ -134,3 +134,19 @@ UPDATE sessions SET owner = $owner, updated_at = $now WHERE id = $session_id;
 -- Sessions some process was driving (owner set) that have not finished.
 SELECT id, owner FROM sessions
 WHERE owner IS NOT NULL AND status IN ('created', 'running', 'reporting');
+
+-- name: free_calls_insert_many
+-- Calls that held nothing and cost nothing (an extractive skill, a local search), recorded after
+-- the fact in one statement per stage (issue 12): nothing was reserved for them, so there is no
+-- hold to commit before dispatch, and the books (spent, held) do not move. One row per call, as
+-- for any other call, so tool_calls stays complete.
+INSERT INTO tool_calls (id, session_id, role, stage, tool, reserved, actual, overrun, status,
+                        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                        note, created_at, expires_at, completed_at, model, owner, assumed)
+SELECT unnest($id), $session_id, unnest($role), unnest($stage), unnest($tool), 0,
+       unnest($actual::BIGINT[]), 0, unnest($status),
+       unnest($input_tokens::BIGINT[]), unnest($output_tokens::BIGINT[]),
+       unnest($cache_read_tokens::BIGINT[]), unnest($cache_write_tokens::BIGINT[]),
+       unnest($note::VARCHAR[]), unnest($created_at::TIMESTAMP[]),
+       unnest($expires_at::TIMESTAMP[]), unnest($completed_at::TIMESTAMP[]),
+       unnest($model::VARCHAR[]), $owner, unnest($assumed::BOOLEAN[]);

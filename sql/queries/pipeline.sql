@@ -55,6 +55,30 @@ WHERE session_id = $session_id AND status = 'leased' AND lease_expires_at < $now
 UPDATE leads SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
 WHERE session_id = $session_id AND status = 'leased';
 
+-- name: leases_expired_count
+SELECT count(*) FROM leads
+WHERE session_id = $session_id AND status = 'leased' AND lease_expires_at < $now;
+
+-- name: leads_pending
+SELECT id FROM leads WHERE session_id = $session_id AND status = 'pending';
+
+-- name: lease_take_many
+-- A round's pending leads leased to one owner in one statement (issue 12); its workers then
+-- run them in plan order.
+UPDATE leads
+SET status = 'leased', lease_owner = $owner, lease_expires_at = $expires_at,
+    heartbeat_at = $now, attempts = attempts + 1
+WHERE id IN (SELECT unnest($ids)) AND status = 'pending';
+
+-- name: leases_of_owner
+SELECT id, sub_question_id, actor, query, depth FROM leads
+WHERE session_id = $session_id AND status = 'leased' AND lease_owner = $owner
+ORDER BY depth, created_at, id;
+
+-- name: lease_heartbeat_owner
+UPDATE leads SET lease_expires_at = $expires_at, heartbeat_at = $now
+WHERE session_id = $session_id AND status = 'leased' AND lease_owner = $owner;
+
 -- name: lead_next_pending
 SELECT id, sub_question_id, actor, query, depth FROM leads
 WHERE session_id = $session_id AND status = 'pending'
@@ -122,6 +146,22 @@ ORDER BY sq.round, sq.ordinal, l.depth, l.actor, l.query, ls.rank, s.url;
 
 -- name: source_chunks
 SELECT id, ordinal, byte_start, byte_end, text FROM chunks WHERE source_id = $source_id ORDER BY ordinal;
+
+-- name: sources_chunks
+-- The chunks of many sources in one query (the miner's whole stage), in order within each.
+SELECT source_id, id, ordinal, byte_start, byte_end, text FROM chunks
+WHERE source_id IN (SELECT unnest($source_ids))
+ORDER BY source_id, ordinal;
+
+-- name: source_urls
+-- The session's sources by URL, read once per batch of leads instead of once per page.
+SELECT url, id FROM sources WHERE session_id = $session_id;
+
+-- name: lead_source_insert_many
+INSERT INTO lead_sources (session_id, lead_id, sub_question_id, source_id, rank, score, created_at)
+SELECT $session_id, unnest($lead_id), unnest($sub_question_id), unnest($source_id),
+       unnest($rank), unnest($score::DOUBLE[]), $now
+ON CONFLICT DO NOTHING;
 
 -- name: claim_exists
 SELECT count(*) FROM claims
@@ -425,3 +465,86 @@ FROM sources s JOIN chunks ch ON ch.source_id = s.id
 WHERE s.session_id = $session_id
 GROUP BY s.id
 ORDER BY s.id;
+
+-- multi-row statements ---------------------------------------------------------------------
+-- One statement for a stage's rows (issue 12): a statement per row costs ~3 ms in DuckDB, a
+-- multi-row INSERT ... SELECT unnest(...) a few microseconds a row. Each list parameter is one
+-- column, all of one length (mole_dag.core.columns builds them); a scalar parameter repeats.
+-- unnest() of several lists in one SELECT zips them, in order.
+
+-- name: sub_question_insert_many
+INSERT INTO sub_questions (id, session_id, round, ordinal, text, query, created_at)
+SELECT unnest($id), $session_id, $round, unnest($ordinal), unnest($text), unnest($query), $now
+ON CONFLICT DO NOTHING;
+
+-- name: lead_insert_many
+INSERT INTO leads (id, session_id, sub_question_id, actor, query, depth, root_claim_id, because, created_at)
+SELECT unnest($id), $session_id, unnest($sub_question_id), unnest($actor), unnest($query),
+       unnest($depth), unnest($root_claim_id::VARCHAR[]), unnest($because::VARCHAR[]), $now
+ON CONFLICT DO NOTHING;
+
+-- name: chunk_insert_many
+INSERT INTO chunks (id, session_id, source_id, ordinal, byte_start, byte_end, text)
+SELECT unnest($id), $session_id, $source_id, unnest($ordinal), unnest($byte_start),
+       unnest($byte_end), unnest($text);
+
+-- name: claim_keys
+-- Where the session's claims sit, so the miner skips a quote already stored without asking the
+-- store once per claim.
+SELECT source_id, quote_byte_start, quote_byte_end FROM claims WHERE session_id = $session_id;
+
+-- name: claim_insert_many
+-- created_at per row: a cluster's representative is its earliest claim among equals, so each
+-- source's claims keep the time they were mined, as when they were written one by one.
+INSERT INTO claims (id, session_id, source_id, chunk_id, sub_question_id, text, quote,
+                    quote_byte_start, quote_byte_end, created_by, created_at)
+SELECT unnest($id), $session_id, unnest($source_id), unnest($chunk_id), unnest($sub_question_id),
+       unnest($text), unnest($quote), unnest($quote_byte_start), unnest($quote_byte_end),
+       $created_by, unnest($created_at::TIMESTAMP[]);
+
+-- name: discarded_insert_many
+INSERT INTO discarded_claims (session_id, source_id, cause, n, created_at)
+SELECT $session_id, unnest($source_id), unnest($cause), unnest($n), $now;
+
+-- name: lead_sources_mined_many
+UPDATE lead_sources SET mined = true
+WHERE (lead_id, source_id) IN (SELECT unnest($lead_id), unnest($source_id));
+
+-- name: verdict_insert_many
+INSERT INTO pair_verdicts (session_id, a_claim_id, b_claim_id, relation, decided_by, confirmed, rationale, created_at)
+SELECT $session_id, unnest($a), unnest($b), unnest($relation), unnest($decided_by),
+       unnest($confirmed::BOOLEAN[]), unnest($rationale), $now
+ON CONFLICT DO NOTHING;
+
+-- name: edge_insert_many
+INSERT INTO claim_edges (id, session_id, src_claim_id, dst_claim_id, kind, weight, rationale, created_by, created_at)
+SELECT unnest($id), $session_id, unnest($src), unnest($dst), unnest($kind), 1.0,
+       unnest($rationale), unnest($created_by), $now
+ON CONFLICT DO NOTHING;
+
+-- name: score_insert_many
+INSERT INTO confidence_scores (session_id, claim_id, cluster_id, representative, confidence,
+    publishers, contradictors, superseded, grounded, source_class, explanation, computed_at)
+SELECT $session_id, unnest($claim_id), unnest($cluster_id), unnest($representative),
+       unnest($confidence::DOUBLE[]), unnest($publishers), unnest($contradictors),
+       unnest($superseded), unnest($grounded::BOOLEAN[]), unnest($source_class),
+       unnest($explanation), $now;
+
+-- name: relevance_insert_many
+INSERT INTO claim_relevance (claim_id, session_id, relevance, to_question, to_sub_question,
+                             sub_question_id, basis, model_grade, explanation, scored_at)
+SELECT unnest($claim_id), $session_id, unnest($relevance::DOUBLE[]),
+       unnest($to_question::DOUBLE[]), unnest($to_sub_question::DOUBLE[]),
+       unnest($sub_question_id), unnest($basis), unnest($model_grade::INTEGER[]),
+       unnest($explanation), $now;
+
+-- name: ground_insert_many
+INSERT INTO grounding_checks (id, session_id, claim_id, source_id, paid_by, outcome, note,
+                              decided_by, checked_at)
+SELECT unnest($id), unnest($session_id), unnest($claim_id), unnest($source_id), $paid_by,
+       unnest($outcome), unnest($note), $decided_by, $now;
+
+-- name: dead_end_insert_many
+INSERT INTO dead_ends (id, session_id, sub_question_id, lead_id, url, cause, detail, created_at)
+SELECT unnest($id), $session_id, unnest($sub_question_id::VARCHAR[]), unnest($lead_id::VARCHAR[]),
+       unnest($url::VARCHAR[]), unnest($cause), unnest($detail::VARCHAR[]), $now;

@@ -20,15 +20,13 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
+from mole_dag.actors.fetch.hosts import normalise_host
+
 ALLOWED_SCHEMES = ("http", "https")
 
 
 class SSRFRefused(Exception):
     """The URL or one of its addresses is not one we may connect to. The message says why."""
-
-
-def normalise_host(host: str) -> str:
-    return host.strip().strip("[]").rstrip(".").lower()
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,28 @@ asked (per-host pacing shared machine-wide), and what one query costs."""
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from mole_dag.actors.search.arxiv import Arxiv
-from mole_dag.actors.search.base import Api, Hit, Provider, SearchFailed
-from mole_dag.actors.search.brave import Brave
-from mole_dag.actors.search.crossref import Crossref
-from mole_dag.actors.search.openalex import OpenAlex
-from mole_dag.actors.search.pubmed import PubMed
-from mole_dag.actors.search.searxng import SearXNG
-from mole_dag.actors.search.tavily import Tavily
+if TYPE_CHECKING:
+    from mole_dag.actors.search.base import Api, Hit, Provider, SearchFailed
+
+# The providers and their HTTP stack (httpx, lxml: ~0.5 s at import) load on first use, not
+# when a session without web search names its actors or settings read the provider names
+# (issue 12). `from mole_dag.actors.search import Api` still works, through __getattr__.
+_LAZY = {
+    "Api": "base", "Hit": "base", "Provider": "base", "SearchFailed": "base",
+    "Arxiv": "arxiv", "Brave": "brave", "Crossref": "crossref", "OpenAlex": "openalex",
+    "PubMed": "pubmed", "SearXNG": "searxng", "Tavily": "tavily",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,15 @@ SEARCH_PROVIDERS = tuple(SPECS)
 
 def build(name: str, *, key: str | None, searxng_url: str | None,
           contact_email: str | None) -> Provider:
+    from mole_dag.actors.search.arxiv import Arxiv
+    from mole_dag.actors.search.base import Api
+    from mole_dag.actors.search.brave import Brave
+    from mole_dag.actors.search.crossref import Crossref
+    from mole_dag.actors.search.openalex import OpenAlex
+    from mole_dag.actors.search.pubmed import PubMed
+    from mole_dag.actors.search.searxng import SearXNG
+    from mole_dag.actors.search.tavily import Tavily
+
     spec = SPECS[name]
     interval = spec.interval_s
     if name == "pubmed" and key:
