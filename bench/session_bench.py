@@ -28,6 +28,7 @@ While the main thread waits for the lead workers, the busiest worker is sampled 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -149,17 +150,15 @@ def _instrument_duckdb(sampler: _Sampler) -> None:
         def __getattr__(self, name: str) -> Any:
             return getattr(self._cur, name)
 
-    plain_cursor = db.Store.cursor
+    plain_use = db.Store._use
 
-    def cursor(self: Any) -> Any:
-        cur = getattr(self._local, "bench_cursor", None)
-        raw = plain_cursor(self)
-        if cur is None or cur._cur is not raw:
-            cur = Timed(raw)
-            self._local.bench_cursor = cur
-        return cur
+    @contextlib.contextmanager
+    def use(self: Any, *, read_only: bool) -> Any:
+        # Every statement goes through a cursor handed out here (the store keeps none open).
+        with plain_use(self, read_only=read_only) as raw:
+            yield Timed(raw)
 
-    db.Store.cursor = cursor  # type: ignore[method-assign]
+    db.Store._use = use  # type: ignore[method-assign]
 
 
 def child(mode: str, home: Path, out: Path, sample: bool) -> None:

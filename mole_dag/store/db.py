@@ -19,6 +19,7 @@ file, not at every open."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import random
 import threading
@@ -137,6 +138,69 @@ def _write_lock_for(path: Path) -> threading.RLock:
         return _WRITE_LOCKS.setdefault(path, threading.RLock())
 
 
+# Reopening a file costs ~25 ms and closing it (a checkpoint) ~10 ms, while a stage issues a
+# read every few milliseconds: releasing at once after every read spent more time opening the
+# file than doing the work. So the instance lingers this long after its last user, and is closed
+# when nobody has used it for that long: a wait (a fetch, a model call) releases the file, a burst
+# of reads shares one open. A guess, flagged as one; MOLE_STORE_LINGER (seconds, 0 = release at
+# once) overrides it.
+LINGER_S = float(os.environ.get("MOLE_STORE_LINGER", "0.1"))
+# A busy process never idles that long; after holding the file this long it releases it at its
+# next idle moment anyway, so a client that retries without announcing itself gets a window.
+# A guess, flagged as one.
+MAX_HOLD_S = 1.0
+# Another process waiting for the file announces itself with a marker file in `<store>.waiting/`
+# (touched on every retry; older than this and it is taken for a crashed waiter's leftover); the
+# holder then releases at its next idle moment and lets the waiter in before reopening, for at
+# most YIELD_MAX_S.
+WAITER_FRESH_S = 1.5
+YIELD_MAX_S = 1.0
+
+
+def _waiting_dir(path: Path) -> Path:
+    return path.with_name(path.name + ".waiting")
+
+
+def _others_waiting(path: Path) -> bool:
+    """Whether another process announced it is waiting for this file (a stat when nobody did)."""
+    mine = f"{os.getpid()}-"
+    try:
+        entries = os.scandir(_waiting_dir(path))
+    except OSError:
+        return False
+    now = time.time()
+    with entries:
+        for e in entries:
+            if e.name.startswith(mine):
+                continue
+            with suppress(OSError):
+                if now - e.stat().st_mtime < WAITER_FRESH_S:
+                    return True
+    return False
+
+
+class _Waiting:
+    """This thread's marker while it waits for another process to release the file. Best
+    effort: a folder it cannot write to means it just retries unannounced."""
+
+    def __init__(self, path: Path) -> None:
+        self.marker = _waiting_dir(path) / f"{os.getpid()}-{threading.get_ident()}"
+        self.made = False
+
+    def touch(self) -> None:
+        with suppress(OSError):
+            self.marker.parent.mkdir(exist_ok=True)  # another waiter may have just removed it
+            self.marker.touch()
+            self.made = True
+
+    def done(self) -> None:
+        if self.made:
+            with suppress(OSError):
+                self.marker.unlink()
+            with suppress(OSError):
+                self.marker.parent.rmdir()  # only when empty: others may still be waiting
+
+
 class _File:
     """This process's use of one database file: the DuckDB instance while anyone uses it, how
     many use it, and the transaction each thread has open.
@@ -145,7 +209,8 @@ class _File:
     with another configuration (read-only beside read-write): a read-only user joins an open
     read-write instance (it only reads through it), and a writer waits for read-only users to
     finish, then reopens read-write. New read-only users queue behind a waiting writer, so a
-    stream of readers cannot starve it."""
+    stream of readers cannot starve it. With no user left, the instance lingers for LINGER_S
+    (closed sooner when another process waits, or after MAX_HOLD_S of holding)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -153,6 +218,10 @@ class _File:
         self.root: duckdb.DuckDBPyConnection | None = None
         self.root_read_only = False
         self.users = 0
+        self.opened_at = 0.0
+        self.idle_since = 0.0  # when the last user left (the lingering clock)
+        self.idle_gen = 0  # bumped by every release to nobody: an older idle timer is stale
+        self.yielded_at = -1e9  # when this process last released the file for a waiter
         self.opening = False
         self.writers_waiting = 0
         # The connection of the transaction a thread has open (write() on this thread), so a
@@ -190,6 +259,7 @@ class _File:
         # Opened outside the condition: it may wait for another process, and this process's
         # other threads may meanwhile finish with (and release) nothing, or queue behind it.
         try:
+            self._yield_to_waiters()
             root = connect(read_only)
         except BaseException:
             with self.cond:
@@ -200,6 +270,7 @@ class _File:
             self.opening = False
             self.opens += 1
             self.root, self.root_read_only = root, read_only
+            self.opened_at = time.monotonic()
             try:
                 cur = root.cursor()
             except BaseException:
@@ -217,12 +288,49 @@ class _File:
             cur.close()
         with self.cond:
             self.users -= 1
+            if self.users or self.root is None:
+                return
+            now = time.monotonic()
+            if _others_waiting(self.path):
+                self.yielded_at = now
+                self._close_locked()
+                return
+            if LINGER_S <= 0 or now - self.opened_at >= MAX_HOLD_S:
+                self._close_locked()
+                return
+            self.idle_gen += 1
+            self.idle_since = now
+            timer = threading.Timer(LINGER_S, self._close_if_idle, args=(self.idle_gen,))
+            timer.daemon = True
+            timer.start()
+
+    def _close_if_idle(self, gen: int) -> None:
+        with self.cond:
+            if gen == self.idle_gen and self.users == 0 and self.root is not None:
+                self._close_locked()
+
+    def _close_locked(self) -> None:
+        """Close the instance (the caller holds `cond` and nobody uses it): the file is free for
+        other processes."""
+        root, self.root = self.root, None
+        self.idle_gen += 1
+        if root is not None:
+            with suppress(duckdb.Error):
+                root.close()
+        self.cond.notify_all()
+
+    def close_if_unused(self) -> None:
+        with self.cond:
             if self.users == 0 and self.root is not None:
-                # The last user: closing the instance releases the file to other processes.
-                root, self.root = self.root, None
-                with suppress(duckdb.Error):
-                    root.close()
-                self.cond.notify_all()
+                self._close_locked()
+
+    def _yield_to_waiters(self) -> None:
+        """Before reopening a file this process just released for a waiter: let the waiter in
+        first, for at most YIELD_MAX_S. (Only the releasing process yields: two waiters do not
+        wait for each other.)"""
+        deadline = self.yielded_at + YIELD_MAX_S
+        while time.monotonic() < deadline and _others_waiting(self.path):
+            time.sleep(0.005)
 
     def is_open(self) -> bool:
         with self.cond:
@@ -254,9 +362,18 @@ def _write_stats(path: str) -> None:
 
 
 if os.environ.get("MOLE_STORE_STATS"):
-    import atexit
-
     atexit.register(_write_stats, os.environ["MOLE_STORE_STATS"])
+
+
+def _release_all() -> None:
+    """At exit: close what lingers, so the file is checkpointed and free at once."""
+    with _FILES_GUARD:
+        files = list(_FILES.values())
+    for f in files:
+        f.close_if_unused()
+
+
+atexit.register(_release_all)
 
 
 def _file_for(path: Path) -> _File:
@@ -414,6 +531,14 @@ class Store:
         """Open the file, waiting with backoff and jitter while another process holds it."""
         started = time.monotonic()
         deadline = started + self.lock_wait_s
+        waiting = _Waiting(self.path)
+        try:
+            return self._connect_waiting(read_only, started, deadline, waiting)
+        finally:
+            waiting.done()
+
+    def _connect_waiting(self, read_only: bool, started: float, deadline: float,
+                         waiting: _Waiting) -> duckdb.DuckDBPyConnection:
         delay = _FIRST_DELAY_S
         waited = False
         while True:
@@ -430,6 +555,7 @@ class Store:
                 if not _is_lock_error(exc):
                     raise StoreError(
                         f"cannot open the store {self.path}: {_one_line(exc)}") from None
+                waiting.touch()  # the holder releases at its next idle moment
                 now = time.monotonic()
                 if now >= deadline:
                     raise StoreBusy(
@@ -459,8 +585,9 @@ class Store:
             self._file.release(cur)
 
     def close(self) -> None:
-        """Nothing to close: the Store holds no connection between units of work. Kept so
-        callers (and `with Store(...)`) need not change."""
+        """Release the file now if nobody in this process uses it (rather than after it has
+        lingered: see LINGER_S). The Store stays usable; its next unit of work reopens."""
+        self._file.close_if_unused()
 
     def __enter__(self) -> Store:
         return self
