@@ -25,6 +25,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -95,6 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--no-report-print", action="store_true",
                     help="do not print the report itself, only where it was written")
 
+    m = sub.add_parser("materialize",
+                       help="materialise a session's Dagster assets (as `dagster asset "
+                            "materialize`), refusing an unknown session in one line")
+    m.add_argument("session")
+    m.add_argument("--select", default="group:research",
+                   help="Dagster asset selection, comma-separated (default: group:research, "
+                        "one round and a report)")
+
     sub.add_parser("sessions", help="list sessions")
     s = sub.add_parser("show", help="status, spend, counts and report of a session")
     s.add_argument("session")
@@ -136,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_research(args)
         if args.command == "resume":
             return cmd_resume(args)
+        if args.command == "materialize":
+            return cmd_materialize(args)
         if args.command == "sessions":
             return cmd_sessions(args)
         if args.command == "show":
@@ -375,6 +386,63 @@ def _interrupted(sid: str, got_signal: list[str]) -> int:
     return 143 if name == "SIGTERM" else 130
 
 
+def cmd_materialize(args: argparse.Namespace) -> int:
+    """`dagster asset materialize --partition <sid>` for one session, in the project's instance.
+    Dagster's own CLI refuses a partition it does not know with its traceback, before any of our
+    code runs; here the store is asked first, so an unknown session is one line and nothing runs.
+    A session the store has but the instance does not (another DAGSTER_HOME, a fresh UI) gets its
+    partition added."""
+    from mole_dag.store import q
+
+    store = _open_store(read_only=True)
+    try:
+        sess = store.row(q("session_get"), {"session_id": args.session})
+    finally:
+        store.close()
+    if sess is None:
+        raise CliError(f"no session {args.session!r} in {store.path}; `mole sessions` lists "
+                       "them")
+    import dagster as dg
+
+    from assets.definitions import defs
+    from assets.partitions import SESSIONS
+
+    graph = defs.resolve_asset_graph()
+    try:
+        with warnings.catch_warnings():  # group selection is "beta" in Dagster: not ours to say
+            warnings.simplefilter("ignore", dg.BetaWarning)
+            keys = dg.AssetSelection.from_coercible(
+                [part.strip() for part in args.select.split(",") if part.strip()]).resolve(graph)
+    except (dg.DagsterError, ValueError, KeyError) as exc:
+        raise CliError(f"--select {args.select!r}: {' '.join(str(exc).split())}; e.g. "
+                       "--select group:research") from None
+    if not keys:
+        raise CliError(f"--select {args.select!r} matches no asset; e.g. --select "
+                       "group:research")
+    instance = _dagster_instance()
+    if not instance.has_dynamic_partition(SESSIONS, args.session):
+        instance.add_dynamic_partitions(SESSIONS, [args.session])
+    job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(keys))
+    run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    res = job.execute_in_process(instance=instance, partition_key=args.session,
+                                 run_config=run_config, raise_on_error=False)
+    if not res.success:
+        _report_failure(res, args.session, "materialize")
+        return EXIT_FAILED
+    done = sorted(ev.asset_key.to_user_string() for ev in res.all_events
+                  if ev.event_type_value == "ASSET_MATERIALIZATION" and ev.asset_key)
+    print(f"materialized {', '.join(done) or 'nothing'} (run {res.run_id})")
+    store = _open_store(read_only=True)
+    try:
+        rep = store.row(q("report_latest"), {"session_id": args.session})
+    finally:
+        store.close()
+    if "report" in done and rep:
+        print(f"report {rep['path']}")
+    print(f"session {args.session}")
+    return 0
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     from mole_dag.budget import Ledger
     from mole_dag.budget.ledger import owner_alive, owner_tag
@@ -481,18 +549,18 @@ def cmd_crossings(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_failure(result: Any, sid: str) -> None:
+def _report_failure(result: Any, sid: str, command: str = "research") -> None:
     for ev in result.all_events:
         if ev.event_type_value == "ASSET_CHECK_EVALUATION":
             data = ev.asset_check_evaluation_data
             if not data.passed:
                 why = data.description or ""
-                print(escape_controls(f"mole research: check {data.check_name} failed"
+                print(escape_controls(f"mole {command}: check {data.check_name} failed"
                                       f"{': ' + why if why else ''}"), file=sys.stderr)
         if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
             err = ev.step_failure_data.error
             cause = err.cause or err
-            print(escape_controls(f"mole research: step {ev.step_key} failed: "
+            print(escape_controls(f"mole {command}: step {ev.step_key} failed: "
                                   f"{cause.message.strip()}"), file=sys.stderr)
     print(f"session {sid}", file=sys.stderr)
 
