@@ -8,9 +8,9 @@ import dagster as dg
 from assets.jobs import research_report, research_round
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
-from mole_dag.llm.registry import skills_for
 from mole_dag.resources import StoreResource
 from mole_dag.session import next_step
+from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, StoreError, q
 
 ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,

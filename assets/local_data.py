@@ -4,7 +4,7 @@ over it become claims before the verifier runs. A no-op for sessions without dat
 import dagster as dg
 
 from assets.partitions import sessions_partitions
-from mole_dag.compute.findings import STAGE, analyse_local_data
+from mole_dag.local_data.findings import STAGE, analyse_local_data
 from mole_dag.resources import BudgetResource, StoreResource, make_run
 from mole_dag.stage_metadata import stage_spend
 

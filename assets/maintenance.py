@@ -5,9 +5,9 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from mole_dag.llm.registry import skills_for
 from mole_dag.resources import StoreResource
 from mole_dag.session import parse_budget
+from mole_dag.skillsets import skills_for
 from mole_dag.stage_metadata import grounding_metadata
 from mole_dag.verifier.reground import reground
 

@@ -6,12 +6,12 @@ import dagster as dg
 
 from assets.local_data import local_findings
 from assets.partitions import sessions_partitions
-from mole_dag.actors.mine import STAGE as MINE_STAGE
-from mole_dag.actors.mine import mine_claims
 from mole_dag.context import Run
 from mole_dag.executor import execute_leads
 from mole_dag.executor.run import STAGE as EXEC_STAGE
 from mole_dag.launch import LaunchError
+from mole_dag.mining.mine import STAGE as MINE_STAGE
+from mole_dag.mining.mine import mine_claims
 from mole_dag.output.finish import finish_session
 from mole_dag.output.report import STAGE as REPORT_STAGE
 from mole_dag.planner import plan_round

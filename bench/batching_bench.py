@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mole_dag.core import Unit  # noqa: E402
-from mole_dag.llm.registry import skills_for  # noqa: E402
+from mole_dag.skillsets import skills_for  # noqa: E402
 from mole_dag.verifier.judge import judge_pairs  # noqa: E402
 from mole_dag.verifier.retriever import ClaimText, candidate_pairs  # noqa: E402
 from tests.model_server import ModelServer, SimulatedModel  # noqa: E402
@@ -30,9 +30,10 @@ from tests.model_server import ModelServer, SimulatedModel  # noqa: E402
 
 def demo_pairs(limit: int) -> tuple[list, dict[str, str]]:
     from mole_dag.actors.local import LocalCorpus
-    from mole_dag.llm.chunk import chunk_text
-    from mole_dag.llm.extractive import mine_sentences, plan_questions
-    from mole_dag.llm.skills import MineRequest
+    from mole_dag.chunk import chunk_text
+    from mole_dag.mining.extractive import mine_sentences
+    from mole_dag.planner.extractive import plan_questions
+    from mole_dag.skills.protocol import MineRequest
 
     question = "What are the health effects of drinking coffee?"
     with tempfile.TemporaryDirectory() as d:

@@ -34,12 +34,12 @@ import trafilatura
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mole_dag.actors.extract import from_html  # noqa: E402
-from mole_dag.llm.chunk import chunk_text  # noqa: E402
-from mole_dag.llm.extractive import mine_sentences  # noqa: E402
-from mole_dag.llm.skills import MineRequest  # noqa: E402
+from mole_dag.chunk import chunk_text  # noqa: E402
+from mole_dag.mining.extractive import mine_sentences  # noqa: E402
 from mole_dag.mining.furniture import non_claim_reason  # noqa: E402
 from mole_dag.mining.passages import Passages  # noqa: E402
 from mole_dag.mining.relevance import TermStats  # noqa: E402
+from mole_dag.skills.protocol import MineRequest  # noqa: E402
 from mole_dag.text import sentence_spans, stem, terms  # noqa: E402
 
 PAGES = Path(__file__).resolve().parent.parent.parent / "shared" / "web-pages"

@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from survey_data import ROWS, write_survey  # noqa: E402
 
-from mole_dag.compute import boundary, exfil, gate, overlap  # noqa: E402
-from mole_dag.compute.connector import Dataset  # noqa: E402
-from mole_dag.compute.hypothesis import render  # noqa: E402
-from mole_dag.compute.sqlguard import guard  # noqa: E402
-from mole_dag.compute.view import HypothesisChoice  # noqa: E402
+from mole_dag.local_data import boundary, exfil, gate, overlap  # noqa: E402
+from mole_dag.local_data.connector import Dataset  # noqa: E402
+from mole_dag.local_data.hypothesis import render  # noqa: E402
+from mole_dag.local_data.sqlguard import guard  # noqa: E402
+from mole_dag.skills.view import HypothesisChoice  # noqa: E402
 
 RUNS = 7
 HISTORY = 200  # earlier row sets in the session: a long session (40 answers of ~5 figures)

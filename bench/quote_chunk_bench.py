@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from mole_dag.actors.extract import from_html, from_plain  # noqa: E402
 from mole_dag.actors.quote import CollapsedText, find_quote  # noqa: E402
-from mole_dag.llm.chunk import chunk_text  # noqa: E402
+from mole_dag.chunk import chunk_text  # noqa: E402
 
 CJK = (
     "绿茶含有儿茶素和咖啡因。一项针对老年人的大型队列研究发现，经常饮用绿茶的人中风风险较低。"

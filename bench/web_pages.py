@@ -28,8 +28,8 @@ from mole_dag.actors.fetch.ratelimit import DomainLimiter  # noqa: E402
 from mole_dag.actors.fetch.robots import RobotsCache  # noqa: E402
 from mole_dag.actors.quote import CollapsedText  # noqa: E402
 from mole_dag.actors.web import page_document  # noqa: E402
+from mole_dag.chunk import chunk_text  # noqa: E402
 from mole_dag.core import Document  # noqa: E402
-from mole_dag.llm.chunk import chunk_text  # noqa: E402
 from mole_dag.paths import PROJECT_ROOT  # noqa: E402
 from tests.fakeweb import FakeWeb  # noqa: E402
 

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from mole_dag.output.sanitize import escape_controls
 from mole_dag.paths import dagster_home, default_store_path
+from mole_dag.sanitize import escape_controls
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -263,8 +263,8 @@ def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool
     """Run rounds while there is work and budget, then the report, as Dagster runs. Shared by
     `research` and `resume`. The session is owned by this process while it runs (so recovery
     in another process can tell it is alive), and a signal stops it as `interrupted`."""
-    from mole_dag.budget.ledger import owner_tag
     from mole_dag.store import q, utcnow
+    from mole_dag.store.recovery import owner_tag
 
     st = _open_store()
     try:
@@ -445,12 +445,11 @@ def cmd_materialize(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from mole_dag.budget import Ledger
-    from mole_dag.budget.ledger import owner_alive, owner_tag
-    from mole_dag.budget.recovery import recover_store
     from mole_dag.core import SessionStatus, Unit
     from mole_dag.launch import LaunchError, choose_skills
     from mole_dag.session import resume_point
     from mole_dag.store import q, utcnow
+    from mole_dag.store.recovery import owner_alive, owner_tag, recover_store
 
     store = _open_store()
     try:
@@ -521,9 +520,9 @@ def _cassette_and_record(args: argparse.Namespace, provider: str) -> None:
 
 
 def cmd_crossings(args: argparse.Namespace) -> int:
-    from mole_dag.compute.crossings import format_listing, listing
-    from mole_dag.compute.findings import reverify
-    from mole_dag.output.sanitize import strip_controls
+    from mole_dag.local_data.crossings import format_listing, listing
+    from mole_dag.local_data.findings import reverify
+    from mole_dag.sanitize import strip_controls
     from mole_dag.store import q
 
     store = _open_store(read_only=True)

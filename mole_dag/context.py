@@ -9,7 +9,7 @@ from typing import Any
 
 from mole_dag.budget import Ledger
 from mole_dag.core import Unit
-from mole_dag.llm.skills import Skills
+from mole_dag.skills.protocol import Skills
 from mole_dag.store import Store, q
 
 log = logging.getLogger("mole")

@@ -84,6 +84,15 @@ class DeadEndCause(StrEnum):
     UNREADABLE = "unreadable"
 
 
+@dataclass(frozen=True)
+class DeadEnd:
+    """A lead or source that produced nothing, and why."""
+
+    cause: DeadEndCause
+    url: str | None = None
+    detail: str | None = None
+
+
 class SourceClass(StrEnum):
     """How much a publisher's word weighs on its own. Unknown is the default and the weakest,
     so an unrecognised source understates confidence rather than inventing it."""

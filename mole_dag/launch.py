@@ -9,6 +9,7 @@ refuse the same input in the same words, and none writes anything for it."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,8 +17,16 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from mole_dag.actors.search_settings import SearchSettings
+from mole_dag.actors.search_settings import (
+    SearchSettings,
+    SettingsError,
+    availability,
+    read_config,
+    resolve_settings,
+)
 from mole_dag.core import Unit
+
+log = logging.getLogger("mole.launch")
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -42,7 +51,7 @@ class Launch:
     unit: Unit
     total: int
     provider: str
-    skills: Any  # mole_dag.llm.skills.Skills
+    skills: Any  # mole_dag.skills.protocol.Skills
     search: SearchSettings
     actors: tuple[str, ...]
     corpus: Path
@@ -121,7 +130,8 @@ def choose_skills(provider: str, unit: Unit) -> Any:
     from mole_dag.config import ConfigError
     from mole_dag.llm.cassette import CassetteError
     from mole_dag.llm.pricing import PricingError, UnpricedModel
-    from mole_dag.llm.registry import UnknownProvider, skills_for
+    from mole_dag.llm.registry import UnknownProvider
+    from mole_dag.skillsets import skills_for
 
     try:
         skills = skills_for(provider)
@@ -136,7 +146,7 @@ def choose_skills(provider: str, unit: Unit) -> Any:
 def check_data(path: str, note: Callable[[str], None] = _quiet, flag: str = "--") -> str:
     """Open and profile the data; returns the resolved path the session records. `flag` is how
     error messages spell option names ("--" on the command line, "" for a tool argument)."""
-    from mole_dag.compute.connector import DataError, Dataset
+    from mole_dag.local_data.connector import DataError, Dataset
 
     try:
         with Dataset.open(path) as ds:
@@ -144,6 +154,26 @@ def check_data(path: str, note: Callable[[str], None] = _quiet, flag: str = "--"
             return str(ds.path)
     except DataError as exc:
         raise LaunchError(f"{flag}data: {exc}") from None
+
+
+def usable_search(
+    *,
+    search: list[str] | None,
+    searxng_url: str | None,
+    allow_hosts: list[str] | None,
+    note: Callable[[str], None] | None = None,
+) -> tuple[SearchSettings, tuple[str, ...]]:
+    """Flags (or launch config) over the user's config; providers missing a key or URL are
+    skipped with a note. Raises SettingsError when nothing usable is left."""
+    config = read_config()
+    settings = resolve_settings(config, search=search, searxng_url=searxng_url,
+                                allow_hosts=allow_hosts)
+    avail = availability(settings, config)
+    for line in avail.notes:
+        (note or log.warning)(line)
+    if not avail.usable:
+        raise SettingsError("no usable search provider: " + "; ".join(avail.notes))
+    return settings, avail.usable
 
 
 def check_launch(
@@ -167,9 +197,7 @@ def check_launch(
     `before_skills(provider)` runs once the provider is named and before its skills are built
     (the CLI checks --cassette and --record there); it raises LaunchError to refuse."""
     from mole_dag.actors.local import CorpusError, LocalCorpus
-    from mole_dag.actors.search_settings import SettingsError
     from mole_dag.paths import demo_corpus
-    from mole_dag.session import usable_search
 
     question = " ".join(question.split())
     if not question:

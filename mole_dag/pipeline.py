@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mole_dag.actors.mine import MineResult, mine_claims
-from mole_dag.compute.findings import LocalResult, analyse_local_data
 from mole_dag.context import Run
 from mole_dag.executor import ExecResult, execute_leads
+from mole_dag.local_data.findings import LocalResult, analyse_local_data
+from mole_dag.mining.mine import MineResult, mine_claims
 from mole_dag.output.finish import FinishResult, finish_session
 from mole_dag.planner import PlanResult, plan_round
 from mole_dag.session import recover, should_run_another_round

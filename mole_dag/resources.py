@@ -18,8 +18,8 @@ from pydantic import PrivateAttr
 
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
-from mole_dag.llm.registry import skills_for
 from mole_dag.paths import default_store_path
+from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, q
 
 progress_log = logging.getLogger("mole.progress")

@@ -10,10 +10,6 @@ from dataclasses import dataclass
 
 from mole_dag.actors.search_settings import (
     SearchSettings,
-    SettingsError,
-    availability,
-    read_config,
-    resolve_settings,
     save_for_session,
 )
 from mole_dag.budget import Balance, Ledger
@@ -60,7 +56,7 @@ def create_session(
     data: str | None = None,
 ) -> Balance:
     """`data`: a CSV file or folder for the local-data boundary, recorded with the session in
-    the same transaction (validate it first: mole_dag.compute.connector.Dataset.open)."""
+    the same transaction (validate it first: mole_dag.local_data.connector.Dataset.open)."""
     if search is not None:
         # Written first, under the id the session will have: a crash in between leaves an
         # orphan settings row (harmless), never a web session without its allow-list.
@@ -154,37 +150,6 @@ def ensure_session(
     store.transact(lambda cur: cur.execute(q("session_driver_set"),
                                            {"driver": "dagster", "session_id": bal.session_id}))
     return bal
-
-
-def begin_reporting(run: Run) -> int:
-    """Hand the escrow to the report stage (once) and put the session in `reporting`. Also the
-    way back in for a finished session whose graph is materialised again."""
-    released = run.ledger.release_escrow(run.session_id)
-    if run.session()["status"] == SessionStatus.DONE:
-        now = utcnow()
-        run.store.transact(lambda cur: cur.execute(q("session_set_status"), {
-            "status": str(SessionStatus.REPORTING), "now": now, "session_id": run.session_id}))
-    return released
-
-
-def usable_search(
-    *,
-    search: list[str] | None,
-    searxng_url: str | None,
-    allow_hosts: list[str] | None,
-    note: Callable[[str], None] | None = None,
-) -> tuple[SearchSettings, tuple[str, ...]]:
-    """Flags (or launch config) over the user's config; providers missing a key or URL are
-    skipped with a note. Raises SettingsError when nothing usable is left."""
-    config = read_config()
-    settings = resolve_settings(config, search=search, searxng_url=searxng_url,
-                                allow_hosts=allow_hosts)
-    avail = availability(settings, config)
-    for line in avail.notes:
-        (note or log.warning)(line)
-    if not avail.usable:
-        raise SettingsError("no usable search provider: " + "; ".join(avail.notes))
-    return settings, avail.usable
 
 
 def resume_point(run: Run) -> str:

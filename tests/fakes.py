@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from mole_dag.budget import Usage
 from mole_dag.core import Unit
-from mole_dag.llm.extractive import ExtractiveSkills
-from mole_dag.llm.skills import GroundRequest, GroundVerdict, Metered, Verdict
+from mole_dag.skills.protocol import GroundRequest, GroundVerdict, Metered, Verdict
+from mole_dag.skillsets.extractive import ExtractiveSkills
 
 JudgeFn = Callable[[str, str, int], str]  # (a, b, call number) -> relation
 

@@ -18,9 +18,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mole_dag.llm import prompts
-from mole_dag.llm.extractive import judge_pair, mine_sentences, plan_questions, topic_of
-from mole_dag.llm.skills import MineRequest
+from mole_dag.mining.extractive import mine_sentences
+from mole_dag.mining.prompts import MINE_SYSTEM
+from mole_dag.output.prompts import WRITE_SYSTEM
+from mole_dag.planner.extractive import plan_questions, topic_of
+from mole_dag.planner.prompts import PLAN_SYSTEM
+from mole_dag.skills.protocol import MineRequest
+from mole_dag.verifier.extractive import judge_pair
+from mole_dag.verifier.prompts import GROUND_SYSTEM, JUDGE_SYSTEM
 
 
 @dataclass
@@ -60,9 +65,9 @@ class Received:
 
     @property
     def skill(self) -> str:
-        return {prompts.PLAN_SYSTEM: "plan", prompts.MINE_SYSTEM: "mine",
-                prompts.JUDGE_SYSTEM: "judge", prompts.WRITE_SYSTEM: "write",
-                prompts.GROUND_SYSTEM: "ground"}.get(self.system, "?")
+        return {PLAN_SYSTEM: "plan", MINE_SYSTEM: "mine",
+                JUDGE_SYSTEM: "judge", WRITE_SYSTEM: "write",
+                GROUND_SYSTEM: "ground"}.get(self.system, "?")
 
 
 Responder = Callable[[Received], Reply]

@@ -11,7 +11,6 @@ import pytest
 from mole_dag.budget import Usage
 from mole_dag.core import Unit
 from mole_dag.llm.anthropic_provider import AnthropicProvider
-from mole_dag.llm.model_skills import ModelSkills
 from mole_dag.llm.pricing import PriceTable
 from mole_dag.llm.provider import (
     Call,
@@ -24,7 +23,8 @@ from mole_dag.llm.provider import (
     utf8_token_bound,
 )
 from mole_dag.llm.retry import RetryPolicy
-from mole_dag.llm.skills import MineRequest
+from mole_dag.skills.protocol import MineRequest
+from mole_dag.skillsets.model import ModelSkills
 from tests.model_server import ModelServer, Reply, claude_error, claude_message, scripted
 
 KEY = "sk-ant-test-0123456789"
@@ -214,7 +214,7 @@ def test_estimate_is_the_bound_of_the_request_actually_sent() -> None:
     # Input bound: at least one token per byte of what was sent, plus the template allowance;
     # output bound: exactly the max_tokens the request carried.
     assert estimate >= text_bytes + sent["max_tokens"]
-    from mole_dag.llm.prompts import mine_call
+    from mole_dag.mining.prompts import mine_call
 
     assert estimate == utf8_token_bound(mine_call(req)) + sent["max_tokens"]
 
@@ -232,7 +232,7 @@ def test_base_url_and_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_ground_skill_through_the_sdk() -> None:
-    from mole_dag.llm.skills import GroundRequest
+    from mole_dag.skills.protocol import GroundRequest
 
     reply = claude_message('{"verdict": "unsupported", "rationale": "the page says 2019"}',
                            input_tokens=400, output_tokens=20)

@@ -1,4 +1,4 @@
-"""Tests for mole_dag.llm.chunk: chunks tile the text byte for byte and cut at good boundaries."""
+"""Tests for mole_dag.chunk: chunks tile the text byte for byte and cut at good boundaries."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mole_dag.llm.chunk import DEFAULT_MAX_BYTES, MIN_FRACTION, chunk_bytes, chunk_text
+from mole_dag.chunk import DEFAULT_MAX_BYTES, MIN_FRACTION, chunk_bytes, chunk_text
 
 # Pieces that stress the boundary logic: CJK (3-byte), emoji (4-byte, ZWJ sequences, skin-tone
 # modifiers), combining marks, CRLF, blank lines, sentence ends, long runs without spaces.

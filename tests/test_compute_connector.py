@@ -11,9 +11,9 @@ import duckdb
 import pytest
 from survey_data import ROWS, row_level_markers, survey_csv  # noqa: F401 - fixture
 
-from mole_dag.compute import boundary, hypothesis
-from mole_dag.compute.connector import FLOOR, DataError, Dataset, _duckdb_csv_error
-from mole_dag.compute.view import BINARY, GROUP, MEASURE
+from mole_dag.local_data import boundary, hypothesis
+from mole_dag.local_data.connector import FLOOR, DataError, Dataset, _duckdb_csv_error
+from mole_dag.skills.view import BINARY, GROUP, MEASURE
 
 
 @pytest.fixture(scope="module")

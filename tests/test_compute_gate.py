@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from survey_data import no_fold, survey_csv  # noqa: F401 - fixture
 
-from mole_dag.compute import boundary, exfil, gate
-from mole_dag.compute.connector import FLOOR, Dataset
-from mole_dag.compute.refusal import Reason, Refused, Stage
-from mole_dag.compute.sqlguard import guard
-from mole_dag.compute.stats import holm
-from mole_dag.compute.view import HypothesisChoice
+from mole_dag.local_data import boundary, exfil, gate
+from mole_dag.local_data.connector import FLOOR, Dataset
+from mole_dag.local_data.refusal import Reason, Refused, Stage
+from mole_dag.local_data.sqlguard import guard
+from mole_dag.local_data.stats import holm
+from mole_dag.skills.view import HypothesisChoice
 
 
 @pytest.fixture(scope="module")

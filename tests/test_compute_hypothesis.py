@@ -10,14 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from survey_data import survey_csv  # noqa: F401 - fixture
 
-from mole_dag.compute import boundary, hypothesis
-from mole_dag.compute.choose_extractive import choose_hypotheses
-from mole_dag.compute.connector import Dataset
-from mole_dag.compute.refusal import Reason, Refused, Stage
-from mole_dag.compute.sqlguard import guard
-from mole_dag.compute.view import HypothesisChoice
 from mole_dag.core import Unit
-from mole_dag.llm.extractive import ExtractiveSkills
+from mole_dag.local_data import boundary, hypothesis
+from mole_dag.local_data.choose_extractive import choose_hypotheses
+from mole_dag.local_data.connector import Dataset
+from mole_dag.local_data.refusal import Reason, Refused, Stage
+from mole_dag.local_data.sqlguard import guard
+from mole_dag.skills.view import HypothesisChoice
+from mole_dag.skillsets.extractive import ExtractiveSkills
 
 
 @pytest.fixture(scope="module")

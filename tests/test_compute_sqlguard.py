@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from sqlglot import exp
 from survey_data import survey_csv  # noqa: F401 - fixture
 
-from mole_dag.compute import gate
-from mole_dag.compute.connector import FLOOR, Dataset
-from mole_dag.compute.refusal import Reason, Refused, Stage
-from mole_dag.compute.sqlguard import guard
+from mole_dag.local_data import gate
+from mole_dag.local_data.connector import FLOOR, Dataset
+from mole_dag.local_data.refusal import Reason, Refused, Stage
+from mole_dag.local_data.sqlguard import guard
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mole_dag.compute import boundary
-from mole_dag.compute.connector import Dataset
-from mole_dag.compute.statements import MAX_CLAIM_CHARS, label, statements
-from mole_dag.compute.view import HypothesisChoice
+from mole_dag.local_data import boundary
+from mole_dag.local_data.connector import Dataset
+from mole_dag.local_data.statements import MAX_CLAIM_CHARS, label, statements
 from mole_dag.output.citations import cited_numbers
+from mole_dag.skills.view import HypothesisChoice
 
 
 def test_hostile_labels_cannot_forge_citations_or_controls(tmp_path: Path) -> None:

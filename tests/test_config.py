@@ -11,7 +11,8 @@ import pytest
 
 from mole_dag.config import ConfigError, config_path, load_config
 from mole_dag.llm.provider import Tier
-from mole_dag.llm.registry import MissingKey, UnknownProvider, default_provider, skills_for
+from mole_dag.llm.registry import MissingKey, UnknownProvider, default_provider
+from mole_dag.skillsets import skills_for
 
 
 def _write(path: Path, data: object, mode: int = 0o600) -> Path:

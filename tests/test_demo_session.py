@@ -15,11 +15,11 @@ from mole_dag.context import Run
 from mole_dag.core import Unit
 from mole_dag.evals.checks import citation_validity
 from mole_dag.evals.scorecard import scorecard
-from mole_dag.llm.extractive import ExtractiveSkills
 from mole_dag.output.finish import FinishResult
 from mole_dag.paths import PROJECT_ROOT, demo_corpus
 from mole_dag.pipeline import run_session
 from mole_dag.session import create_session
+from mole_dag.skillsets.extractive import ExtractiveSkills
 from mole_dag.store import Store
 
 # Write transactions one demo session may commit, from its creation to its report (issue 12:

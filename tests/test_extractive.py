@@ -10,27 +10,19 @@ from hypothesis import strategies as st
 
 from mole_dag.actors.quote import MIN_QUOTE_CHARS, find_quote
 from mole_dag.core import ClaimDraft, Unit
-from mole_dag.llm.extractive import (
-    MADE_WITHOUT_MODEL,
-    MAX_CLAIMS_PER_CHUNK,
-    MIN_WORDS,
-    ExtractiveSkills,
-    is_broad,
-    is_wide,
-    judge_pair,
-    mine_sentences,
-    plan_questions,
-    topic_of,
-    write_body,
-)
-from mole_dag.llm.skills import (
+from mole_dag.mining.extractive import MAX_CLAIMS_PER_CHUNK, MIN_WORDS, mine_sentences
+from mole_dag.mining.relevance import TermStats, is_broad
+from mole_dag.output.extractive import MADE_WITHOUT_MODEL, write_body
+from mole_dag.planner.extractive import is_wide, plan_questions, topic_of
+from mole_dag.skills.protocol import (
     Digest,
     FindingForWriter,
     MineRequest,
     PlannedQuestion,
     WriteRequest,
 )
-from mole_dag.mining.relevance import TermStats
+from mole_dag.skillsets.extractive import ExtractiveSkills
+from mole_dag.verifier.extractive import judge_pair
 
 # --- judge -------------------------------------------------------------------------------------
 

@@ -14,15 +14,15 @@ import pytest
 from mole_dag.actors import web_registry
 from mole_dag.actors.fetch import FetchLimits
 from mole_dag.actors.fetch.robots import shared_robots
-from mole_dag.actors.mine import mine_claims
 from mole_dag.actors.search_settings import SearchSettings
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit, stable_id
 from mole_dag.executor import execute_leads
-from mole_dag.llm.extractive import ExtractiveSkills
+from mole_dag.mining.mine import mine_claims
 from mole_dag.planner import plan_round
 from mole_dag.session import create_session
+from mole_dag.skillsets.extractive import ExtractiveSkills
 from mole_dag.store import Store, utcnow
 from tests.fakeweb import FakeWeb, Route, Seen, page
 

@@ -8,9 +8,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mole_dag.llm import prompts
 from mole_dag.llm.jsonout import parse_items
-from mole_dag.llm.skills import Digest
+from mole_dag.mining.prompts import parse_mine
+from mole_dag.planner.prompts import LATER_ROUND_SUB_QUESTIONS, parse_plan, plan_call
+from mole_dag.skills.prompting import MAX_CLAIM_CHARS
+from mole_dag.skills.protocol import Digest
+from mole_dag.verifier.prompts import (
+    GROUND_SYSTEM,
+    MAX_PASSAGE_CHARS,
+    ground_call,
+    parse_ground,
+    parse_judge,
+)
 
 _claim = st.fixed_dictionaries({
     "text": st.text(max_size=40),
@@ -73,8 +82,8 @@ def test_parse_mine_caps_text_and_uses_quote_when_text_missing() -> None:
         {"text": "no quote at all"},
         {"text": 42, "quote": None},
     ]})
-    drafts = prompts.parse_mine(text)
-    assert len(drafts[0].text) == prompts.MAX_CLAIM_CHARS
+    drafts = parse_mine(text)
+    assert len(drafts[0].text) == MAX_CLAIM_CHARS
     assert drafts[1].text == "only a quote given by the model here"
     assert drafts[2].quote == ""  # kept, so the miner counts it as discarded for no quote
     assert len(drafts) == 3
@@ -90,7 +99,7 @@ def test_parse_judge_keeps_valid_first_indices() -> None:
         {"relation": "neither"},
         {"index": 2},
     ]})
-    got = prompts.parse_judge(text, 3)
+    got = parse_judge(text, 3)
     assert [(v.index, v.relation) for v in got] == [(0, "contradicts"), (1, "supports")]
 
 
@@ -105,10 +114,10 @@ def test_parse_plan_dedupes_caps_and_defaults_query() -> None:
         {"text": "Third?", "query": "third"},
         {"text": "Fourth?", "query": "fourth"},
     ]})
-    got = prompts.parse_plan(text, digest)
+    got = parse_plan(text, digest)
     assert [(p.text, p.query) for p in got] == [
         ("New one?", "New one?"), ("Second?", "second"), ("Third?", "third")]
-    assert len(got) == prompts.LATER_ROUND_SUB_QUESTIONS
+    assert len(got) == LATER_ROUND_SUB_QUESTIONS
 
 
 def test_plan_prompt_carries_counts_and_dead_ends_by_sub_question() -> None:
@@ -116,7 +125,7 @@ def test_plan_prompt_carries_counts_and_dead_ends_by_sub_question() -> None:
                     dead_ends=(("no_results", 2),), contradictions=1, budget_left=12_345,
                     unit="usd_micros",
                     dead_ends_by_sub_question=(("Tea and sleep?", "no_results", 2),))
-    user = prompts.plan_call(digest).messages[0].content
+    user = plan_call(digest).messages[0].content
     assert "- Tea and sleep? (0 claims)" in user
     assert "- no_results: 2" in user
     assert "- Tea and sleep?: no_results x2" in user
@@ -133,15 +142,15 @@ def test_plan_prompt_carries_counts_and_dead_ends_by_sub_question() -> None:
     ("", "undecided"),
 ])
 def test_parse_ground(text: str, verdict: str) -> None:
-    assert prompts.parse_ground(text).verdict == verdict
+    assert parse_ground(text).verdict == verdict
 
 
 def test_ground_call_caps_and_fences_the_passage() -> None:
-    from mole_dag.llm.skills import GroundRequest
+    from mole_dag.skills.protocol import GroundRequest
 
-    call = prompts.ground_call(GroundRequest("c" * 5000, "p" * 10_000))
+    call = ground_call(GroundRequest("c" * 5000, "p" * 10_000))
     user = call.messages[0].content
-    assert user.count("c") <= prompts.MAX_CLAIM_CHARS + 1
-    assert "p" * prompts.MAX_PASSAGE_CHARS in user
-    assert "p" * (prompts.MAX_PASSAGE_CHARS + 1) not in user
-    assert "<passage>" in user and call.tier == "cheap" and call.system == prompts.GROUND_SYSTEM
+    assert user.count("c") <= MAX_CLAIM_CHARS + 1
+    assert "p" * MAX_PASSAGE_CHARS in user
+    assert "p" * (MAX_PASSAGE_CHARS + 1) not in user
+    assert "<passage>" in user and call.tier == "cheap" and call.system == GROUND_SYSTEM

@@ -10,8 +10,9 @@ import pytest
 from mole_dag.core import Unit
 from mole_dag.llm.pricing import UnpricedModel
 from mole_dag.llm.provider import Tier
-from mole_dag.llm.registry import DEFAULT_TIERS, skills_for
-from mole_dag.llm.skills import Digest
+from mole_dag.llm.registry import DEFAULT_TIERS
+from mole_dag.skills.protocol import Digest
+from mole_dag.skillsets import skills_for
 from tests.model_server import ModelServer, Reply, claude_message, scripted
 
 

@@ -12,16 +12,16 @@ import pytest
 from survey_data import no_fold, row_level_markers, survey_csv  # noqa: F401 - fixture
 
 from mole_dag.budget import Ledger
-from mole_dag.compute import gate
-from mole_dag.compute.crossings import format_listing, gated_query, listing
-from mole_dag.compute.findings import analyse_local_data
-from mole_dag.compute.report_section import local_data_section
-from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.context import Run
 from mole_dag.core import Unit
-from mole_dag.llm.extractive import ExtractiveSkills
-from mole_dag.llm.skills import Metered
+from mole_dag.local_data import gate
+from mole_dag.local_data.crossings import format_listing, gated_query, listing
+from mole_dag.local_data.findings import analyse_local_data
+from mole_dag.output.local_data_section import local_data_section
 from mole_dag.session import create_session
+from mole_dag.skills.protocol import Metered
+from mole_dag.skills.view import HypothesisChoice, ProfileView
+from mole_dag.skillsets.extractive import ExtractiveSkills
 from mole_dag.store import Store
 
 SQL_IN_A_NAME = "region\" FROM data; SELECT * FROM read_csv('/etc/passwd') --"

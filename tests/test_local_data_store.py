@@ -13,15 +13,15 @@ from survey_data import survey_csv  # noqa: F401 - fixture
 
 from mole_dag.actors.quote import find_quote
 from mole_dag.budget import Ledger
-from mole_dag.compute.crossings import listing
-from mole_dag.compute.findings import analyse_local_data, reverify
-from mole_dag.compute.refusal import Reason, Stage
-from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.context import Run
 from mole_dag.core import Unit
-from mole_dag.llm.extractive import ExtractiveSkills
-from mole_dag.llm.skills import Metered
+from mole_dag.local_data.crossings import listing
+from mole_dag.local_data.findings import analyse_local_data, reverify
+from mole_dag.local_data.refusal import Reason, Stage
 from mole_dag.session import create_session
+from mole_dag.skills.protocol import Metered
+from mole_dag.skills.view import HypothesisChoice, ProfileView
+from mole_dag.skillsets.extractive import ExtractiveSkills
 from mole_dag.store import Store, utcnow
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from mole_dag.compute.crossings import format_listing, gated_query, listing
-from mole_dag.compute.refusal import Reason, Stage
 from mole_dag.core import Unit
+from mole_dag.local_data.crossings import format_listing, gated_query, listing
+from mole_dag.local_data.refusal import Reason, Stage
 from mole_dag.session import create_session
 from mole_dag.store import Store
 
@@ -188,7 +188,7 @@ def test_ordinary_questions_pass(store: Store, sid: str) -> None:
 
 def test_a_column_named_rowid_is_refused_at_attach(tmp_path: Path) -> None:
     """The row sets name rows by DuckDB's rowid; a column of that name would hide it."""
-    from mole_dag.compute.connector import DataError, Dataset
+    from mole_dag.local_data.connector import DataError, Dataset
 
     p = tmp_path / "r.csv"
     p.write_text("rowid,x\n" + "".join(f"{i % 3},{i}\n" for i in range(10)), "utf-8")
@@ -198,7 +198,7 @@ def test_a_column_named_rowid_is_refused_at_attach(tmp_path: Path) -> None:
 
 def test_a_trimmed_answer_reverifies_against_the_history_before_it(store: Store,
                                                                    sid: str) -> None:
-    from mole_dag.compute.findings import reverify
+    from mole_dag.local_data.findings import reverify
 
     gated_query(store, sid, Q36 + " AND NOT (income = 1 AND educ = 3)")  # 25 rows
     # age = 36 is those 25 and the target: that group is suppressed, the other one leaves.

@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from mole_dag.actors.mine import mine_claims
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
 from mole_dag.executor import execute_leads
 from mole_dag.llm.pricing import UnpricedModel
 from mole_dag.llm.provider import EmptyOutput, ProviderUnavailable
-from mole_dag.llm.registry import skills_for
 from mole_dag.llm.retry import RetryPolicy
-from mole_dag.llm.skills import Digest
+from mole_dag.mining.mine import mine_claims
 from mole_dag.output.report import write_report
 from mole_dag.planner import plan_round
+from mole_dag.skills.protocol import Digest
+from mole_dag.skillsets import skills_for
 from mole_dag.store import Store
 from mole_dag.verifier.confidence import score_session
 from mole_dag.verifier.graph import build_edges
@@ -167,7 +167,7 @@ def test_unpriced_model_in_usd_is_refused_before_any_request(store: Store,
             "api_key": "k", "base_url": server.url, "models": {"cheap": "claude-next-unpriced"}}})
         with pytest.raises(UnpricedModel):
             skills.check_priced(Unit.USD_MICROS)
-        from mole_dag.llm.skills import MineRequest
+        from mole_dag.skills.protocol import MineRequest
 
         req = MineRequest("q", "s", "chunk text")
         with pytest.raises(UnpricedModel):

@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 from survey_data import row_level_markers, survey_csv  # noqa: F401 - fixture
 
-from mole_dag.compute.connector import Dataset
-from mole_dag.compute.hypothesis import CATALOGUE, resolve
-from mole_dag.compute.refusal import Reason, Refused
-from mole_dag.compute.view import HypothesisChoice
 from mole_dag.core import Unit
-from mole_dag.llm.prompts import parse_hypotheses
 from mole_dag.llm.provider import Tier
-from mole_dag.llm.registry import DEFAULT_TIERS, skills_for
+from mole_dag.llm.registry import DEFAULT_TIERS
+from mole_dag.local_data.connector import Dataset
+from mole_dag.local_data.hypothesis import CATALOGUE, resolve
+from mole_dag.local_data.prompts import parse_hypotheses
+from mole_dag.local_data.refusal import Reason, Refused
+from mole_dag.skills.view import HypothesisChoice
+from mole_dag.skillsets import skills_for
 from tests.model_server import ModelServer, Reply, claude_message, scripted
 
 STRONG = DEFAULT_TIERS["anthropic"][Tier.STRONG]
@@ -60,7 +61,7 @@ def test_model_chooses_from_the_profile_only(survey_csv: Path) -> None:  # noqa:
 
 
 def test_parse_salvages_truncated_answers() -> None:
-    from mole_dag.compute.view import ProfileView
+    from mole_dag.skills.view import ProfileView
     view = ProfileView("q", "f.csv", 10, (), CATALOGUE, 3)
     text = ('{"choices": [{"template": "count_by_group", "columns": {"group": "region"}}, '
             '{"template": "mean_by_group", "columns": {"group": "reg')

@@ -10,7 +10,6 @@ import pytest
 
 from mole_dag.budget import Usage
 from mole_dag.core import Unit
-from mole_dag.llm.model_skills import ModelSkills
 from mole_dag.llm.openai_compat import OpenAICompatProvider
 from mole_dag.llm.pricing import PriceTable
 from mole_dag.llm.provider import (
@@ -22,7 +21,8 @@ from mole_dag.llm.provider import (
     Tier,
 )
 from mole_dag.llm.retry import RetryPolicy
-from mole_dag.llm.skills import MineRequest
+from mole_dag.skills.protocol import MineRequest
+from mole_dag.skillsets.model import ModelSkills
 from tests.model_server import ModelServer, Reply, chat_completion, scripted
 
 KEY = "sk-openai-test-9876543210"

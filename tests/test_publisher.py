@@ -1,4 +1,4 @@
-"""Tests for mole_dag.verifier.publisher and mole_dag.verifier.source_class."""
+"""Tests for mole_dag.publisher and mole_dag.verifier.source_class."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
+from mole_dag import publisher as publisher_mod
 from mole_dag.core import SourceClass
-from mole_dag.verifier import publisher as publisher_mod
-from mole_dag.verifier.publisher import (
+from mole_dag.publisher import (
     _extractor,
     host_of,
     paper_key,

@@ -16,7 +16,7 @@ from mole_dag.actors.quote import (
     collapse,
     find_quote,
 )
-from mole_dag.llm.chunk import chunk_text
+from mole_dag.chunk import chunk_text
 
 _WS = [" ", "  ", "\t", "\n", "\r\n", "\n\n", "\u00a0", "\u3000", "\u2009", " \t\n "]
 _WORDS = [

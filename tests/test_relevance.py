@@ -11,8 +11,7 @@ import pytest
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
-from mole_dag.llm.extractive import ExtractiveSkills, mine_sentences
-from mole_dag.llm.skills import MineRequest
+from mole_dag.mining.extractive import mine_sentences
 from mole_dag.mining.passages import Passages
 from mole_dag.mining.relevance import (
     AnswerType,
@@ -26,6 +25,8 @@ from mole_dag.mining.relevance import (
 from mole_dag.output.trace import render_trace
 from mole_dag.pipeline import run_session
 from mole_dag.session import create_session
+from mole_dag.skills.protocol import MineRequest
+from mole_dag.skillsets.extractive import ExtractiveSkills
 from mole_dag.store import Store
 
 # A page where the answer is worded apart from the question: the sentence that names the topic

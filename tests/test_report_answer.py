@@ -14,10 +14,7 @@ import pytest
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
-from mole_dag.llm.extractive import ExtractiveSkills
-from mole_dag.llm.registry import skills_for
 from mole_dag.llm.retry import RetryPolicy
-from mole_dag.llm.skills import BoundSentence, WriteRequest, WrittenAnswer
 from mole_dag.output.binding import Dropped, bind
 from mole_dag.output.citations import cited_numbers
 from mole_dag.output.html import render_html
@@ -31,6 +28,9 @@ from mole_dag.output.report import (
 )
 from mole_dag.pipeline import run_round
 from mole_dag.session import create_session, should_run_another_round
+from mole_dag.skills.protocol import BoundSentence, WriteRequest, WrittenAnswer
+from mole_dag.skillsets import skills_for
+from mole_dag.skillsets.extractive import ExtractiveSkills
 from mole_dag.store import Store, utcnow
 from tests.fakes import ScriptedSkills
 from tests.model_server import ModelServer, Received, Reply, SimulatedModel, claude_message

@@ -1,5 +1,5 @@
 """Tests for mole_dag.output.citations (mechanical citation check) and
-mole_dag.output.sanitize (terminal/bidi control stripping)."""
+mole_dag.sanitize (terminal/bidi control stripping)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mole_dag.output.citations import CitationCheck, check_body, cited_numbers
-from mole_dag.output.sanitize import one_line, strip_controls
+from mole_dag.sanitize import one_line, strip_controls
 
 # --- citations ---------------------------------------------------------------------------------
 

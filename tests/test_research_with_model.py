@@ -16,9 +16,9 @@ from mole_dag.budget import Ledger, Usage
 from mole_dag.context import Run
 from mole_dag.core import Unit
 from mole_dag.llm.pricing import PriceTable
-from mole_dag.llm.registry import skills_for
 from mole_dag.output.citations import cited_numbers
 from mole_dag.pipeline import run_session
+from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, q
 from tests.model_server import ModelServer, Reply, SimulatedModel, claude_message
 from tests.report_reader import read, section
@@ -197,7 +197,7 @@ def test_stale_cassette_fails_loudly(mini_corpus: Path, tmp_path: Path,
     with ModelServer(SimulatedModel()) as server:
         monkeypatch.setenv("MOLE_RECORD", str(tape))
         skills = skills_for("anthropic", _config(server))
-        from mole_dag.llm.skills import Digest
+        from mole_dag.skills.protocol import Digest
 
         skills.plan(Digest(question="one question", round=1), Unit.TOKENS)
         monkeypatch.delenv("MOLE_RECORD")
@@ -225,8 +225,8 @@ def test_estimate_too_low_is_recorded_as_overrun(store: Store, mini_corpus: Path
             return Reply(200, claude_message(plan, input_tokens=100, output_tokens=20))
         return Reply(200, huge)
 
-    from mole_dag.actors.mine import mine_claims
     from mole_dag.executor import execute_leads
+    from mole_dag.mining.mine import mine_claims
     from mole_dag.planner import plan_round
 
     with ModelServer(respond) as server:

@@ -23,7 +23,8 @@ from mole_dag.actors.search_settings import (
 )
 from mole_dag.actors.web import WebActor
 from mole_dag.core import Unit
-from mole_dag.session import create_session, usable_search
+from mole_dag.launch import usable_search
+from mole_dag.session import create_session
 from mole_dag.store import Store
 
 

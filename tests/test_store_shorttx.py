@@ -17,10 +17,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from mole_dag.budget import Ledger, recovery
+from mole_dag.budget import Ledger
 from mole_dag.cli import main
 from mole_dag.core import Role, Unit
-from mole_dag.store import Store, StoreError, db, migrate, models
+from mole_dag.store import Store, StoreError, db, migrate, models, recovery
 from tests import slowweb
 
 

@@ -12,9 +12,9 @@ from fakes import ScriptedSkills
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, SourceClass, Unit
-from mole_dag.llm.extractive import ExtractiveSkills
 from mole_dag.pipeline import run_round
 from mole_dag.session import create_session
+from mole_dag.skillsets.extractive import ExtractiveSkills
 from mole_dag.store import Store
 from mole_dag.verifier.clusters import clusters
 from mole_dag.verifier.confidence import CORROBORATION_CEILING, ClaimNode, derive
@@ -207,8 +207,8 @@ def test_verification_share_caps_judging_and_counts_the_skipped(
     # (20+15) does not.
     skills = ScriptedSkills(judge_fn=lambda a, b, n: "neither", price=10, estimate_margin=5)
     run = _session(tmp_path, mini_corpus, skills, total=100)
-    from mole_dag.actors.mine import mine_claims
     from mole_dag.executor import execute_leads
+    from mole_dag.mining.mine import mine_claims
     from mole_dag.planner import plan_round
     plan_round(run)
     execute_leads(run)

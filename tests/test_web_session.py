@@ -26,11 +26,11 @@ from mole_dag.actors.search_settings import SearchSettings
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
-from mole_dag.llm.extractive import ExtractiveSkills
-from mole_dag.llm.skills import Digest
 from mole_dag.pipeline import run_session
 from mole_dag.planner.plan import build_digest
 from mole_dag.session import create_session
+from mole_dag.skills.protocol import Digest
+from mole_dag.skillsets.extractive import ExtractiveSkills
 from mole_dag.store import Store
 from tests.fakeweb import FakeWeb, Route, Seen, page, repeat
 
@@ -465,7 +465,7 @@ def test_mole_research_with_search_flags_runs_through_dagster(web: FakeWeb,
 def test_grounding_rereads_web_pages_confirmed_vanished_unreachable(
     store: Store, web: FakeWeb
 ) -> None:
-    from mole_dag.session import begin_reporting
+    from mole_dag.output.report import begin_reporting
     from mole_dag.verifier.grounding import ground_session
 
     urls = serve_tea(web)

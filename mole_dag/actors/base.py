@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from mole_dag.core import DeadEndCause, Document
+# DeadEnd lives in core, beside its causes: the store records it and several stages make one.
+from mole_dag.core import DeadEnd, Document
 
 
 @dataclass(frozen=True)
@@ -17,13 +18,6 @@ class Found:
     # The document is a stand-in (URL and title, no text) for a source this session already
     # stored: the executor links the stored copy to the lead and never inserts the stand-in.
     linked: bool = False
-
-
-@dataclass(frozen=True)
-class DeadEnd:
-    cause: DeadEndCause
-    url: str | None = None
-    detail: str | None = None
 
 
 class Actor(Protocol):

@@ -20,7 +20,7 @@ from mole_dag.actors.fetch import Fetched, Fetcher, FetchFailed
 from mole_dag.actors.once import FetchOnce, Outcome, Stored
 from mole_dag.actors.search import Hit, Provider, SearchFailed
 from mole_dag.core import DeadEndCause, Document
-from mole_dag.output.sanitize import one_line, strip_controls
+from mole_dag.sanitize import one_line, strip_controls
 
 log = logging.getLogger("mole.web")
 

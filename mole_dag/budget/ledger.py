@@ -9,9 +9,7 @@ by mistake. `tool_calls` is the source of truth and `verify` proves the balances
 from __future__ import annotations
 
 import logging
-import os
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +22,7 @@ import duckdb
 
 from mole_dag.core import CallStatus, Role, SessionStatus, Unit
 from mole_dag.store import Store, q, utcnow
+from mole_dag.store.recovery import owner_tag, settle_abandoned
 
 log = logging.getLogger("mole.budget")
 T = TypeVar("T")
@@ -82,32 +81,6 @@ class BudgetOverrun(BudgetExhausted):
             message=(f"session {session_id}: {role} refused: a provider already used {overrun} "
                      f"{unit} beyond what its calls were allowed, so no new call is dispatched"),
         )
-
-
-def owner_tag() -> str:
-    """Who holds a reservation or drives a session: 'host:pid'. Read at call time, so a forked
-    worker names itself."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def owner_alive(owner: str | None) -> bool | None:
-    """True/False for an owner on this host; None when it cannot be told (another host, or no
-    owner recorded). A recycled pid reads as alive: the safe side, since the reservation then
-    waits for its expiry instead of being settled under a live caller."""
-    if not owner or ":" not in owner:
-        return None
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return None
-    if int(pid) == os.getpid():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass(frozen=True)
@@ -483,39 +456,9 @@ class Ledger:
         host that no longer exists; or belonging to a finished session and held by no process
         provably alive here. Returns how many were settled."""
         now = now or self.clock()
-        finished = {str(s) for s in SessionStatus} - {
-            SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING}
-
-        if not self.store.rows(q("open_reservations")):
-            # The usual case at a stage's start: nothing open, so no write transaction (each
-            # commit will cost an open of the file, issue 12). A reservation made after this
-            # read is live, not abandoned.
-            return 0
-
-        def tx(cur: duckdb.DuckDBPyConnection) -> int:
-            rows = cur.execute(q("open_reservations")).fetchall()
-            n = 0
-            for rid, session_id, reserved, expires_at, owner, sess_status in rows:
-                alive = owner_alive(owner)
-                abandoned = (
-                    expires_at < now
-                    or (dead_owners and alive is False)
-                    or (dead_owners and sess_status in finished and not alive)
-                )
-                if not abandoned:
-                    continue
-                cur.execute(q("session_charge"), {
-                    "unhold": reserved, "charged": reserved, "overrun": 0, "now": now,
-                    "session_id": session_id})
-                cur.execute(q("call_settle_assumed"), {"id": rid, "now": now})
-                n += 1
-            return n
-
-        n = self.store.transact(tx)
+        n = settle_abandoned(self.store, now, dead_owners=dead_owners)
         if n:
             self._generation += 1
-            log.warning("settled %d abandoned reservation(s) at their reserved amount "
-                        "(outcome unknown: the caller died or was interrupted)", n)
         return n
 
     def settle_assumed(self, reservation: Reservation, note: str) -> None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from mole_dag.actors.base import DeadEnd
+from mole_dag.chunk import chunk_text
 from mole_dag.core import Document, stable_id
-from mole_dag.llm.chunk import chunk_text
+from mole_dag.publisher import publisher_of
 from mole_dag.store import q, utcnow
-from mole_dag.verifier.publisher import publisher_of
 from mole_dag.verifier.source_class import class_of
 
 
@@ -63,15 +62,3 @@ def store_source(cur: Any, session_id: str, actor: str, doc: Document,
     if known is not None:
         known[doc.url] = source_id
     return source_id, len(spans)
-
-
-def store_dead_end(
-    cur: Any, session_id: str, dead: DeadEnd, *, sub_question_id: str | None, lead_id: str | None
-) -> None:
-    cur.execute(q("dead_end_insert"), {
-        "id": stable_id(session_id, lead_id or "", dead.url or "", str(dead.cause),
-                        utcnow().isoformat(), prefix="de-"),
-        "session_id": session_id, "sub_question_id": sub_question_id, "lead_id": lead_id,
-        "url": dead.url, "cause": str(dead.cause), "detail": (dead.detail or "")[:500] or None,
-        "now": utcnow(),
-    })

@@ -20,8 +20,9 @@ from mole_dag.budget import BudgetExhausted, FreeCallBatch
 from mole_dag.context import Run
 from mole_dag.core import DeadEndCause, LeadStatus, Role, Unit, columns
 from mole_dag.executor import leases
-from mole_dag.executor.ingest import store_dead_end, store_source
+from mole_dag.executor.ingest import store_source
 from mole_dag.store import q, utcnow
+from mole_dag.store.dead_ends import store_dead_end
 
 log = logging.getLogger("mole.executor")
 STAGE = "fetched_chunks"

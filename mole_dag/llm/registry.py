@@ -1,4 +1,4 @@
-"""Pick the skills a session asked for, and build its provider from the config.
+"""Build a session's provider from the config (mole_dag.skillsets picks its skills).
 
     extractive  no model (the offline default)
     anthropic   Claude through the official SDK (ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, or the
@@ -20,10 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mole_dag.config import ConfigError, config_path, first_set, load_config, section
-from mole_dag.llm.extractive import ExtractiveSkills
-from mole_dag.llm.pricing import PriceTable
 from mole_dag.llm.provider import Provider, Tier
-from mole_dag.llm.skills import Skills
 
 PROVIDERS = ("extractive", "anthropic", "openai", "cassette")
 MODEL_PROVIDERS = ("anthropic", "openai")
@@ -171,27 +168,3 @@ def build_provider(name: str, config: Mapping[str, Any] | None = None) -> Provid
                                _cassette_meta(name, args, judge_model_of(name, cfg)))
             if record else None)
     return _make(name, args, tape)
-
-
-def skills_for(provider: str | None, config: Mapping[str, Any] | None = None) -> Skills:
-    """The skills for a provider name. Reads the config file only for a model provider, so the
-    offline default works on a machine with no config at all."""
-    name = (provider or "extractive").strip().lower()
-    if name == "extractive":
-        return ExtractiveSkills()
-    if name not in PROVIDERS:
-        raise UnknownProvider(f"unknown provider {provider!r}; available: {', '.join(PROVIDERS)}")
-    from mole_dag.llm.model_skills import ModelSkills
-
-    cfg = load_config() if config is None else config
-    prices = PriceTable.load(cfg.get("pricing"))
-    if name == "cassette":
-        # A replay judges with the model it was recorded with, whatever the config says now.
-        from mole_dag.llm.cassette import Cassette
-
-        provider = build_provider(name, cfg)
-        tape = getattr(provider, "cassette", None)
-        judge = (tape.meta.get("judge_model") if isinstance(tape, Cassette) else None) or None
-        return ModelSkills(provider, prices, name=name, judge_model=judge)
-    return ModelSkills(build_provider(name, cfg), prices, name=name,
-                       judge_model=judge_model_of(name, cfg))

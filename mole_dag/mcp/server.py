@@ -71,9 +71,9 @@ _store_lock = threading.Lock()
 @contextlib.contextmanager
 def _errors() -> Iterator[None]:
     """Anticipated failures become MCP tool errors carrying their one-line message."""
-    from mole_dag.compute.connector import DataError
-    from mole_dag.compute.crossings import NoData
     from mole_dag.launch import LaunchError
+    from mole_dag.local_data.connector import DataError
+    from mole_dag.local_data.crossings import NoData
     from mole_dag.store import StoreError
 
     try:
@@ -182,16 +182,16 @@ def research(
     "process died) within its original budget, detached like research. Returns at once; poll "
     "session_status(session). A finished session (done, exhausted, failed) is refused."))
 def resume(session: SessionArg) -> dict[str, Any]:
-    from mole_dag.budget.ledger import owner_alive
     from mole_dag.core import SessionStatus
     from mole_dag.store import q
+    from mole_dag.store.recovery import owner_alive
 
     with _errors():
         sid = _session_id(session)
         with _store() as store:
             # Recovery runs once per process per store; this server lives long, so run it
             # again: a driver that died since is interrupted before the session is judged.
-            from mole_dag.budget.recovery import recover_store
+            from mole_dag.store.recovery import recover_store
 
             recover_store(store)
             sess = store.row(q("session_get"), {"session_id": sid})

@@ -14,7 +14,7 @@ from mole_dag.budget import Ledger
 from mole_dag.core import SessionStatus
 from mole_dag.mcp.toolkit import BadInput
 from mole_dag.mcp.workers import WorkerState
-from mole_dag.output.sanitize import one_line
+from mole_dag.sanitize import one_line
 from mole_dag.store import Store, q
 
 TERMINAL = (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED,
@@ -144,8 +144,8 @@ def _data_session(store: Store, session_id: str) -> None:
 def local_profile(store: Store, session_id: str) -> dict[str, Any]:
     """The data's profile (names, types, roles, counts, null rates; no values), recorded as a
     crossing like the one the research pipeline records."""
-    from mole_dag.compute.crossings import Recorder, open_session_data
-    from mole_dag.compute.hypothesis import CATALOGUE
+    from mole_dag.local_data.crossings import Recorder, open_session_data
+    from mole_dag.local_data.hypothesis import CATALOGUE
 
     _data_session(store, session_id)
     sess = session_row(store, session_id)
@@ -160,7 +160,7 @@ def local_profile(store: Store, session_id: str) -> dict[str, Any]:
 def local_query(store: Store, session_id: str, sql: str) -> dict[str, Any]:
     """One statement through the guard, the k>=5 gate and the exfil check; the crossing or the
     refusal is recorded either way (`mole crossings` lists both)."""
-    from mole_dag.compute.crossings import gated_query
+    from mole_dag.local_data.crossings import gated_query
 
     if not isinstance(sql, str) or not sql.strip():
         raise BadInput("sql is empty: send one aggregate SELECT over the table `data`")

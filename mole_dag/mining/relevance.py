@@ -17,15 +17,13 @@ them, on pages and questions other than the ones they were tried on."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
 
-from mole_dag.text import STOPWORDS, normalize, stem, words
+from mole_dag.text import TermStats, content_terms, normalize, possessive_free, stem
 
 # BM25's usual constants (Robertson's defaults).
 K1 = 1.2
@@ -140,68 +138,6 @@ def answer_type(question: str) -> AnswerType:
     return AnswerType.ANY
 
 
-def _possessive_free(word: str) -> str:
-    for suffix in ("'s", "’s"):
-        if word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word.rstrip("'’")
-
-
-def content_terms(text: str) -> list[str]:
-    """mole_dag.text.terms, with possessives folded ("cartoonist's" meets "cartoonist")."""
-    return list(_content_terms(text))
-
-
-# Scoring a session tokenises the same sentences over and over: each claim's sentence, title
-# and context once per sub-question, and every page sentence for the term statistics after
-# each round (issue 12: 50,000 calls for the demo, the largest share of the pipeline's own
-# work). The result depends on the text alone, so it is cached; the bound keeps a long-lived
-# process (MCP server, Dagster daemon) from growing without limit.
-@lru_cache(maxsize=1 << 16)
-def _content_terms(text: str) -> tuple[str, ...]:
-    out = []
-    for w in words(text):
-        w = _possessive_free(w)
-        if w and w not in STOPWORDS and (len(w) > 1 or w.isdigit()):
-            out.append(stem(w))
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class TermStats:
-    """Sentence frequencies over the pages a session has read."""
-
-    n: int
-    df: dict[str, int]
-    avg_len: float
-
-    @classmethod
-    def from_sentences(cls, sentences: Iterable[str]) -> TermStats:
-        df: Counter[str] = Counter()
-        n = total = 0
-        for s in sentences:
-            ts = content_terms(s)
-            df.update(set(ts))
-            n += 1
-            total += len(ts)
-        return cls(n, dict(df), (total / n) if n else 1.0)
-
-    @classmethod
-    def uniform(cls, sentences: Iterable[str]) -> TermStats:
-        """Every term weighted alike: for text seen without its session (one chunk on its own),
-        where frequencies within the chunk would call its own topic words uninformative."""
-        lengths = [len(content_terms(s)) for s in sentences]
-        return cls(0, {}, (sum(lengths) / len(lengths)) if lengths else 1.0)
-
-    def idf(self, term: str) -> float:
-        if self.n == 0:
-            return 1.0
-        # A term no page has is weighted as if one sentence had it: it cannot be matched, but
-        # it still says the question asks for something the pages may not hold.
-        df = max(self.df.get(term, 0), 1)
-        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
-
-
 @dataclass(frozen=True)
 class Query:
     text: str
@@ -253,7 +189,7 @@ def _has_cue(sentence: str, query: Query) -> bool:
         years = [y for y in _YEAR.findall(sentence) if y not in query.text]
         return bool(years) or bool(_MONTH.search(sentence) and re.search(r"\d", sentence))
     names = [m for m in _CAPITAL.finditer(sentence) if not _CALENDAR.fullmatch(m.group(0))]
-    new = [m for m in names if normalize(_possessive_free(m.group(0))) not in query.surface
+    new = [m for m in names if normalize(possessive_free(m.group(0))) not in query.surface
            and normalize(m.group(0)) not in query.surface]
     if kind is AnswerType.PERSON:
         # A person is named with two capitalised words or more ("Ana Ruiz", "Laurens van der

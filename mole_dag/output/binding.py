@@ -1,7 +1,7 @@
 """No sentence without evidence: the check every sentence of the answer paragraph passes.
 
 A writer (a model, or the extractive provider) returns sentences, each naming the findings
-that support it by number (mole_dag.llm.skills.WrittenAnswer). It never writes a citation:
+that support it by number (mole_dag.skills.protocol.WrittenAnswer). It never writes a citation:
 the report renders `[n]` from the named findings' sources. This module decides which
 sentences may reach the report, and drops the rest, counted by reason:
 
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from mole_dag.llm.skills import BoundSentence, WrittenAnswer
+from mole_dag.skills.protocol import BoundSentence, WrittenAnswer
 from mole_dag.text import NEGATIONS, terms, words
 
 

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from mole_dag.budget import escrow_for
 from mole_dag.context import Run
 from mole_dag.mining.score_relevance import score_relevance
-from mole_dag.output.report import ReportResult, write_report
-from mole_dag.session import begin_reporting
+from mole_dag.output.report import ReportResult, begin_reporting, write_report
 from mole_dag.verifier.confidence import score_session
 from mole_dag.verifier.graph import EdgeResult, build_edges
 from mole_dag.verifier.grounding import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import re
 
-from mole_dag.output.sanitize import strip_controls
+from mole_dag.sanitize import strip_controls
 
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _STRIKE = re.compile(r"~~(.+?)~~")

@@ -23,16 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from mole_dag.budget import BudgetExhausted, BudgetOverrun
-from mole_dag.compute.report_section import local_data_section
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, SourceClass, stable_id
-from mole_dag.llm.extractive import MADE_WITHOUT_MODEL, write_body
 from mole_dag.llm.provider import ModelCallFailed
-from mole_dag.llm.skills import FindingForWriter, WriteRequest, WrittenAnswer
 from mole_dag.output.binding import Binding, bind
-from mole_dag.output.sanitize import one_line, strip_controls
+from mole_dag.output.extractive import MADE_WITHOUT_MODEL, write_body
+from mole_dag.output.local_data_section import local_data_section
 from mole_dag.paths import reports_dir
-from mole_dag.session import begin_reporting
+from mole_dag.sanitize import one_line, strip_controls
+from mole_dag.skills.protocol import FindingForWriter, WriteRequest, WrittenAnswer
 from mole_dag.store import q, utcnow
 from mole_dag.verifier.source_class import STRENGTH
 
@@ -388,7 +387,7 @@ def render(
                        "sources disagree and are more than a year apart.")
         out.append("")
 
-    out += appendix or []  # e.g. the local-data section (mole_dag/compute/report_section.py)
+    out += appendix or []  # e.g. the local-data section (mole_dag/output/local_data_section.py)
     out += ["## Sources", ""]
     if not numbered:
         out.append("No source is cited.")
@@ -478,6 +477,18 @@ def _write(run: Run, req: WriteRequest, findings: list[Finding]) -> _Written:
     else:
         notes.append(f"The extractive answer was not used ({why}), so {ANSWER_FALLBACK}.")
     return _Written(fallback, "deterministic", notes, [why], spent)
+
+
+# The report stage's own start: here, not in session.py, because the stages sit below the driver.
+def begin_reporting(run: Run) -> int:
+    """Hand the escrow to the report stage (once) and put the session in `reporting`. Also the
+    way back in for a finished session whose graph is materialised again."""
+    released = run.ledger.release_escrow(run.session_id)
+    if run.session()["status"] == SessionStatus.DONE:
+        now = utcnow()
+        run.store.transact(lambda cur: cur.execute(q("session_set_status"), {
+            "status": str(SessionStatus.REPORTING), "now": now, "session_id": run.session_id}))
+    return released
 
 
 def write_report(

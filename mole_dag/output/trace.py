@@ -4,7 +4,7 @@ Every string from a page is one-lined and stripped of controls before it reaches
 
 from __future__ import annotations
 
-from mole_dag.output.sanitize import one_line
+from mole_dag.sanitize import one_line
 from mole_dag.store import Store
 
 CLAIM_WIDTH = 110

@@ -10,10 +10,11 @@ from mole_dag.actors.registry import local_corpus
 from mole_dag.budget import BudgetExhausted, FreeCallBatch
 from mole_dag.context import Run
 from mole_dag.core import Role, SessionStatus, columns, stable_id
-from mole_dag.llm.extractive import BROAD_TOPICS, is_broad, is_wide
 from mole_dag.llm.provider import ModelCallFailed
-from mole_dag.llm.skills import Digest, Metered, PlannedQuestion
+from mole_dag.mining.relevance import is_broad
 from mole_dag.paths import demo_corpus
+from mole_dag.planner.extractive import BROAD_TOPICS, is_wide
+from mole_dag.skills.protocol import Digest, Metered, PlannedQuestion
 from mole_dag.store import q, utcnow
 
 STAGE = "sub_questions"

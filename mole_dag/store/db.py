@@ -505,9 +505,9 @@ class Store:
             migrate.apply(pin)
             # Crash recovery at the first writing open (issue 11): a killed process's
             # reservations are settled as assumed and its sessions marked interrupted, without
-            # waiting for some later session's sweep. Imported here, not at the top: budget
-            # sits above store.
-            from mole_dag.budget.recovery import recover_store
+            # waiting for some later session's sweep. Imported here, not at the top: recovery
+            # imports this module.
+            from mole_dag.store.recovery import recover_store
 
             recover_store(self)
             # The dbt-style views are part of the product: every store a user opens has them.

@@ -18,7 +18,7 @@ from mole_dag.budget import BudgetExhausted, FreeCallBatch
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, columns, stable_id
 from mole_dag.llm.provider import ModelCallFailed
-from mole_dag.llm.skills import Metered, Verdict
+from mole_dag.skills.protocol import Metered, Verdict
 from mole_dag.store import q, utcnow
 from mole_dag.verifier.followups import ClaimInfo, FollowUp, propose
 from mole_dag.verifier.judge import DEFAULT_BATCH_SIZE, Judged, judge_pairs

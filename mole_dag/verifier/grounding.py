@@ -21,8 +21,8 @@ from mole_dag.actors.reread import NotRefetchable, Unreachable, reread
 from mole_dag.budget import BudgetExhausted, FreeCallBatch, Ledger
 from mole_dag.core import Role, Unit, columns, stable_id
 from mole_dag.llm.provider import ModelCallFailed
-from mole_dag.llm.skills import GroundRequest, Skills
-from mole_dag.output.sanitize import one_line
+from mole_dag.sanitize import one_line
+from mole_dag.skills.protocol import GroundRequest, Skills
 from mole_dag.store import Store, q, utcnow
 
 STAGE = "grounding"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from mole_dag.core import Unit
 from mole_dag.llm.provider import ModelCallFailed
-from mole_dag.llm.skills import Metered, Skills, Verdict
+from mole_dag.skills.protocol import Metered, Skills, Verdict
 from mole_dag.verifier.relations import normalize_relation
 from mole_dag.verifier.retriever import Pair
 

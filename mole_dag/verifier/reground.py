@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import SessionStatus, Unit
-from mole_dag.llm.skills import Skills
+from mole_dag.skills.protocol import Skills
 from mole_dag.store import Store, q, utcnow
 from mole_dag.verifier.confidence import score_session
 from mole_dag.verifier.grounding import GroundReport, check_claims

@@ -8,7 +8,7 @@ from functools import lru_cache
 from importlib import resources
 
 from mole_dag.core import SourceClass
-from mole_dag.verifier.publisher import public_suffix, registrable_domain
+from mole_dag.publisher import public_suffix, registrable_domain
 
 
 @lru_cache(maxsize=1)

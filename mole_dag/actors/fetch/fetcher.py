@@ -30,7 +30,7 @@ from mole_dag.actors.fetch.ratelimit import (
     shared_limiter,
 )
 from mole_dag.core import DeadEndCause
-from mole_dag.verifier.publisher import host_of, registrable_domain
+from mole_dag.publisher import host_of, registrable_domain
 
 log = logging.getLogger("mole.fetch")
 # httpx logs every request URL at INFO; some API URLs carry keys as parameters.

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from mole_dag.actors.search.base import Api, Hit, authors_line, clean_doi, date_of, paragraphs
-from mole_dag.output.sanitize import one_line
+from mole_dag.sanitize import one_line
 
 ARXIV_URL = "https://export.arxiv.org/api/query"
 NS = {"a": "http://www.w3.org/2005/Atom", "arxiv": "http://arxiv.org/schemas/atom"}

@@ -23,8 +23,8 @@ from mole_dag.actors.fetch.body import BodyRefused, read_capped
 from mole_dag.actors.fetch.fetcher import USER_AGENT, _retry_after
 from mole_dag.actors.fetch.ratelimit import DomainLimiter, RateLimited, shared_limiter
 from mole_dag.core import DeadEndCause
-from mole_dag.output.sanitize import one_line
-from mole_dag.verifier.publisher import host_of
+from mole_dag.publisher import host_of
+from mole_dag.sanitize import one_line
 
 # An API answer for ten results is tens of kilobytes; this only stops a broken endpoint.
 MAX_API_BYTES = 8 * 1024 * 1024

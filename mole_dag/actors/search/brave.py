@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mole_dag.actors.search.base import Api, Hit, date_of, http_url, strip_markup
-from mole_dag.output.sanitize import one_line
+from mole_dag.sanitize import one_line
 
 BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
 

@@ -8,7 +8,7 @@ from datetime import date
 from typing import Any
 
 from mole_dag.actors.search.base import Api, Hit, authors_line, clean_doi, paragraphs
-from mole_dag.output.sanitize import one_line
+from mole_dag.sanitize import one_line
 
 CROSSREF_URL = "https://api.crossref.org/works"
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mole_dag.actors.search.base import Api, Hit, authors_line, clean_doi, date_of
-from mole_dag.output.sanitize import one_line
+from mole_dag.sanitize import one_line
 
 OPENALEX_URL = "https://api.openalex.org/works"
 

@@ -11,7 +11,7 @@ from typing import Any
 import lxml.etree
 
 from mole_dag.actors.search.base import Api, Hit, authors_line, clean_doi
-from mole_dag.output.sanitize import one_line
+from mole_dag.sanitize import one_line
 
 EUTILS = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
 _MONTHS = {m: i for i, m in enumerate(

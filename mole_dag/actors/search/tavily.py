@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from mole_dag.actors.search.base import Api, Hit, SearchFailed, date_of, http_url, strip_markup
 from mole_dag.core import DeadEndCause
-from mole_dag.output.sanitize import one_line
+from mole_dag.sanitize import one_line
 
 TAVILY_URL = "https://api.tavily.com/search"
 

@@ -31,10 +31,10 @@ from typing import Any
 import duckdb
 from sqlglot import exp
 
-from mole_dag.compute import overlap, stats
-from mole_dag.compute.connector import FLOOR, TABLE, Dataset, ident
-from mole_dag.compute.refusal import Reason, Refused, Stage
-from mole_dag.compute.sqlguard import AGGREGATES, Guarded
+from mole_dag.local_data import overlap, stats
+from mole_dag.local_data.connector import FLOOR, TABLE, Dataset, ident
+from mole_dag.local_data.refusal import Reason, Refused, Stage
+from mole_dag.local_data.sqlguard import AGGREGATES, Guarded
 
 # Named groups compared pairwise, largest first. A guess, flagged as one: ten groups make 45
 # tests, past which a Holm-corrected family has little power left and a reader little patience.

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mole_dag.compute.connector import FLOOR
-from mole_dag.output.sanitize import one_line
+from mole_dag.local_data.connector import FLOOR
+from mole_dag.sanitize import one_line
 
 # How many significant pairwise differences become claims of their own (the rest stay in the
 # report's table). A guess, flagged as one: enough for the strongest contrasts.

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mole_dag.compute import exfil, gate, hypothesis, overlap
-from mole_dag.compute.connector import FLOOR, Dataset
-from mole_dag.compute.refusal import Refused
-from mole_dag.compute.sqlguard import Guarded, guard
-from mole_dag.compute.view import HypothesisChoice, ProfileView
+from mole_dag.local_data import exfil, gate, hypothesis, overlap
+from mole_dag.local_data.connector import FLOOR, Dataset
+from mole_dag.local_data.refusal import Refused
+from mole_dag.local_data.sqlguard import Guarded, guard
+from mole_dag.skills.view import HypothesisChoice, ProfileView
 
 
 @dataclass(frozen=True)

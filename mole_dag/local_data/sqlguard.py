@@ -27,8 +27,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from mole_dag.compute.connector import TABLE, ColumnProfile, Dataset
-from mole_dag.compute.refusal import Reason, Refused, Stage
+from mole_dag.local_data.connector import TABLE, ColumnProfile, Dataset
+from mole_dag.local_data.refusal import Reason, Refused, Stage
 
 # Aggregates whose value is a function of many rows. MIN, MAX, FIRST, ANY_VALUE, LIST,
 # STRING_AGG, MODE and quantiles other than the median return (or approach) one row's value, so

@@ -16,11 +16,11 @@ from mole_dag.actors.quote import CollapsedText, QuoteRejected
 from mole_dag.budget import BudgetExhausted, FreeCallBatch
 from mole_dag.context import Run
 from mole_dag.core import DeadEndCause, Role, columns, stable_id
-from mole_dag.executor.ingest import store_dead_end
 from mole_dag.llm.provider import ModelCallFailed
-from mole_dag.llm.skills import MineRequest
 from mole_dag.mining.score_relevance import score_relevance, session_passages, session_stats
+from mole_dag.skills.protocol import MineRequest
 from mole_dag.store import q, utcnow
+from mole_dag.store.dead_ends import store_dead_end
 
 log = logging.getLogger("mole.mine")
 STAGE = "mined_claims"

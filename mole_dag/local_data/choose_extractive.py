@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from mole_dag.compute.view import (
+from mole_dag.skills.view import (
     BINARY,
     GROUP,
     MEASURE,

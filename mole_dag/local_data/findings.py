@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING, Any
 from mole_dag.actors.base import DeadEnd
 from mole_dag.actors.quote import CollapsedText
 from mole_dag.budget import BudgetExhausted
-from mole_dag.compute.refusal import Reason, Refused, Stage
-from mole_dag.compute.view import HypothesisChoice, ProfileView
+from mole_dag.chunk import chunk_text
 from mole_dag.context import Run
 from mole_dag.core import DeadEndCause, Role, SourceClass, stable_id
-from mole_dag.executor.ingest import store_dead_end
-from mole_dag.llm.chunk import chunk_text
 from mole_dag.llm.provider import ModelCallFailed
+from mole_dag.local_data.refusal import Reason, Refused, Stage
+from mole_dag.skills.view import HypothesisChoice, ProfileView
 from mole_dag.store import q, utcnow
+from mole_dag.store.dead_ends import store_dead_end
 
 if TYPE_CHECKING:
-    from mole_dag.compute.boundary import Crossing
-    from mole_dag.compute.connector import Dataset
+    from mole_dag.local_data.boundary import Crossing
+    from mole_dag.local_data.connector import Dataset
 
 # The boundary, its SQL guard (sqlglot), the overlap control (numpy) and the connector are
 # imported inside the functions that use them: a session without local data, which is most of
@@ -74,7 +74,7 @@ def _sub_question(cur: Any, sid: str, name: str, round_no: int) -> str:
 def _write_finding(cur: Any, sid: str, ds: Dataset, sq_id: str, crossing_id: str,
                    crossing: Crossing, seq_hint: str) -> int:
     """Source + chunks + claims + provenance for one crossing, in the caller's transaction."""
-    from mole_dag.compute.statements import statements
+    from mole_dag.local_data.statements import statements
 
     lines = statements(crossing.envelope, ds.name)
     if not lines:
@@ -132,9 +132,9 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
     result = LocalResult()
     if not sess.get("data"):
         return result
-    from mole_dag.compute import hypothesis
-    from mole_dag.compute.connector import DataError
-    from mole_dag.compute.crossings import Recorder, open_session_data
+    from mole_dag.local_data import hypothesis
+    from mole_dag.local_data.connector import DataError
+    from mole_dag.local_data.crossings import Recorder, open_session_data
 
     result.attached = True
     if store.row(q("local_dataset_get"), {"session_id": sid}) is not None:
@@ -198,7 +198,7 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
 
 
 def _request_text(choice: object) -> str:
-    from mole_dag.compute.crossings import choice_request
+    from mole_dag.local_data.crossings import choice_request
 
     return choice_request(choice) if isinstance(choice, HypothesisChoice) else repr(choice)[:500]
 
@@ -207,7 +207,7 @@ def _choose(run: Run, view: ProfileView, result: LocalResult,
             profile_leaves: Callable[[], object]) -> list[Any] | None:
     """Ask the session's mind for hypotheses. The profile crosses to that mind, so it is
     recorded as a crossing at the moment of the call (and not if the budget stops the call)."""
-    from mole_dag.compute.choose_extractive import choose_hypotheses
+    from mole_dag.local_data.choose_extractive import choose_hypotheses
 
     skills = run.skills
     sid = run.session_id
@@ -247,9 +247,9 @@ def _choose(run: Run, view: ProfileView, result: LocalResult,
 def reverify(store: Any, crossing_id: str) -> tuple[bool, str]:
     """Re-run a crossing's request against the session's data and compare envelope hashes: the
     local equivalent of finding a quote in its page again."""
-    from mole_dag.compute import boundary, hypothesis, overlap
-    from mole_dag.compute.connector import DataError
-    from mole_dag.compute.crossings import open_session_data
+    from mole_dag.local_data import boundary, hypothesis, overlap
+    from mole_dag.local_data.connector import DataError
+    from mole_dag.local_data.crossings import open_session_data
 
     row = store.row(q("local_crossing_get"), {"id": crossing_id})
     if row is None:

@@ -34,9 +34,9 @@ import duckdb
 import numpy as np
 from sqlglot import exp
 
-from mole_dag.compute.connector import FLOOR, TABLE, Dataset, ident
-from mole_dag.compute.refusal import Reason, Refused, Stage
-from mole_dag.compute.sqlguard import AGGREGATES, Guarded
+from mole_dag.local_data.connector import FLOOR, TABLE, Dataset, ident
+from mole_dag.local_data.refusal import Reason, Refused, Stage
+from mole_dag.local_data.sqlguard import AGGREGATES, Guarded
 
 ROWS = ""  # the column-set key of the rows themselves
 UNION = -1  # the cell index of the union of an answer's shown groups
@@ -161,7 +161,7 @@ def raw_groups(dataset: Dataset, guarded: Guarded) -> Groups:
     """Row positions per raw group, computed by DuckDB (rowid is the row's position in the
     table the connector built, fixed by the file's bytes, so it means the same row in every
     process that opens the same data)."""
-    from mole_dag.compute.gate import plain  # gate imports this module
+    from mole_dag.local_data.gate import plain  # gate imports this module
 
     keys = aggregate_keys(guarded)
     lists = ["list(rowid)"] + [f"list(rowid) FILTER (WHERE {_condition(k)})" for k in keys[1:]]

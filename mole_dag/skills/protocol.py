@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from mole_dag.budget import Usage
-from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.core import ClaimDraft, Unit
-from mole_dag.mining.relevance import TermStats
+from mole_dag.skills.view import HypothesisChoice, ProfileView
+from mole_dag.text import TermStats
 
 T = TypeVar("T")
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from sqlglot import exp
 
-from mole_dag.compute.connector import FLOOR, TABLE, ColumnProfile, Dataset, ident
-from mole_dag.compute.gate import TestSpec, plain
-from mole_dag.compute.refusal import Reason, Refused, Stage
-from mole_dag.compute.view import BINARY, GROUP, MEASURE, HypothesisChoice, TemplateInfo
+from mole_dag.local_data.connector import FLOOR, TABLE, ColumnProfile, Dataset, ident
+from mole_dag.local_data.gate import TestSpec, plain
+from mole_dag.local_data.refusal import Reason, Refused, Stage
+from mole_dag.skills.view import BINARY, GROUP, MEASURE, HypothesisChoice, TemplateInfo
 
 MIN_BUCKETS, MAX_BUCKETS, DEFAULT_BUCKETS = 2, 10, 5
 

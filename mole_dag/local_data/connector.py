@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 from sqlglot import exp
 
-from mole_dag.compute.view import BINARY, GROUP, MEASURE, ColumnView, ProfileView, TemplateInfo
+from mole_dag.skills.view import BINARY, GROUP, MEASURE, ColumnView, ProfileView, TemplateInfo
 
 TABLE = "data"
 # The k-anonymity floor: no figure leaves that rests on fewer rows. Also a CHECK in the schema.

@@ -18,10 +18,10 @@ from typing import Any
 
 from sqlglot import exp
 
-from mole_dag.compute.connector import FLOOR, TABLE, Dataset, ident
-from mole_dag.compute.gate import plain
-from mole_dag.compute.refusal import Reason, Refused, Stage
-from mole_dag.compute.sqlguard import AGGREGATES, Guarded
+from mole_dag.local_data.connector import FLOOR, TABLE, Dataset, ident
+from mole_dag.local_data.gate import plain
+from mole_dag.local_data.refusal import Reason, Refused, Stage
+from mole_dag.local_data.sqlguard import AGGREGATES, Guarded
 
 
 def _refuse(reason: Reason, detail: str) -> Refused:

@@ -8,8 +8,8 @@ import json
 from collections import Counter
 from typing import Any
 
-from mole_dag.compute.statements import _shares, label, num, pval
-from mole_dag.output.sanitize import one_line
+from mole_dag.local_data.statements import _shares, label, num, pval
+from mole_dag.sanitize import one_line
 from mole_dag.store import Store, q
 
 _TEST_TITLES = {
@@ -32,7 +32,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 def _rows_table(env: dict[str, Any]) -> list[str]:
     # Imported here: the connector brings sqlglot, and every report imports this module
     # whether or not its session has local data (issue 12).
-    from mole_dag.compute.connector import FLOOR
+    from mole_dag.local_data.connector import FLOOR
 
     keys, values = env.get("keys", []), env.get("values", [])
     body = []
@@ -79,7 +79,7 @@ def local_data_section(store: Store, session_id: str) -> list[str]:
     ds = store.row(q("local_dataset_get"), {"session_id": session_id})
     if ds is None:
         return []
-    from mole_dag.compute.connector import FLOOR
+    from mole_dag.local_data.connector import FLOOR
 
     crossings = [c for c in store.named("local_crossings_list", {"session_id": session_id})
                  if c["kind"] != "profile"]

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mole_dag.compute import boundary, overlap
-from mole_dag.compute.boundary import Crossing
-from mole_dag.compute.connector import FLOOR, DataError, Dataset
-from mole_dag.compute.gate import canonical_json
-from mole_dag.compute.refusal import Refused, Stage
-from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.core import stable_id
+from mole_dag.local_data import boundary, overlap
+from mole_dag.local_data.boundary import Crossing
+from mole_dag.local_data.connector import FLOOR, DataError, Dataset
+from mole_dag.local_data.gate import canonical_json
+from mole_dag.local_data.refusal import Refused, Stage
+from mole_dag.skills.view import HypothesisChoice, ProfileView
 from mole_dag.store import Store, q, utcnow
 
 MAX_REQUEST_CHARS = 2000

@@ -1,9 +1,9 @@
 """The Skills protocol answered by a language model through a provider.
 
-Each skill builds its Call once (mole_dag.llm.prompts), so the estimate and the call are made
-from the same request: the estimate is the price of the provider's input-token bound plus the
-`max_tokens` that request carries, which is an upper bound by construction. The cost is the
-price of the usage the provider reported. In a USD session a model without a price is refused
+Each skill builds its Call once (each stage's `prompts` module), so the estimate and the call
+are made from the same request: the estimate is the price of the provider's input-token bound
+plus the `max_tokens` that request carries, which is an upper bound by construction. The cost is
+the price of the usage the provider reported. In a USD session a model without a price is refused
 by the estimate, which runs before the reservation and so before any call."""
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from mole_dag.compute.view import HypothesisChoice, ProfileView
 from mole_dag.core import ClaimDraft, Unit
-from mole_dag.llm import prompts
 from mole_dag.llm.pricing import PriceTable
 from mole_dag.llm.provider import Call, Completion, EmptyOutput, Provider, Tier
-from mole_dag.llm.skills import (
+from mole_dag.local_data.prompts import hypothesize_call, parse_hypotheses
+from mole_dag.mining.prompts import mine_call, parse_mine
+from mole_dag.output.prompts import parse_write, write_call
+from mole_dag.planner.prompts import parse_plan, plan_call
+from mole_dag.skills.protocol import (
     Digest,
     GroundRequest,
     GroundVerdict,
@@ -27,6 +29,8 @@ from mole_dag.llm.skills import (
     WriteRequest,
     WrittenAnswer,
 )
+from mole_dag.skills.view import HypothesisChoice, ProfileView
+from mole_dag.verifier.prompts import ground_call, judge_call, parse_ground, parse_judge
 
 log = logging.getLogger("mole.llm")
 
@@ -60,7 +64,7 @@ class ModelSkills:
                 self.prices.require(model)
 
     def _judge_call(self, pairs: list[tuple[str, str]]) -> Call:
-        call = prompts.judge_call(pairs)
+        call = judge_call(pairs)
         return replace(call, model=self.judge_model) if self.judge_model else call
 
     def estimate(self, call: Call, unit: Unit) -> int:
@@ -87,45 +91,45 @@ class ModelSkills:
     # -- the four skills --------------------------------------------------------------------
 
     def estimate_plan(self, digest: Digest, unit: Unit) -> int:
-        return self.estimate(prompts.plan_call(digest), unit)
+        return self.estimate(plan_call(digest), unit)
 
     def plan(self, digest: Digest, unit: Unit) -> Metered[list[PlannedQuestion]]:
-        done, cost = self._complete(prompts.plan_call(digest), unit)
-        return Metered(prompts.parse_plan(done.text, digest), cost, done.usage, done.model)
+        done, cost = self._complete(plan_call(digest), unit)
+        return Metered(parse_plan(done.text, digest), cost, done.usage, done.model)
 
     def estimate_mine(self, req: MineRequest, unit: Unit) -> int:
-        return self.estimate(prompts.mine_call(req), unit)
+        return self.estimate(mine_call(req), unit)
 
     def mine(self, req: MineRequest, unit: Unit) -> Metered[list[ClaimDraft]]:
-        done, cost = self._complete(prompts.mine_call(req), unit)
-        return Metered(prompts.parse_mine(done.text), cost, done.usage, done.model)
+        done, cost = self._complete(mine_call(req), unit)
+        return Metered(parse_mine(done.text), cost, done.usage, done.model)
 
     def estimate_judge(self, pairs: list[tuple[str, str]], unit: Unit) -> int:
         return self.estimate(self._judge_call(pairs), unit)
 
     def judge(self, pairs: list[tuple[str, str]], unit: Unit) -> Metered[list[Verdict]]:
         done, cost = self._complete(self._judge_call(pairs), unit)
-        return Metered(prompts.parse_judge(done.text, len(pairs)), cost, done.usage, done.model)
+        return Metered(parse_judge(done.text, len(pairs)), cost, done.usage, done.model)
 
     def estimate_write(self, req: WriteRequest, unit: Unit) -> int:
-        return self.estimate(prompts.write_call(req), unit)
+        return self.estimate(write_call(req), unit)
 
     def write(self, req: WriteRequest, unit: Unit) -> Metered[WrittenAnswer]:
-        done, cost = self._complete(prompts.write_call(req), unit)
-        return Metered(prompts.parse_write(done.text), cost, done.usage, done.model)
+        done, cost = self._complete(write_call(req), unit)
+        return Metered(parse_write(done.text), cost, done.usage, done.model)
 
     def estimate_ground(self, req: GroundRequest, unit: Unit) -> int:
-        return self.estimate(prompts.ground_call(req), unit)
+        return self.estimate(ground_call(req), unit)
 
     def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]:
-        done, cost = self._complete(prompts.ground_call(req), unit)
-        return Metered(prompts.parse_ground(done.text), cost, done.usage, done.model)
+        done, cost = self._complete(ground_call(req), unit)
+        return Metered(parse_ground(done.text), cost, done.usage, done.model)
 
     # -- local data ---------------------------------------------------------------------------
 
     def estimate_hypothesize(self, view: ProfileView, unit: Unit) -> int:
-        return self.estimate(prompts.hypothesize_call(view), unit)
+        return self.estimate(hypothesize_call(view), unit)
 
     def hypothesize(self, view: ProfileView, unit: Unit) -> Metered[list[HypothesisChoice]]:
-        done, cost = self._complete(prompts.hypothesize_call(view), unit)
-        return Metered(prompts.parse_hypotheses(done.text, view), cost, done.usage, done.model)
+        done, cost = self._complete(hypothesize_call(view), unit)
+        return Metered(parse_hypotheses(done.text, view), cost, done.usage, done.model)

@@ -1,0 +1,92 @@
+"""Extractive mining (no model): the sentences of a chunk most relevant to the question or
+sub-question (lexical relevance with context and answer-type cues), page furniture refused,
+quoted verbatim."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from mole_dag.actors.quote import MIN_QUOTE_CHARS, collapse
+from mole_dag.core import ClaimDraft
+from mole_dag.mining.furniture import non_claim_reason
+from mole_dag.mining.passages import Passages
+from mole_dag.mining.relevance import (
+    CONTEXT_WINDOW,
+    Query,
+    TermStats,
+    score,
+)
+from mole_dag.skills.protocol import (
+    MineRequest,
+)
+
+# How many claims one chunk may yield. A guess, flagged as one: enough to catch a paragraph's
+# distinct statements without turning every sentence into a claim.
+MAX_CLAIMS_PER_CHUNK = 8
+
+
+# Four words hold a short answer ("Redonda is now recovering."); the quote check's 24-character
+# floor still applies.
+MIN_WORDS, MAX_WORDS = 4, 90
+
+
+# Relevance below which a sentence is not worth a claim. A guess, flagged as one: low enough that
+# an answer worded apart from the question, next to one that names its topic, gets through.
+MIN_MINE_RELEVANCE = 0.08
+
+
+# Without the session's weights (a chunk mined on its own) every question word weighs alike, so
+# one shared common word scores far higher: the floor is higher too. A guess, flagged as one.
+MIN_MINE_RELEVANCE_UNWEIGHTED = 0.25
+
+
+HEADING_WORDS = 12
+
+
+_TERMINAL = frozenset('.!?…"”’)»')
+
+
+MAX_CLAIM_CHARS = 600
+
+
+def _lone_line(sentence: str, sentences_in_block: int) -> bool:
+    """A short block of one unpunctuated line is a heading, a caption or a menu entry in any
+    language (extraction keeps each heading its own block): the furniture filter's word lists
+    are English, this shape is not. At most HEADING_WORDS words, a guess flagged as one."""
+    return (sentences_in_block == 1 and len(sentence.split()) <= HEADING_WORDS
+            and sentence.rstrip()[-1:] not in _TERMINAL)
+
+
+def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
+    """The sentences of a chunk that best answer the question or the sub-question, by the same
+    lexical relevance the report orders by (mining/relevance.py): the sentence's own words, the
+    words around it (an answer is often worded apart from the question, next to the sentence
+    that names the topic), and whether it holds the kind of answer asked for. Non-claims (page
+    furniture, references, headings) are refused before they are scored."""
+    page = Passages(req.chunk)
+    stats = req.stats or TermStats.uniform(s.text for s in page.sentences)
+    floor = MIN_MINE_RELEVANCE if req.stats else MIN_MINE_RELEVANCE_UNWEIGHTED
+    queries = [Query.of(req.question, stats)]
+    if req.sub_question.strip() and req.sub_question.strip() != req.question.strip():
+        queries.append(Query.of(req.sub_question, stats))
+    scored: list[tuple[float, int, str]] = []
+    per_block = Counter(s.block for s in page.sentences)
+    for s in page.sentences:
+        sentence = s.text
+        n_words = len(sentence.split())
+        if not (MIN_WORDS <= n_words <= MAX_WORDS) or len(sentence) > MAX_CLAIM_CHARS:
+            continue
+        if len(collapse(sentence)) < MIN_QUOTE_CHARS:  # could never pass the quote check
+            continue
+        if sentence.rstrip()[-1:] in {":", ",", ";"} or sentence.lstrip().startswith("#"):
+            continue
+        if non_claim_reason(sentence) or _lone_line(sentence, per_block[s.block]):
+            continue
+        around = page.around(s.start, s.end, CONTEXT_WINDOW)
+        rel = max(score(qq, stats, sentence, around, req.title).value for qq in queries)
+        if rel < floor:
+            continue
+        scored.append((rel, s.start, sentence))
+    best = sorted(scored, key=lambda x: (-x[0], x[1]))[:MAX_CLAIMS_PER_CHUNK]
+    best.sort(key=lambda x: x[1])
+    return [ClaimDraft(text=" ".join(x[2].split()), quote=x[2]) for x in best]

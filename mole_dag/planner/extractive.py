@@ -1,0 +1,86 @@
+"""The extractive planner (no model): the question, its parts when it asks several things, and
+for a broad or wide question the corpus's dominant topics. No fixed facets."""
+
+from __future__ import annotations
+
+import re
+
+from mole_dag.mining.relevance import (
+    SCOPE,
+    AnswerType,
+    answer_type,
+    is_broad,
+)
+from mole_dag.skills.protocol import (
+    PlannedQuestion,
+)
+from mole_dag.text import terms
+
+_LEADING = re.compile(
+    r"^(?:what|how|why|when|where|which|who|whom|is|are|was|were|does|do|did|can|could|should|"
+    r"will|would|has|have)\b(?:\s+(?:are|is|was|were|do|does|did|can|the|a|an|there))*\s*",
+    re.IGNORECASE,
+)
+
+
+# Where a question asks two things: ", and which ...", "; when ...", or a second question. A
+# bare ", which" is not one: it starts a relative clause ("the Union, which reported ...").
+_PART_BREAK = re.compile(
+    r"(?:,?\s+(?:and|but)\s+(?:also\s+)?|;\s*|\?\s+)"
+    r"(?=(?:(?:by|in|on|at|for|to|from|of|since|until|with)\s+)?"
+    r"(?:which|what|who|whom|whose|when|where|how|why)\b)",
+    re.IGNORECASE,
+)
+
+
+# Sub-questions planned from a broad question's corpus. A guess, flagged as one: enough topics
+# to cover a small folder's themes, few enough that each gets its own section.
+BROAD_TOPICS = 8
+
+
+def topic_of(question: str) -> str:
+    q = question.strip().rstrip("?？!. ")
+    stripped = _LEADING.sub("", q).strip()
+    return stripped or q
+
+
+def question_parts(question: str) -> list[str]:
+    """The separate things a question asks, in order; one part for a simple question. Split at
+    a conjunction or a second question mark that starts a new wh-clause, so "Which X did Y,
+    and when did Z?" gives two parts, while "Which cats and dogs ..." stays one."""
+    q = " ".join(question.split())
+    pieces = [p.strip(" ,;") for p in _PART_BREAK.split(q)]
+    parts = [p[:1].upper() + p[1:] if p.endswith("?") else p[:1].upper() + p[1:].rstrip(".!")
+             + "?" for p in pieces if len(terms(p)) >= 2]
+    return parts if len(parts) >= 2 else [q]
+
+
+def is_wide(question: str) -> bool:
+    """A question about a topic's many sides ("What are the health effects of coffee?"), not
+    one asking for a name, a number or a date: worth a sub-question per facet."""
+    return bool(SCOPE.search(question)) and answer_type(question) is AnswerType.ANY
+
+
+def _query(text: str) -> str:
+    return (" ".join(dict.fromkeys(terms(topic_of(text)))) or topic_of(text).strip()
+            or " ".join(text.split()))
+
+
+def plan_questions(question: str, corpus_topics: tuple[str, ...] = ()) -> list[PlannedQuestion]:
+    """The question itself; its parts when it asks several things; for a broad question, one
+    sub-question per dominant topic of the corpus. No fixed facets: words the question did not
+    use ("benefit", "risk") send the search away from what was asked."""
+    q = " ".join(question.split())
+    out = [PlannedQuestion(q, _query(q))]
+    if is_broad(q) and corpus_topics:
+        out += [PlannedQuestion(f"What about {t}?", t)
+                for t in corpus_topics[:BROAD_TOPICS]]
+        return out
+    if corpus_topics:  # a wide question: its facets, as the corpus's documents on it have them
+        base = _query(q)
+        out += [PlannedQuestion(f"{topic_of(q)[:1].upper()}{topic_of(q)[1:]}: {t}?",
+                                f"{base} {t}") for t in corpus_topics[:BROAD_TOPICS]]
+    parts = question_parts(q)
+    if len(parts) > 1:
+        out += [PlannedQuestion(p, _query(p)) for p in parts]
+    return out

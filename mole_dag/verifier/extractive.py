@@ -1,0 +1,100 @@
+"""Extractive judging and grounding (no model). Heuristics, flagged as such in what they write:
+word-overlap pairs whose polarity, direction words or numbers differ contradict; near-identical
+pairs duplicate; everything else is `neither`. Grounding can only recognise a verbatim claim."""
+
+from __future__ import annotations
+
+import re
+
+from mole_dag.actors.quote import collapse
+from mole_dag.skills.protocol import (
+    GroundRequest,
+    GroundVerdict,
+    Verdict,
+)
+from mole_dag.text import NEGATIONS, stem, terms, words
+
+# Content-word Jaccard above which two claims are the same assertion, and above which a
+# difference in polarity, direction or number reads as a contradiction. Guesses, flagged as
+# such; the labelled pair set behind `mole eval` is what would calibrate them.
+DUPLICATE_OVERLAP = 0.8
+
+
+CONTRADICTION_OVERLAP = 0.45
+
+
+_ANTONYMS = {
+    frozenset(stem(w) for w in p)
+    for p in [
+        ("raise", "lower"), ("raise", "reduce"), ("increase", "decrease"), ("increase", "reduce"),
+        ("increase", "lower"), ("higher", "lower"), ("more", "less"), ("above", "below"),
+        ("improve", "worsen"), ("benefit", "harm"), ("safe", "unsafe"), ("protective", "harmful"),
+        ("gain", "loss"), ("rise", "fall"), ("rise", "decline"), ("positive", "negative"),
+        ("strong", "weak"), ("effective", "ineffective"), ("likely", "unlikely"),
+    ]
+}
+
+
+# Words that mark a sentence as asserting an effect or a quantity rather than setting a scene.
+# Stems, as `terms` produces them.
+_EFFECT = frozenset(
+    stem(w)
+    for w in (
+        "risk increase decrease raise lower reduce cause associated link protect protective "
+        "improve worsen higher more less percent effect benefit harm safe unsafe classified "
+        "evidence found show"
+    ).split()
+)
+
+
+_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
+
+
+def _stems(text: str) -> set[str]:
+    return set(terms(text))
+
+
+def _signals(a: str, b: str) -> tuple[float, list[str]]:
+    ta, tb = _stems(a), _stems(b)
+    union = ta | tb
+    overlap = len(ta & tb) / len(union) if union else 0.0
+    wa, wb = words(a), words(b)
+    why: list[str] = []
+    neg_a = any(w in NEGATIONS for w in wa) or "no longer" in " ".join(wa)
+    neg_b = any(w in NEGATIONS for w in wb) or "no longer" in " ".join(wb)
+    if neg_a != neg_b:
+        why.append("one states it, the other negates it")
+    # Direction words include stopwords ("more", "above"), so they are read from all words.
+    sa, sb = {stem(w) for w in wa}, {stem(w) for w in wb}
+    only_a, only_b = sa - sb, sb - sa
+    for pair in _ANTONYMS:
+        x, y = tuple(pair)
+        if (x in only_a and y in only_b) or (y in only_a and x in only_b):
+            why.append(f"opposite directions ({x} / {y})")
+            break
+    nums_a = {w for w in ta if _NUMBER.match(w)}
+    nums_b = {w for w in tb if _NUMBER.match(w)}
+    if nums_a and nums_b and nums_a != nums_b:
+        a_only = ", ".join(sorted(nums_a - nums_b)) or "-"
+        b_only = ", ".join(sorted(nums_b - nums_a)) or "-"
+        why.append(f"different figures ({a_only} vs {b_only})")
+    return overlap, why
+
+
+def judge_pair(a: str, b: str) -> Verdict:
+    overlap, why = _signals(a, b)
+    if why and overlap >= CONTRADICTION_OVERLAP:
+        return Verdict(0, "contradicts", f"heuristic: {why[0]}; word overlap {overlap:.2f}")
+    if overlap >= DUPLICATE_OVERLAP and not why:
+        return Verdict(0, "duplicate_of", f"heuristic: word overlap {overlap:.2f}")
+    return Verdict(0, "neither", f"heuristic: word overlap {overlap:.2f}")
+
+
+def ground_claim(req: GroundRequest) -> GroundVerdict:
+    """Without a model, support can only be judged where the claim says what the passage says:
+    an extractive claim is its own quote, so finding it verbatim again is support (of a narrow
+    kind: the page still says it). Anything else is undecided, never unsupported: a heuristic
+    must not sink a claim."""
+    if collapse(req.claim) in collapse(req.passage):
+        return GroundVerdict("supported", "the claim is its quote, and the page still says it")
+    return GroundVerdict("undecided", "without a model, only a verbatim claim can be judged")
