@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from mole_dag.llm.jsonout import parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
-from mole_dag.skills.prompting import (
-    flat,
-)
+from mole_dag.skills.prompting import flat
 from mole_dag.skills.view import HypothesisChoice, ProfileView
 
 HYPOTHESIZE_SYSTEM = """\

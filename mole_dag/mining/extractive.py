@@ -10,42 +10,26 @@ from mole_dag.actors.quote import MIN_QUOTE_CHARS, collapse
 from mole_dag.core import ClaimDraft
 from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.passages import Passages
-from mole_dag.mining.relevance import (
-    CONTEXT_WINDOW,
-    Query,
-    TermStats,
-    score,
-)
-from mole_dag.skills.protocol import (
-    MineRequest,
-)
+from mole_dag.mining.relevance import CONTEXT_WINDOW, Query, TermStats, score
+from mole_dag.skills.protocol import MineRequest
 
 # How many claims one chunk may yield. A guess, flagged as one: enough to catch a paragraph's
 # distinct statements without turning every sentence into a claim.
 MAX_CLAIMS_PER_CHUNK = 8
 
-
 # Four words hold a short answer ("Redonda is now recovering."); the quote check's 24-character
 # floor still applies.
 MIN_WORDS, MAX_WORDS = 4, 90
-
 
 # Relevance below which a sentence is not worth a claim. A guess, flagged as one: low enough that
 # an answer worded apart from the question, next to one that names its topic, gets through.
 MIN_MINE_RELEVANCE = 0.08
 
-
 # Without the session's weights (a chunk mined on its own) every question word weighs alike, so
 # one shared common word scores far higher: the floor is higher too. A guess, flagged as one.
 MIN_MINE_RELEVANCE_UNWEIGHTED = 0.25
-
-
 HEADING_WORDS = 12
-
-
 _TERMINAL = frozenset('.!?…"”’)»')
-
-
 MAX_CLAIM_CHARS = 600
 
 

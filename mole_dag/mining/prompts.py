@@ -5,17 +5,10 @@ from __future__ import annotations
 from mole_dag.core import ClaimDraft
 from mole_dag.llm.jsonout import parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
-from mole_dag.skills.prompting import (
-    MAX_CLAIM_CHARS,
-    MAX_SUB_QUESTION_CHARS,
-    flat,
-)
-from mole_dag.skills.protocol import (
-    MineRequest,
-)
+from mole_dag.skills.prompting import MAX_CLAIM_CHARS, MAX_SUB_QUESTION_CHARS, flat
+from mole_dag.skills.protocol import MineRequest
 
 MINE_MAX_TOKENS = 1200
-
 
 # Claims per chunk the miner is asked for.
 MAX_CLAIMS_PER_CHUNK = 8

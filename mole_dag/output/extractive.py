@@ -4,11 +4,7 @@ evidence check, and the notice a report made without a model carries."""
 
 from __future__ import annotations
 
-from mole_dag.skills.protocol import (
-    BoundSentence,
-    WriteRequest,
-    WrittenAnswer,
-)
+from mole_dag.skills.protocol import BoundSentence, WriteRequest, WrittenAnswer
 
 MADE_WITHOUT_MODEL = (
     "This report was made without a language model: the extractive provider quoted sentences "

@@ -7,18 +7,10 @@ import re
 from mole_dag.llm.jsonout import first_object, parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
 from mole_dag.sanitize import strip_controls
-from mole_dag.skills.prompting import (
-    MAX_SUB_QUESTION_CHARS,
-    flat,
-)
-from mole_dag.skills.protocol import (
-    BoundSentence,
-    WriteRequest,
-    WrittenAnswer,
-)
+from mole_dag.skills.prompting import MAX_SUB_QUESTION_CHARS, flat
+from mole_dag.skills.protocol import BoundSentence, WriteRequest, WrittenAnswer
 
 WRITE_MAX_TOKENS = 700
-
 
 # How much of one quote the writer sees. A guess, flagged: long enough for a paragraph-sized
 # quote, short enough that thirty findings cannot size the call.
@@ -74,8 +66,6 @@ def write_call(req: WriteRequest) -> Call:
 # A finding list whose answer holds more sentences than this was not asked for: the rest are
 # ignored. A guess, flagged as one: the prompt asks for two to five.
 MAX_WRITE_SENTENCES = 8
-
-
 MAX_SENTENCE_CHARS = 600
 
 

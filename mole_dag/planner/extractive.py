@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import re
 
-from mole_dag.mining.relevance import (
-    SCOPE,
-    AnswerType,
-    answer_type,
-    is_broad,
-)
-from mole_dag.skills.protocol import (
-    PlannedQuestion,
-)
+from mole_dag.mining.relevance import SCOPE, AnswerType, answer_type, is_broad
+from mole_dag.skills.protocol import PlannedQuestion
 from mole_dag.text import terms
 
 _LEADING = re.compile(

@@ -4,28 +4,17 @@ from __future__ import annotations
 
 from mole_dag.llm.jsonout import parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
-from mole_dag.skills.prompting import (
-    MAX_SUB_QUESTION_CHARS,
-    flat,
-)
-from mole_dag.skills.protocol import (
-    Digest,
-    PlannedQuestion,
-)
+from mole_dag.skills.prompting import MAX_SUB_QUESTION_CHARS, flat
+from mole_dag.skills.protocol import Digest, PlannedQuestion
 
 # Output allowances (max_tokens). Guesses, flagged as such, sized to the answer each prompt asks
 # for: a truncated answer is salvaged, so erring small loses the last item, not the call.
 PLAN_MAX_TOKENS = 1024
 
-
 # How many sub-questions one round may add. A guess, flagged as one: the first round covers the
 # question's facets; later rounds only fill the gaps the digest shows.
 FIRST_ROUND_SUB_QUESTIONS = 5
-
-
 LATER_ROUND_SUB_QUESTIONS = 3
-
-
 MAX_QUERY_CHARS = 200
 
 

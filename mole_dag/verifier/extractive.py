@@ -7,19 +7,13 @@ from __future__ import annotations
 import re
 
 from mole_dag.actors.quote import collapse
-from mole_dag.skills.protocol import (
-    GroundRequest,
-    GroundVerdict,
-    Verdict,
-)
+from mole_dag.skills.protocol import GroundRequest, GroundVerdict, Verdict
 from mole_dag.text import NEGATIONS, stem, terms, words
 
 # Content-word Jaccard above which two claims are the same assertion, and above which a
 # difference in polarity, direction or number reads as a contradiction. Guesses, flagged as
 # such; the labelled pair set behind `mole eval` is what would calibrate them.
 DUPLICATE_OVERLAP = 0.8
-
-
 CONTRADICTION_OVERLAP = 0.45
 
 

@@ -7,26 +7,12 @@ import re
 
 from mole_dag.llm.jsonout import first_object, parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
-from mole_dag.skills.prompting import (
-    MAX_CLAIM_CHARS,
-    MAX_RATIONALE_CHARS,
-    flat,
-)
-from mole_dag.skills.protocol import (
-    GROUND_VERDICTS,
-    GroundRequest,
-    GroundVerdict,
-    Verdict,
-)
+from mole_dag.skills.prompting import MAX_CLAIM_CHARS, MAX_RATIONALE_CHARS, flat
+from mole_dag.skills.protocol import GROUND_VERDICTS, GroundRequest, GroundVerdict, Verdict
 
 JUDGE_BASE_TOKENS = 48
-
-
 JUDGE_TOKENS_PER_PAIR = 64
-
-
 GROUND_MAX_TOKENS = 160
-
 
 # The re-read window that reaches the judge: a page must not decide the size of a call.
 MAX_PASSAGE_CHARS = 2400
