@@ -44,7 +44,7 @@ from mole_dag.text import sentence_spans, stem, terms  # noqa: E402
 
 PAGES = Path(__file__).resolve().parent.parent.parent / "shared" / "web-pages"
 
-# The extractive miner's window (mole_dag/llm/extractive.py, mole_dag/actors/quote.py).
+# The extractive miner's window (mole_dag/mining/extractive.py, mole_dag/actors/quote.py).
 MIN_WORDS, MAX_WORDS, MAX_CHARS, MIN_CHARS = 6, 90, 600, 24
 
 # The splitter as it was before issue 10, kept here to measure the old path.

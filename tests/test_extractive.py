@@ -1,4 +1,5 @@
-"""Tests for mole_dag.llm.extractive: the model-free plan/mine/judge/write skills."""
+"""Tests for the model-free plan/mine/judge/write skills: mole_dag.skillsets.extractive and
+each stage's extractive.py."""
 
 from __future__ import annotations
 

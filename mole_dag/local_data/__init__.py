@@ -3,5 +3,6 @@ least five rows, and every value that leaves is recorded.
 
     connector -> hypothesis -> sqlguard -> gate -> exfil check -> crossings
 
-Nothing is imported here on purpose: `view` (what a model may see and answer) is imported by the
-skills protocol and must stay free of DuckDB, sqlglot and scipy."""
+Nothing is imported here on purpose: the light modules (the prompts, the extractive choice) must
+import without pulling in DuckDB, sqlglot and scipy. What a model may see and answer (the view)
+is mole_dag.skills.view, beside the skills protocol that carries it."""
