@@ -117,6 +117,7 @@ def mined_claims(context: dg.AssetExecutionContext, store: StoreResource,
         "already_known": res.duplicates_skipped,
         "discarded_quote_not_found": res.discarded.get("quote_not_found", 0),
         "discarded_quote_too_short": res.discarded.get("quote_too_short", 0),
+        "discarded_not_a_claim": res.discarded.get("not_a_claim", 0),
         "discarded_empty": res.discarded.get("empty", 0),
         "mining_calls_failed": res.failed_calls,
         "stopped_for_budget": res.budget_stopped, **stage_spend(run, MINE_STAGE)})

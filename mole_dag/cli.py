@@ -666,7 +666,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if dead:
         print("dead ends " + ", ".join(f"{r['cause']} {r['n']}" for r in dead))
     causes = {"quote_not_found": "quote not found", "quote_too_short": "quote too short",
-              "empty": "no quote"}
+              "empty": "no quote", "not_a_claim": "not a claim (heading, menu, caption)"}
     print("discarded " + (", ".join(f"{causes.get(r['cause'], r['cause'])} {r['n']}"
                                     for r in discarded) or "none") + " (by the quote check)")
     if rep:

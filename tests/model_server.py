@@ -300,7 +300,8 @@ class SimulatedModel:
         fresh, out, cached = self.usage(got, text)
         body = got.json
         if self.output_factor is not None:
-            out = math.ceil(int(body.get("max_tokens") or 0) * self.output_factor)
+            bound = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+            out = math.ceil(int(bound) * self.output_factor)
         if got.skill == "mine" and self.mine_delay_s:
             time.sleep(self.mine_delay_s)
         with self._lock:

@@ -181,3 +181,24 @@ def test_base_url_and_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
     assert server.received[0].json["model"] == "llama3.1:8b"
     assert server.received[0].headers["authorization"] == f"Bearer {KEY}"
     assert KEY not in repr(provider)
+
+
+def test_a_model_that_wants_max_completion_tokens_gets_the_bound_under_that_name() -> None:
+    """OpenAI's reasoning models (o-series, gpt-5) answer 400 to `max_tokens`; the bound the
+    ledger reserved on must still be sent, under the name the server asks for, and from then
+    on without the failed first try."""
+    refusal = json.dumps({"error": {
+        "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                   "'max_completion_tokens' instead.",
+        "type": "invalid_request_error", "param": "max_tokens",
+        "code": "unsupported_parameter"}})
+    replies = [Reply(400, refusal), Reply(200, chat_completion('{"ok": 1}')),
+               Reply(200, chat_completion('{"ok": 2}'))]
+    with ModelServer(scripted(replies)) as server:
+        provider = _provider(server)
+        assert provider.complete(_call(max_tokens=55)).text == '{"ok": 1}'
+        assert provider.complete(_call(max_tokens=56)).text == '{"ok": 2}'
+    first, second, third = (r.json for r in server.received)
+    assert first["max_tokens"] == 55 and "max_completion_tokens" not in first
+    assert second["max_completion_tokens"] == 55 and "max_tokens" not in second
+    assert third["max_completion_tokens"] == 56 and "max_tokens" not in third

@@ -76,6 +76,10 @@ class OpenAICompatProvider:
         self.models = {**DEFAULT_MODELS, **dict(models or {})}
         # None: ask for JSON mode and fall back if the server refuses; False: never ask.
         self.json_mode = json_mode
+        # OpenAI's reasoning models (o-series, gpt-5) refuse `max_tokens` and want
+        # `max_completion_tokens`, which many compatible servers do not know: send the common
+        # one and switch, for this provider, when a server asks for the other.
+        self.limit_field = "max_tokens"
         self.policy, self.sleep = policy, sleep
         self._secret = api_key
         headers = {"content-type": "application/json"}
@@ -97,7 +101,7 @@ class OpenAICompatProvider:
         messages = [{"role": "system", "content": call.system}] if call.system else []
         messages += [{"role": m.role, "content": m.content} for m in call.messages]
         body: dict[str, Any] = {"model": model, "messages": messages,
-                                "max_tokens": call.max_tokens}
+                                self.limit_field: call.max_tokens}
         if json_mode:
             body["response_format"] = {"type": "json_object"}
         # Serialised here, not by httpx, so the bytes (and a cassette's keys) do not depend on
@@ -115,6 +119,12 @@ class OpenAICompatProvider:
         if (status == 400 and want_json and self.json_mode is None
                 and "response_format" in resp.text):
             self.json_mode = False  # this server has no JSON mode; ask plainly from now on
+            return self._attempt(model, call)
+        if (status == 400 and self.limit_field == "max_tokens"
+                and "max_completion_tokens" in resp.text):
+            # The output bound is still sent, under the name this model wants: the ledger's
+            # reservation rests on it.
+            self.limit_field = "max_completion_tokens"
             return self._attempt(model, call)
         if status >= 400:
             if retryable_status(status):

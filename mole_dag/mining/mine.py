@@ -17,6 +17,7 @@ from mole_dag.budget import BudgetExhausted, FreeCallBatch
 from mole_dag.context import Run
 from mole_dag.core import DeadEndCause, Role, columns, stable_id
 from mole_dag.llm.provider import ModelCallFailed
+from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.score_relevance import score_relevance, session_passages, session_stats
 from mole_dag.skills.protocol import MineRequest
 from mole_dag.store import q, utcnow
@@ -24,6 +25,30 @@ from mole_dag.store.dead_ends import store_dead_end
 
 log = logging.getLogger("mole.mine")
 STAGE = "mined_claims"
+
+# What a quote found verbatim can still be, and no claim: the page's furniture. Not "question" or
+# "no_verb": a model may fairly quote a clause or a noun phrase out of a sentence.
+_FURNITURE = frozenset({"markup", "boilerplate", "caption", "navigation", "download",
+                        "reference_entry"})
+# A line this short, unpunctuated and verbless is a heading; a guess, flagged as one, and the
+# same bound the extractive miner's heading rule uses.
+_HEADING_WORDS = 14
+
+
+def quotes_furniture(data: bytes, start: int, end: int) -> bool:
+    """Whether the quote at bytes [start, end) of the source is page furniture: the quote itself
+    is furniture, or it lies on a line of its own that is a heading, a menu or a caption (the
+    model quoted all or part of it). The extractive miner never proposes these; a model can."""
+    quote = data[start:end].decode("utf-8", "replace")
+    if non_claim_reason(quote) in _FURNITURE:
+        return True
+    line_start = data.rfind(b"\n", 0, start) + 1
+    line_end = data.find(b"\n", end)
+    line = data[line_start:len(data) if line_end < 0 else line_end].decode("utf-8", "replace")
+    reason = non_claim_reason(line)
+    if reason in _FURNITURE:
+        return True
+    return reason in ("heading", "no_verb") and len(line.split()) <= _HEADING_WORDS
 
 
 @dataclass
@@ -164,6 +189,9 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
                 continue
             if m is None:
                 causes["quote_not_found"] += 1
+                continue
+            if quotes_furniture(data, m.byte_start, m.byte_end):
+                causes["not_a_claim"] += 1
                 continue
             key = (item["source_id"], m.byte_start, m.byte_end)
             if key in stored:

@@ -101,7 +101,7 @@ def _free_verdict(a: dict[str, Any], b: dict[str, Any], pair: Pair) -> Judged | 
         return Judged(pair, DUPLICATE_OF, "rule:identical-text", "identical after normalisation")
     if a["source_class"] == b["source_class"] == "local" and a["publisher"] == b["publisher"]:
         # Two gated aggregates of one dataset are both exact computations over the same rows:
-        # they can differ, never contradict (mole_dag/compute).
+        # they can differ, never contradict (mole_dag/local_data).
         return Judged(pair, NEITHER, "rule:same-dataset", "two aggregates of one dataset")
     return None
 
