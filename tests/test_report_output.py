@@ -13,12 +13,12 @@ from mole_dag.budget import Ledger
 from mole_dag.cli import main
 from mole_dag.context import Run
 from mole_dag.core import Unit
+from mole_dag.driver import run_session
 from mole_dag.evals.checks import citation_validity
 from mole_dag.evals.scorecard import LabelsError, load_labels, scorecard
 from mole_dag.llm.extractive import ExtractiveSkills
 from mole_dag.llm.skills import BoundSentence, Metered, WriteRequest, WrittenAnswer
 from mole_dag.output.html import render_html
-from mole_dag.pipeline import run_session
 from mole_dag.session import create_session
 from mole_dag.store import Store
 from mole_dag.store.models import materialize_all
