@@ -103,6 +103,7 @@ def fetched_chunks(context: dg.AssetExecutionContext, store: StoreResource,
     return dg.MaterializeResult(metadata={
         "leads_run": res.leads_run, "new_sources": res.sources, "new_chunks": res.chunks,
         "dead_ends": res.dead_ends, "leases_requeued": res.requeued, "failed_leads": res.failed,
+        "internal_errors": res.internal_errors,
         **stage_spend(run, EXEC_STAGE)})
 
 

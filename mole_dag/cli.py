@@ -664,6 +664,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         for r in stages))
     if dead:
         print("dead ends " + ", ".join(f"{r['cause']} {r['n']}" for r in dead))
+    internal = sum(int(r["n"]) for r in dead if r["cause"] == "internal_error")
+    if internal:
+        # Apart from the causes above: these are ours to fix, not the outside world failing.
+        print(f"internal errors {internal} (bugs in mole, not fetch failures; the tracebacks "
+              "are in the run's log)")
     causes = {"quote_not_found": "quote not found", "quote_too_short": "quote too short",
               "empty": "no quote"}
     print("discarded " + (", ".join(f"{causes.get(r['cause'], r['cause'])} {r['n']}"

@@ -82,6 +82,9 @@ class DeadEndCause(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     TIMEOUT = "timeout"
     UNREADABLE = "unreadable"
+    # A bug of ours (an unexpected exception), not the outside world failing: its traceback is
+    # in the log, and `mole show` counts it apart.
+    INTERNAL_ERROR = "internal_error"
 
 
 class SourceClass(StrEnum):
