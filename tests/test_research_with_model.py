@@ -77,7 +77,7 @@ def test_model_session_end_to_end(store: Store, mini_corpus: Path, tmp_path: Pat
     assert "without a language model" not in report.markdown
     answer = section(report.markdown, "Answer")
     assert cited_numbers(answer)
-    assert set(cited_numbers(answer)) <= set(range(1, report.sources + 1))
+    assert set(cited_numbers(answer)) <= set(range(1, report.sources_cited + 1))
     assert read(report.markdown).ok
 
     # Every stored claim's quote is in its source verbatim, at the stored span.

@@ -66,12 +66,13 @@ def is_fetch_error(exc: BaseException) -> bool:
 @dataclass
 class ExecResult:
     leads_run: int = 0
-    sources: int = 0
-    chunks: int = 0
+    new_sources: int = 0
+    new_chunks: int = 0
     dead_ends: int = 0
-    requeued: int = 0
-    failed: int = 0
-    internal_errors: int = 0  # of `failed`: bugs (DeadEndCause.INTERNAL_ERROR), not fetch errors
+    leases_requeued: int = 0
+    failed_leads: int = 0
+    # Of failed_leads: bugs (DeadEndCause.INTERNAL_ERROR), not fetch errors.
+    internal_errors: int = 0
     lead_ids: list[str] = field(default_factory=list)
 
 
@@ -133,8 +134,8 @@ class _Writer:
             raise
         with self.lock:
             for n_src, n_chunks, n_dead in counts:
-                self.result.sources += n_src
-                self.result.chunks += n_chunks
+                self.result.new_sources += n_src
+                self.result.new_chunks += n_chunks
                 self.result.dead_ends += n_dead
 
     def _write(self, cur: Any, o: _Outcome, known: dict[str, str],
@@ -207,7 +208,7 @@ def _run_lead(run: Run, actors: dict[str, Actor], lease: leases.Lease, result: E
             outcome.internal = True
         outcome.dead = DeadEnd(cause, detail=f"{type(exc).__name__}: {exc}")
     with lock:
-        result.failed += 1 if outcome.failed else 0
+        result.failed_leads += 1 if outcome.failed else 0
         result.internal_errors += 1 if outcome.internal else 0
         result.leads_run += 1
         result.lead_ids.append(lease.lead_id)
@@ -218,7 +219,7 @@ def _run_lead(run: Run, actors: dict[str, Actor], lease: leases.Lease, result: E
 def execute_leads(run: Run, workers: int = DEFAULT_WORKERS) -> ExecResult:
     result = ExecResult()
     sid = run.session_id
-    result.requeued = leases.requeue_expired(run.store, sid)
+    result.leases_requeued = leases.requeue_expired(run.store, sid)
     owner = leases.new_owner()
     # The round's leads are leased in one transaction and kept alive by one heartbeat; the
     # workers take them in plan order.
@@ -243,7 +244,7 @@ def execute_leads(run: Run, workers: int = DEFAULT_WORKERS) -> ExecResult:
     once.settle(sid)
     result.lead_ids.sort()
     run.progress(
-        f"executed {result.leads_run} leads: {result.sources} new sources, "
-        f"{result.chunks} chunks, {result.dead_ends} dead ends"
+        f"executed {result.leads_run} leads: {result.new_sources} new sources, "
+        f"{result.new_chunks} chunks, {result.dead_ends} dead ends"
     )
     return result
