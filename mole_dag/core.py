@@ -11,6 +11,15 @@ from datetime import date
 from enum import StrEnum
 from typing import Any
 
+# Limits the schema enforces too (sql/migrations/0001_init.sql, claims): the one Python copy of
+# each, read by every stage that trims or checks; tests/test_shared_limits.py compares them with
+# the applied CHECKs.
+# The longest claim text the claims table accepts.
+MAX_CLAIM_CHARS = 600
+# A three-word quote matches almost any document by chance; 24 collapsed characters is roughly
+# four or five words, the shortest span that still identifies a passage.
+MIN_QUOTE_CHARS = 24
+
 
 class Role(StrEnum):
     """Which stage spent the money. Spend by stage is then a GROUP BY, not archaeology."""
@@ -82,6 +91,9 @@ class DeadEndCause(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     TIMEOUT = "timeout"
     UNREADABLE = "unreadable"
+    # A bug of ours (an unexpected exception), not the outside world failing: its traceback is
+    # in the log, and `mole show` counts it apart.
+    INTERNAL_ERROR = "internal_error"
 
 
 class SourceClass(StrEnum):

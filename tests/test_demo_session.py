@@ -13,12 +13,12 @@ import pytest
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
+from mole_dag.driver import run_session
 from mole_dag.evals.checks import citation_validity
 from mole_dag.evals.scorecard import scorecard
 from mole_dag.llm.extractive import ExtractiveSkills
 from mole_dag.output.finish import FinishResult
 from mole_dag.paths import PROJECT_ROOT, demo_corpus
-from mole_dag.pipeline import run_session
 from mole_dag.session import create_session
 from mole_dag.store import Store
 

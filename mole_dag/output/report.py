@@ -87,7 +87,7 @@ class ReportResult:
     path: Path | None
     findings: int
     citations: int
-    sources: int
+    sources_cited: int
     writer: str
     rejected_bodies: list[str] = field(default_factory=list)  # why writer answers were not used
     escrow_released: int = 0
