@@ -197,3 +197,9 @@ class Claim:
     publisher: str | None = None
     source_class: SourceClass = SourceClass.UNKNOWN
     url: str | None = None
+
+
+def json_object(value: Any) -> dict[str, Any]:
+    """A decoded JSON object, or an empty one for anything else: an outside API's shape is not
+    trusted, and a missing or mistyped member reads as absent."""
+    return value if isinstance(value, dict) else {}

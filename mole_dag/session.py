@@ -8,6 +8,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import duckdb
+
 from mole_dag.actors.search_settings import (
     SearchSettings,
     SettingsError,
@@ -65,7 +67,7 @@ def create_session(
         save_for_session(store, session_id, search)
     ledger = Ledger(store)
 
-    def tx(cur) -> Balance:  # type: ignore[no-untyped-def]
+    def tx(cur: duckdb.DuckDBPyConnection) -> Balance:
         bal = ledger.create_session(
             question, unit, total, session_id=session_id, provider=provider, corpus=corpus,
             actors=actors,
