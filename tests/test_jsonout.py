@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mole_dag.core import MAX_CLAIM_CHARS
 from mole_dag.llm.jsonout import parse_items
 from mole_dag.mining.prompts import parse_mine
 from mole_dag.planner.prompts import LATER_ROUND_SUB_QUESTIONS, parse_plan, plan_call
-from mole_dag.skills.prompting import MAX_CLAIM_CHARS
 from mole_dag.skills.protocol import Digest
 from mole_dag.verifier.prompts import (
     GROUND_SYSTEM,

@@ -10,9 +10,9 @@ from pathlib import Path
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import ClaimDraft, Unit
+from mole_dag.driver import run_session
 from mole_dag.mining.extractive import mine_sentences
 from mole_dag.mining.mine import quotes_furniture
-from mole_dag.pipeline import run_session
 from mole_dag.session import create_session
 from mole_dag.skills.protocol import Metered, MineRequest
 from mole_dag.skillsets.extractive import ExtractiveSkills

@@ -14,6 +14,7 @@ import pytest
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
+from mole_dag.driver import run_session
 from mole_dag.llm.retry import RetryPolicy
 from mole_dag.output.binding import Dropped, bind
 from mole_dag.output.citations import cited_numbers
@@ -26,8 +27,7 @@ from mole_dag.output.report import (
     escape_markdown,
     write_report,
 )
-from mole_dag.pipeline import run_round
-from mole_dag.session import create_session, should_run_another_round
+from mole_dag.session import create_session
 from mole_dag.skills.protocol import BoundSentence, WriteRequest, WrittenAnswer
 from mole_dag.skillsets import skills_for
 from mole_dag.skillsets.extractive import ExtractiveSkills
@@ -47,9 +47,7 @@ def _about_the_question(text: str) -> float:
 
 
 def _research(run: Run, relevance: Relevance | None = _about_the_question) -> None:
-    run_round(run)
-    while should_run_another_round(run):
-        run_round(run)
+    run_session(run, report=False)
     if relevance is not None:
         _score(run.store, run.session_id, relevance)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from mole_dag.actors.quote import MIN_QUOTE_CHARS, collapse
-from mole_dag.core import ClaimDraft
+from mole_dag.core import MAX_CLAIM_CHARS, ClaimDraft
 from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.passages import Passages
 from mole_dag.mining.relevance import CONTEXT_WINDOW, Query, TermStats, score
@@ -30,7 +30,6 @@ MIN_MINE_RELEVANCE = 0.08
 MIN_MINE_RELEVANCE_UNWEIGHTED = 0.25
 HEADING_WORDS = 12
 _TERMINAL = frozenset('.!?…"”’)»')
-MAX_CLAIM_CHARS = 600
 
 
 def _lone_line(sentence: str, sentences_in_block: int) -> bool:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from mole_dag.core import ClaimDraft
+from mole_dag.core import MAX_CLAIM_CHARS, ClaimDraft
 from mole_dag.llm.jsonout import parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
-from mole_dag.skills.prompting import MAX_CLAIM_CHARS, MAX_SUB_QUESTION_CHARS, flat
+from mole_dag.skills.prompting import MAX_SUB_QUESTION_CHARS, flat
 from mole_dag.skills.protocol import MineRequest
 
 MINE_MAX_TOKENS = 1200

@@ -28,8 +28,6 @@ from mole_dag.sanitize import one_line
 
 MAX_SUB_QUESTION_CHARS = 300
 
-# The cap on one claim's text (the claims table refuses longer).
-MAX_CLAIM_CHARS = 600
 MAX_RATIONALE_CHARS = 300
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 
+from mole_dag.core import MAX_CLAIM_CHARS
 from mole_dag.llm.jsonout import first_object, parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
-from mole_dag.skills.prompting import MAX_CLAIM_CHARS, MAX_RATIONALE_CHARS, flat
+from mole_dag.skills.prompting import MAX_RATIONALE_CHARS, flat
 from mole_dag.skills.protocol import GROUND_VERDICTS, GroundRequest, GroundVerdict, Verdict
 
 JUDGE_BASE_TOKENS = 48
