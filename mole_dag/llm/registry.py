@@ -164,7 +164,7 @@ def build_provider(name: str, config: Mapping[str, Any] | None = None) -> Provid
         return _make(kind, args, tape, sleep=NoSleep)
     args = _settings(name, cfg)
     record = first_set(os.environ.get("MOLE_RECORD"), cfg.get("record"))
-    tape = (Cassette.record_to(Path(record).expanduser(),
-                               _cassette_meta(name, args, judge_model_of(name, cfg)))
-            if record else None)
-    return _make(name, args, tape)
+    recording = (Cassette.record_to(Path(record).expanduser(),
+                                    _cassette_meta(name, args, judge_model_of(name, cfg)))
+                 if record else None)
+    return _make(name, args, recording)

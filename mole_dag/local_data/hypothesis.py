@@ -36,12 +36,12 @@ def _c(col: ColumnProfile) -> exp.Column:
     return exp.column(col.name, quoted=True)
 
 
-def _not_null(*cols: ColumnProfile) -> exp.Expression:
+def _not_null(*cols: ColumnProfile) -> exp.Expr:
     return exp.and_(*(exp.Not(this=exp.Is(this=_c(c), expression=exp.Null())) for c in cols))
 
 
-def _sql(projections: list[exp.Expression], where: exp.Expression,
-         group: list[exp.Expression] | None = None) -> str:
+def _sql(projections: list[exp.Expr], where: exp.Expr,
+         group: list[exp.Expr] | None = None) -> str:
     q = exp.select(*projections).from_(TABLE).where(where)
     if group:
         q = q.group_by(*group)

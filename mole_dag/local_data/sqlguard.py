@@ -33,25 +33,25 @@ from mole_dag.local_data.refusal import Reason, Refused, Stage
 # Aggregates whose value is a function of many rows. MIN, MAX, FIRST, ANY_VALUE, LIST,
 # STRING_AGG, MODE and quantiles other than the median return (or approach) one row's value, so
 # they are not here. The ones that need a number say so.
-_NUMERICAGGREGATES: tuple[type[exp.Expression], ...] = (
+_NUMERICAGGREGATES: tuple[type[exp.Expr], ...] = (
     exp.Sum, exp.Avg, exp.Median, exp.Stddev, exp.StddevSamp, exp.StddevPop, exp.Variance,
     exp.VariancePop, exp.Corr,
 )
-AGGREGATES: tuple[type[exp.Expression], ...] = (exp.Count, *_NUMERICAGGREGATES)
-_SCALAR_FUNCTIONS: tuple[type[exp.Expression], ...] = (
+AGGREGATES: tuple[type[exp.Expr], ...] = (exp.Count, *_NUMERICAGGREGATES)
+_SCALAR_FUNCTIONS: tuple[type[exp.Expr], ...] = (
     exp.Round, exp.Abs, exp.Floor, exp.Ceil, exp.Coalesce, exp.Lower, exp.Upper, exp.Length,
     exp.Nullif, exp.Greatest, exp.Least, exp.Ln, exp.Sqrt, exp.Cast, exp.TryCast, exp.Trim,
 )
-_OPERATORS: tuple[type[exp.Expression], ...] = (
+_OPERATORS: tuple[type[exp.Expr], ...] = (
     exp.And, exp.Or, exp.Not, exp.Neg, exp.Paren, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT,
     exp.LTE, exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Add, exp.Sub, exp.Mul,
     exp.Div, exp.IntDiv, exp.Mod, exp.Case, exp.If,
 )
-_LEAVES: tuple[type[exp.Expression], ...] = (
+_LEAVES: tuple[type[exp.Expr], ...] = (
     exp.Literal, exp.Boolean, exp.Null, exp.Identifier, exp.DataType, exp.DataTypeParam,
     exp.Var,
 )
-_STRUCTURE: tuple[type[exp.Expression], ...] = (
+_STRUCTURE: tuple[type[exp.Expr], ...] = (
     exp.Select, exp.From, exp.Table, exp.Where, exp.Group, exp.Alias, exp.Column, exp.Distinct,
     exp.Star,
 )
@@ -86,9 +86,9 @@ class Guarded:
 
     statement: exp.Select
     sql: str
-    keys: tuple[tuple[str, exp.Expression], ...]
-    values: tuple[tuple[str, exp.Expression], ...]
-    where: exp.Expression | None
+    keys: tuple[tuple[str, exp.Expr], ...]
+    values: tuple[tuple[str, exp.Expr], ...]
+    where: exp.Expr | None
     columns: tuple[str, ...]
 
 
@@ -119,16 +119,16 @@ def _show(text: str, limit: int = 60) -> str:
     return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
 
 
-def _func_name(node: exp.Expression) -> str:
+def _func_name(node: exp.Expr) -> str:
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
     try:
-        return node.sql_name().lower()
+        return str(node.sql_name()).lower()  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - a node without a SQL name is simply unnamed
         return type(node).__name__.lower()
 
 
-def _inside_aggregate(node: exp.Expression) -> exp.Expression | None:
+def _inside_aggregate(node: exp.Expr) -> exp.Expr | None:
     parent = node.parent
     while parent is not None:
         if isinstance(parent, (*AGGREGATES, exp.Filter)):
@@ -137,11 +137,11 @@ def _inside_aggregate(node: exp.Expression) -> exp.Expression | None:
     return None
 
 
-def _strip_alias(node: exp.Expression) -> exp.Expression:
+def _strip_alias(node: exp.Expr) -> exp.Expr:
     return node.this if isinstance(node, exp.Alias) else node
 
 
-def parse_one_select(sql: str) -> exp.Expression:
+def parse_one_select(sql: str) -> exp.Expr:
     """Parse `sql` as DuckDB SQL; refuse anything but exactly one statement. Comments are not
     statements, so a trailing `-- note` passes and `/* x */; DROP TABLE data` does not."""
     try:
@@ -314,7 +314,7 @@ def _check_column(node: exp.Column, dataset: Dataset, problems: _Problems,
     columns.add(col.name)
 
 
-def _check_aggregate(node: exp.Expression, dataset: Dataset, problems: _Problems) -> None:
+def _check_aggregate(node: exp.Expr, dataset: Dataset, problems: _Problems) -> None:
     name = _func_name(node)
     if _inside_aggregate(node) is not None:
         problems.add(Reason.AGGREGATE_ARGUMENT, f"{name}() nested inside another aggregate")
@@ -348,16 +348,16 @@ def _check_aggregate(node: exp.Expression, dataset: Dataset, problems: _Problems
                          f"{name}() needs a numeric column; {_show(col.name)} is {col.type}")
 
 
-def _contains_aggregate(node: exp.Expression) -> bool:
+def _contains_aggregate(node: exp.Expr) -> bool:
     return any(isinstance(n, AGGREGATES) for n in node.walk())
 
 
-def _canonical_key(node: exp.Expression, loose: bool = False) -> str:
+def _canonical_key(node: exp.Expr, loose: bool = False) -> str:
     text = _strip_alias(node).sql(dialect="duckdb", comments=False)
     return text.casefold().replace('"', "") if loose else text
 
 
-def _output_name(node: exp.Expression, index: int) -> str:
+def _output_name(node: exp.Expr, index: int) -> str:
     if isinstance(node, exp.Alias):
         return node.alias
     if isinstance(node, exp.Column):
@@ -366,7 +366,7 @@ def _output_name(node: exp.Expression, index: int) -> str:
 
 
 def _check_outputs(root: exp.Select, problems: _Problems, *, loose: bool = False
-                   ) -> tuple[list[tuple[str, exp.Expression]], list[tuple[str, exp.Expression]]]:
+                   ) -> tuple[list[tuple[str, exp.Expr]], list[tuple[str, exp.Expr]]]:
     group = root.args.get("group")
     group_keys = list(group.expressions) if group is not None else []
     if group is not None and (group.args.get("all") or any(
@@ -374,8 +374,8 @@ def _check_outputs(root: exp.Select, problems: _Problems, *, loose: bool = False
             for k in group_keys)):
         return [], []  # the GROUP BY itself is refused; its outputs cannot be judged
     key_forms = {_canonical_key(k, loose): k for k in group_keys}
-    keys: list[tuple[str, exp.Expression]] = []
-    values: list[tuple[str, exp.Expression]] = []
+    keys: list[tuple[str, exp.Expr]] = []
+    values: list[tuple[str, exp.Expr]] = []
     used_names: set[str] = set()
     projected_keys: set[str] = set()
     for i, proj in enumerate(root.expressions):
@@ -414,7 +414,7 @@ def _check_outputs(root: exp.Select, problems: _Problems, *, loose: bool = False
 
 def _canonicalise(root: exp.Select, dataset: Dataset) -> exp.Select:
     """Comments dropped, columns by their profile names, quoted and unqualified."""
-    def fix(node: exp.Expression) -> exp.Expression:
+    def fix(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column):
             col: ColumnProfile | None = dataset.column(node.name)
             assert col is not None  # checked above

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mole_dag.actors.quote import MIN_QUOTE_CHARS, QuoteRejected, find_quote
+from mole_dag.actors.quote import QuoteRejected, find_quote
 from mole_dag.chunk import DEFAULT_MAX_BYTES, chunk_text
-from mole_dag.core import EdgeKind, SourceClass
+from mole_dag.core import MIN_QUOTE_CHARS, EdgeKind, SourceClass
 from mole_dag.publisher import paper_key, publisher_of, registrable_domain
 from mole_dag.verifier.confidence import ClaimNode, derive
 from mole_dag.verifier.source_class import class_of

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from mole_dag.actors.quote import MIN_QUOTE_CHARS, collapse
-from mole_dag.core import MAX_CLAIM_CHARS, ClaimDraft
+from mole_dag.actors.quote import collapse
+from mole_dag.core import MAX_CLAIM_CHARS, MIN_QUOTE_CHARS, ClaimDraft
 from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.passages import Passages
 from mole_dag.mining.relevance import CONTEXT_WINDOW, Query, TermStats, score

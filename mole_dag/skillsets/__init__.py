@@ -30,9 +30,9 @@ def skills_for(provider: str | None, config: Mapping[str, Any] | None = None) ->
         # A replay judges with the model it was recorded with, whatever the config says now.
         from mole_dag.llm.cassette import Cassette
 
-        provider = build_provider(name, cfg)
-        tape = getattr(provider, "cassette", None)
+        replay = build_provider(name, cfg)
+        tape = getattr(replay, "cassette", None)
         judge = (tape.meta.get("judge_model") if isinstance(tape, Cassette) else None) or None
-        return ModelSkills(provider, prices, name=name, judge_model=judge)
+        return ModelSkills(replay, prices, name=name, judge_model=judge)
     return ModelSkills(build_provider(name, cfg), prices, name=name,
                        judge_model=judge_model_of(name, cfg))
