@@ -72,7 +72,7 @@ def session(context: dg.AssetExecutionContext, config: SessionConfig, store: Sto
     run = _run(context, store, budget)
     rec = recover(run)
     return dg.MaterializeResult(metadata={
-        "question": run.session()["question"],
+        "question": run.session().question,
         "reservations_expired": rec.reservations_expired,
         "leases_requeued": rec.leases_requeued,
         # This materialisation stays the latest one shown after the session finishes, so its

@@ -297,6 +297,7 @@ def _drive_rounds(sid: str, skills: Any, first: str, quiet: bool, print_report: 
     from mole_dag.context import Run
     from mole_dag.core import SessionStatus
     from mole_dag.session import should_run_another_round
+    from mole_dag.store.records import SessionRow
 
     instance = _dagster_instance()
     from assets.definitions import defs
@@ -310,7 +311,7 @@ def _drive_rounds(sid: str, skills: Any, first: str, quiet: bool, print_report: 
     round_job = defs.resolve_job_def("research_round")
     report_job = defs.resolve_job_def("research_report")
 
-    def session_state() -> tuple[dict[str, Any], bool]:
+    def session_state() -> tuple[SessionRow, bool]:
         st = _open_store()
         try:
             run = Run(st, Ledger(st), skills, sid)
@@ -336,10 +337,10 @@ def _drive_rounds(sid: str, skills: Any, first: str, quiet: bool, print_report: 
             _report_failure(res, sid)
             return EXIT_FAILED
         sess, another = session_state()
-        if sess["status"] == SessionStatus.EXHAUSTED and rounds == 1 and first == "round" \
-                and int(sess["rounds"]) <= 1:
+        if sess.status == SessionStatus.EXHAUSTED and rounds == 1 and first == "round" \
+                and sess.rounds <= 1:
             # The budget could not pay for the first call: one line, as for bad input.
-            print(f"mole: {sess['stop_reason'] or 'budget exhausted'}", file=sys.stderr)
+            print(f"mole: {sess.stop_reason or 'budget exhausted'}", file=sys.stderr)
             print(f"session {sid}", file=sys.stderr)
             return EXIT_USAGE
         step = "round" if another else "report"

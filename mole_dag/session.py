@@ -96,9 +96,9 @@ def recover(run: Run) -> Recovery:
 
 def should_run_another_round(run: Run) -> bool:
     sess = run.session()
-    if sess["status"] not in (SessionStatus.CREATED, SessionStatus.RUNNING):
+    if sess.status not in (SessionStatus.CREATED, SessionStatus.RUNNING):
         return False
-    if int(sess["rounds"]) >= MAX_ROUNDS:
+    if sess.rounds >= MAX_ROUNDS:
         return False
     pending = int(run.store.scalar(q("pending_leads_count"), {"session_id": run.session_id}) or 0)
     if pending == 0:
@@ -160,7 +160,7 @@ def begin_reporting(run: Run) -> int:
     """Hand the escrow to the report stage (once) and put the session in `reporting`. Also the
     way back in for a finished session whose graph is materialised again."""
     released = run.ledger.release_escrow(run.session_id)
-    if run.session()["status"] == SessionStatus.DONE:
+    if run.session().status == SessionStatus.DONE:
         now = utcnow()
         run.store.transact(lambda cur: cur.execute(q("session_set_status"), {
             "status": str(SessionStatus.REPORTING), "now": now, "session_id": run.session_id}))
@@ -192,9 +192,9 @@ def resume_point(run: Run) -> str:
     was left half done (pending leads, fetched sources not yet mined) or another round is due;
     else the report."""
     sess = run.session()
-    if sess["escrow_released"] or sess["status"] == SessionStatus.REPORTING:
+    if sess.escrow_released or sess.status == SessionStatus.REPORTING:
         return "report"
-    if int(sess["rounds"]) == 0:
+    if sess.rounds == 0:
         return "round"
     pending = int(run.store.scalar(q("pending_leads_count"), {"session_id": run.session_id}) or 0)
     unmined = run.store.named("unmined_lead_sources", {"session_id": run.session_id})
@@ -206,11 +206,11 @@ def resume_point(run: Run) -> str:
 def next_step(run: Run) -> str | None:
     """What a session needs next: "round", "report", or None (finished, or not startable)."""
     sess = run.session()
-    if sess["status"] in (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED,
+    if sess.status in (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED,
                           SessionStatus.EXHAUSTED, SessionStatus.INTERRUPTED):
         return None
-    if sess["status"] == SessionStatus.REPORTING:
+    if sess.status == SessionStatus.REPORTING:
         return "report"
-    if int(sess["rounds"]) == 0 or should_run_another_round(run):
+    if sess.rounds == 0 or should_run_another_round(run):
         return "round"
     return "report"

@@ -151,7 +151,7 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
         paid = False
         try:
             for ch in chunks:
-                req = MineRequest(sess["question"], item["sub_question"], ch["text"],
+                req = MineRequest(sess.question, item["sub_question"], ch["text"],
                                   item["title"] or "", stats)
                 estimate = run.skills.estimate_mine(req, unit)
                 paid = paid or estimate > 0

@@ -22,26 +22,27 @@ from mole_dag.actors.search_settings import (
 from mole_dag.actors.web import WebActor, page_document
 from mole_dag.core import DeadEndCause
 from mole_dag.store import Store, q
+from mole_dag.store.records import SessionRow
 
 log = logging.getLogger("mole.web")
 # The limits every session's fetcher gets (module-level so a test can shorten the timeouts).
 FETCH_LIMITS = FetchLimits()
 
 
-def web_actor_for(name: str, session: dict[str, Any], store: Store | None) -> WebActor | None:
+def web_actor_for(name: str, session: SessionRow, store: Store | None) -> WebActor | None:
     """The actor, or None (with a warning saying what to set) when its key or URL is missing."""
     searxng_url, allow_hosts = (None, ()) if store is None else load_for_session(
-        store, str(session["id"]))
+        store, session.id)
     config = read_config()
     settings = SearchSettings((name,), searxng_url, allow_hosts)
     avail = availability(settings, config)
     if name not in avail.usable:
         for note in avail.notes:
-            log.warning("session %s: %s", session.get("id"), note)
+            log.warning("session %s: %s", session.id, note)
         return None
     provider = build(name, key=api_key(name, config), searxng_url=searxng_url,
                      contact_email=contact_email(config))
-    sid = str(session["id"])
+    sid = session.id
     known = failed = None
     if store is not None:
 

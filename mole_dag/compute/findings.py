@@ -130,7 +130,7 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
     store, sid = run.store, run.session_id
     sess = run.session()
     result = LocalResult()
-    if not sess.get("data"):
+    if not sess.data:
         return result
     from mole_dag.compute import hypothesis
     from mole_dag.compute.connector import DataError
@@ -152,7 +152,7 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
         return result
     with ds:
         result.rows, result.columns, result.withheld = ds.rows, len(ds.columns), len(ds.withheld)
-        round_no = int(sess.get("rounds") or 1)
+        round_no = sess.rounds or 1
 
         def register(cur: Any) -> str:
             cur.execute(q("local_dataset_insert"), {
@@ -163,7 +163,7 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
 
         sq_id = store.transact(register)
         recorder = Recorder(store, sid, ds)
-        view = ds.view(sess["question"], hypothesis.CATALOGUE, max_hypotheses)
+        view = ds.view(sess.question, hypothesis.CATALOGUE, max_hypotheses)
         choices = _choose(run, view, result, lambda: recorder.record_profile(view))
         if choices is None:
             return result

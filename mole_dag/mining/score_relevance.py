@@ -48,7 +48,7 @@ def session_stats(passages: dict[str, Passages]) -> TermStats:
 
 def score_relevance(run: Run) -> RelevanceResult:
     store, sid = run.store, run.session_id
-    question = str(run.session()["question"])
+    question = run.session().question
     subs = [SubQuestionText(str(r["id"]), str(r["text"]))
             for r in store.named("relevance_sub_questions", {"session_id": sid})]
     claims = store.named("relevance_claims", {"session_id": sid})

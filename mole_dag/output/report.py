@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from mole_dag.output.sanitize import one_line, strip_controls
 from mole_dag.paths import reports_dir
 from mole_dag.session import begin_reporting
 from mole_dag.store import q, utcnow
+from mole_dag.store.records import SessionRow
 from mole_dag.verifier.source_class import STRENGTH
 
 log = logging.getLogger("mole.report")
@@ -329,7 +330,7 @@ def render_answer(binding: Binding, findings: list[Finding]) -> str:
 
 def render(
     *,
-    session: dict[str, Any],
+    session: SessionRow,
     answer: str,
     findings: list[Finding],
     numbered: dict[int, Any],
@@ -337,10 +338,10 @@ def render(
     spend_by_role: list[dict[str, Any]],
     appendix: list[str] | None = None,
 ) -> str:
-    unit = session["unit"]
-    out: list[str] = [f"# {one_line(session['question'])}", ""]
-    out.append(f"Session `{session['id']}` · provider `{session['provider']}` · "
-               f"budget {_fmt_amount(session['total'], unit)} · "
+    unit = session.unit
+    out: list[str] = [f"# {one_line(session.question)}", ""]
+    out.append(f"Session `{session.id}` · provider `{session.provider}` · "
+               f"budget {_fmt_amount(session.total, unit)} · "
                f"generated {utcnow():%Y-%m-%d %H:%M} UTC")
     out.append("")
     for b in banners:
@@ -496,7 +497,7 @@ def write_report(
         banners.append("Relevance was not scored in this session, so the findings are listed "
                        "by confidence and some may not bear on the question.")
     if findings:
-        written = _write(run, _writer_request(session["question"], findings), findings)
+        written = _write(run, _writer_request(session.question, findings), findings)
         answer = render_answer(written.binding, findings)
         banners += written.notes
     else:
@@ -508,7 +509,7 @@ def write_report(
     session = run.session()
     markdown = render(
         # What the session really cost: overrun is money spent too.
-        session=session | {"spent": bal.charged},
+        session=replace(session, spent=bal.charged),
         answer=answer,
         findings=findings,
         numbered=numbered,

@@ -296,7 +296,7 @@ def queue_follow_up_leads(run: Run) -> list[FollowUp]:
     proposed = propose(live, info, per_root)
     if not proposed:
         return []
-    actors = [a.strip() for a in str(run.session()["actors"]).split(",") if a.strip()]
+    actors = [a.strip() for a in run.session().actors.split(",") if a.strip()]
     now = utcnow()
 
     rows = [{"id": stable_id(sid, f.because, actor, prefix="lead-"),
