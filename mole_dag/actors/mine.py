@@ -229,17 +229,20 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
             break
 
     def finish(cur: Any) -> None:
+        # Imported here while the package moves of issue 13 rewrite this module's imports.
+        from mole_dag.store.records import LeadClaimsRow, fetch_all
+
         pending.write(cur, sid, run.skills.name)
         if not work:
             return
         # A lead whose sources yielded nothing is a dead end the planner should hear about.
         # Counted inside the transaction, so this stage's claims are seen.
         lead_ids = sorted({w["lead_id"] for w in work})
-        for lead_id, sub_question_id, n in cur.execute(
-                q("lead_claim_counts"), {"session_id": sid, "lead_ids": lead_ids}).fetchall():
-            if n == 0:
+        for lead in fetch_all(cur, LeadClaimsRow, q("lead_claim_counts"),
+                              {"session_id": sid, "lead_ids": lead_ids}):
+            if lead.claims == 0:
                 store_dead_end(cur, sid, DeadEnd(DeadEndCause.NO_CLAIMS),
-                               sub_question_id=sub_question_id, lead_id=lead_id)
+                               sub_question_id=lead.sub_question_id, lead_id=lead.lead_id)
 
     if work or len(free):
         free.write_with(finish, store)

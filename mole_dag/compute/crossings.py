@@ -54,7 +54,12 @@ class Recorder:
         self.dataset = dataset
 
     def _seq(self, cur: Any) -> int:
-        return int(cur.execute(q("local_next_seq"), {"session_id": self.session_id}).fetchone()[0])
+        # Imported here while the package moves of issue 13 rewrite this module's imports.
+        from mole_dag.store.records import scalar
+
+        seq = scalar(cur, int, q("local_next_seq"), {"session_id": self.session_id})
+        assert seq is not None  # coalesce(max(seq), -1) + 1 always has a row
+        return seq
 
     def _write_crossing(self, cur: Any, c: Crossing) -> str:
         seq = self._seq(cur)

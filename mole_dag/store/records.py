@@ -136,6 +136,15 @@ class LeadRow:
 
 
 @dataclass(frozen=True)
+class LeadClaimsRow:
+    """How many claims the sources a lead found hold, per lead (`lead_claim_counts`)."""
+
+    lead_id: str
+    sub_question_id: str
+    claims: int
+
+
+@dataclass(frozen=True)
 class SourceRow:
     """A source as the report and the relevance scorer cite it (`session_sources`)."""
 
@@ -233,10 +242,19 @@ class CrossingRow:
     created_at: datetime
 
 
+@dataclass(frozen=True)
+class RowSetRow:
+    """The rows an earlier crossing rested on, as a packed bit mask (`local_row_sets_history`)."""
+
+    columns: str
+    n: int
+    bits: bytes
+
+
 # -- building them ------------------------------------------------------------------------------
 
 R = TypeVar("R")
-S = TypeVar("S", int, str, float, bool)
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -324,10 +342,19 @@ def only_column(cur: duckdb.DuckDBPyConnection, sql: str) -> None:
 
 def _typed(kind: type[S], value: object, sql: str) -> S:
     # bool is an int to Python: a count that arrives as True is a wrong query, not a 1.
-    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise TypeError(f"expected {kind.__name__}, got {type(value).__name__} {value!r} "
                         f"from {sql[:80]!r}")
     return value
+
+
+def fetch_named(cur: duckdb.DuckDBPyConnection, sql: str,
+                params: Params = None) -> dict[str, Any] | None:
+    """The first row by column name, for a SELECT list built at run time (no record fits a
+    list of columns only known then); None when there is none."""
+    _execute(cur, sql, params)
+    row = cur.fetchone()
+    return None if row is None else dict(zip(_names(cur), row, strict=True))
 
 
 def scalar(cur: duckdb.DuckDBPyConnection, kind: type[S], sql: str,
