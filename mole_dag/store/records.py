@@ -221,6 +221,16 @@ class FindingRow:
 
 
 @dataclass(frozen=True)
+class ClusterMemberRow:
+    """A claim of a duplicate cluster, with its source (`cluster_members`)."""
+
+    cluster_id: str
+    claim_id: str
+    source_id: str
+    quote: str
+
+
+@dataclass(frozen=True)
 class CrossingRow:
     """What left the local-data boundary (`local_crossings_list`, `local_crossing_get`)."""
 
