@@ -19,6 +19,7 @@ from mole_dag.mining.relevance import (
     score,
 )
 from mole_dag.store import Store, q, utcnow
+from mole_dag.store.records import SourceRow, SubQuestionRow
 
 
 @dataclass(frozen=True)
@@ -49,11 +50,11 @@ def session_stats(passages: dict[str, Passages]) -> TermStats:
 def score_relevance(run: Run) -> RelevanceResult:
     store, sid = run.store, run.session_id
     question = run.session().question
-    subs = [SubQuestionText(str(r["id"]), str(r["text"]))
-            for r in store.named("relevance_sub_questions", {"session_id": sid})]
+    subs = [SubQuestionText(r.id, r.text)
+            for r in store.many(SubQuestionRow, q("relevance_sub_questions"), {"session_id": sid})]
     claims = store.named("relevance_claims", {"session_id": sid})
-    titles = {str(s["id"]): str(s["title"] or "")
-              for s in store.named("session_sources", {"session_id": sid})}
+    titles = {s.id: s.title or ""
+              for s in store.many(SourceRow, q("session_sources"), {"session_id": sid})}
     passages = session_passages(store, sid)
     stats = session_stats(passages)
     q_question = Query.of(question, stats)

@@ -15,7 +15,7 @@ from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import Digest, Metered, PlannedQuestion
 from mole_dag.paths import demo_corpus
 from mole_dag.store import q, utcnow
-from mole_dag.store.records import SessionRow, scalar
+from mole_dag.store.records import SessionRow, SubQuestionClaimsRow, scalar
 
 STAGE = "sub_questions"
 
@@ -59,7 +59,7 @@ def build_digest(run: Run, round_no: int) -> Digest:
     """Counts and the planner's own wording only: nothing a page wrote reaches the planner."""
     store, sid = run.store, run.session_id
     sess = run.session()
-    subs = store.named("digest_sub_questions", {"session_id": sid})
+    subs = store.many(SubQuestionClaimsRow, q("digest_sub_questions"), {"session_id": sid})
     dead = store.named("digest_dead_ends", {"session_id": sid})
     dead_by_sq = store.named("digest_dead_ends_by_sub_question", {"session_id": sid})
     contradictions = store.scalar(q("digest_contradictions"), {"session_id": sid}) or 0
@@ -68,7 +68,7 @@ def build_digest(run: Run, round_no: int) -> Digest:
         corpus_topics=_corpus_topics(run, sess.question) if round_no == 1 else (),
         question=sess.question,
         round=round_no,
-        sub_questions=tuple((s["text"], int(s["claims"])) for s in subs),
+        sub_questions=tuple((s.text, s.claims) for s in subs),
         dead_ends=tuple((d["cause"], int(d["n"])) for d in dead),
         contradictions=int(contradictions),
         budget_left=max(bal.available, 0),

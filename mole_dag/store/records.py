@@ -118,10 +118,20 @@ class LedgerCheckRow:
 
 @dataclass(frozen=True)
 class SubQuestionRow:
-    """A sub-question's id and wording (`relevance_sub_questions`, `digest_sub_questions`)."""
+    """A sub-question's id and wording (`relevance_sub_questions`)."""
 
     id: str
     text: str
+
+
+@dataclass(frozen=True)
+class SubQuestionClaimsRow:
+    """A sub-question with how many claims answer it: what the planner sees of it
+    (`digest_sub_questions`)."""
+
+    id: str
+    text: str
+    claims: int
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,18 @@ class LeadRow:
     actor: str
     query: str
     depth: int
+
+
+@dataclass(frozen=True)
+class LeadSourceRow:
+    """A source a lead found and nobody has mined yet for its sub-question
+    (`unmined_lead_sources`): the miner's work list."""
+
+    lead_id: str
+    source_id: str
+    sub_question_id: str
+    sub_question: str
+    title: str | None
 
 
 @dataclass(frozen=True)
