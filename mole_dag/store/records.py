@@ -283,6 +283,38 @@ class RowSetRow:
     bits: bytes
 
 
+@dataclass(frozen=True)
+class RefusalRow:
+    """A request the local-data boundary refused, and why (`local_refusals_list`)."""
+
+    id: str
+    session_id: str
+    seq: int
+    stage: str
+    reason: str
+    kind: str
+    request: str
+    detail: str
+    crossing_id: str | None
+    withheld_sha256: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class LocalDatasetRow:
+    """The data attached to a session, as profiled (`local_dataset_get`)."""
+
+    session_id: str
+    path: str
+    name: str
+    sha256: str
+    files: int
+    row_count: int
+    columns: int
+    withheld: int
+    created_at: datetime
+
+
 # -- building them ------------------------------------------------------------------------------
 
 R = TypeVar("R")
