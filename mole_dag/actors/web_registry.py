@@ -5,7 +5,6 @@ Kept apart from registry.py so the shared registry only dispatches by name."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from mole_dag.actors import once
 from mole_dag.actors.base import DeadEnd
@@ -61,11 +60,14 @@ def web_actor_for(name: str, session: SessionRow, store: Store | None) -> WebAct
                     once=once.for_session(sid))
 
 
-def reread_page(session: dict[str, Any], store: Store | None, url: str) -> str:
+def reread_page(session: SessionRow | None, store: Store | None, url: str) -> str:
     """Fetch and extract a page again for grounding, through a fetcher with this session's
     allow-list: the same guard, robots handling and rate limits as the first read. Raises
     FetchFailed, or ValueError when the page no longer yields a document."""
-    allow_hosts = () if store is None else load_for_session(store, str(session["id"]))[1]
+    if store is not None and session is None:
+        raise LookupError("the source's session is not in the store")
+    allow_hosts = () if store is None or session is None else load_for_session(
+        store, session.id)[1]
     fetched = Fetcher(Policy.of(allow_hosts), FETCH_LIMITS).fetch(url)
     got = page_document(fetched)
     if isinstance(got, DeadEnd):

@@ -168,7 +168,8 @@ class LeadClaimsRow:
 
 @dataclass(frozen=True)
 class SourceRow:
-    """A source as the report and the relevance scorer cite it (`session_sources`)."""
+    """A source as the report and the relevance scorer cite it and grounding reads it again
+    (`session_sources`, `source_get`)."""
 
     id: str
     url: str
@@ -179,6 +180,9 @@ class SourceRow:
     source_class: SourceClass
     doi: str | None
     provider_supplied: bool
+    # Where the text can be read again ("corpus:<path>" or the page URL); None when a search
+    # provider supplied the text.
+    locator: str | None
 
 
 @dataclass(frozen=True)
@@ -240,6 +244,17 @@ class FindingRow:
     sub_question_ordinal: int
     relevance: float
     relevance_explanation: str
+
+
+@dataclass(frozen=True)
+class GroundClaimRow:
+    """A claim worth re-reading its source for (`ground_candidates`, `reground_candidates`)."""
+
+    claim_id: str
+    session_id: str
+    text: str
+    quote: str
+    source_id: str
 
 
 @dataclass(frozen=True)

@@ -282,7 +282,8 @@ WHERE cs.session_id = $session_id
 ORDER BY cs.cluster_id, c.id;
 
 -- name: session_sources
-SELECT id, url, title, publisher, publisher_name, published, source_class, doi, provider_supplied
+SELECT id, url, title, publisher, publisher_name, published, source_class, doi, provider_supplied,
+       locator
 FROM sources WHERE session_id = $session_id;
 
 -- name: report_insert
