@@ -207,7 +207,7 @@ def next_step(run: Run) -> str | None:
     """What a session needs next: "round", "report", or None (finished, or not startable)."""
     sess = run.session()
     if sess.status in (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED,
-                          SessionStatus.EXHAUSTED, SessionStatus.INTERRUPTED):
+                       SessionStatus.EXHAUSTED, SessionStatus.INTERRUPTED):
         return None
     if sess.status == SessionStatus.REPORTING:
         return "report"
