@@ -198,6 +198,34 @@ class ChunkRow:
 
 
 @dataclass(frozen=True)
+class QuoteSpanRow:
+    """A claim's quote and the byte span of its source it was accepted at
+    (`integrity_claims`)."""
+
+    id: str
+    source_id: str
+    quote: str
+    quote_byte_start: int
+    quote_byte_end: int
+
+
+@dataclass(frozen=True)
+class RelevanceClaimRow:
+    """A claim as relevance scoring grades it: its quote, where it sits, its sub-question, and
+    the grade a model miner gave it (`relevance_claims`)."""
+
+    id: str
+    source_id: str
+    text: str
+    quote: str
+    quote_byte_start: int
+    quote_byte_end: int
+    sub_question_id: str
+    sub_question: str
+    model_grade: int | None
+
+
+@dataclass(frozen=True)
 class ClaimRow:
     """A claim with what the graph needs of its source (`session_claims`)."""
 
