@@ -26,8 +26,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/mole research "What are the health effects of drinking coffee?" --usd 0.50
 
+# One worker per core; worksteal evens out the long end-to-end tests. A single test or file:
+# .venv/bin/python -m pytest tests/test_x.py (no -n needed).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 # The instance configuration, copied whenever the project's changes.
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml

@@ -1,16 +1,17 @@
-"""The driver for sessions launched from the Dagster UI: the CLI runs its own rounds, but a
+"""The driver for sessions launched from the Dagster UI: the CLI drives its own sessions, but a
 session started by materialising `session` with launch config needs someone to run the next
 round while the planner has work and budget, then the report. This sensor does, one run at a
-time per session; it never touches sessions the CLI drives."""
+time per session, with the round driver's decision (mole_dag.driver.next_step); it never
+touches sessions the CLI drives."""
 
 import dagster as dg
 
 from assets.jobs import research_report, research_round
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
+from mole_dag.driver import next_step
 from mole_dag.llm.registry import skills_for
 from mole_dag.resources import StoreResource
-from mole_dag.session import next_step
 from mole_dag.store import Store, StoreError, q
 from mole_dag.store.records import SessionRow
 

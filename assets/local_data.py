@@ -6,7 +6,7 @@ import dagster as dg
 from assets.partitions import sessions_partitions
 from mole_dag.compute.findings import STAGE, analyse_local_data
 from mole_dag.resources import BudgetResource, StoreResource, make_run
-from mole_dag.stage_metadata import stage_spend
+from mole_dag.stage_metadata import fields_of, stage_spend
 
 
 @dg.asset(partitions_def=sessions_partitions, group_name="research",
@@ -18,9 +18,8 @@ def local_findings(context: dg.AssetExecutionContext, store: StoreResource,
     run = make_run(store, budget, context.partition_key, context.log.info)
     res = analyse_local_data(run)
     return dg.MaterializeResult(metadata={
-        "data_attached": res.attached, "already_analysed": res.already_done,
-        "rows": res.rows, "columns": res.columns, "withheld_columns": res.withheld,
-        "hypotheses_asked": res.asked, "crossings": res.crossings, "claims_added": res.claims,
+        **fields_of(res, "attached", "already_done", "rows", "columns", "withheld", "asked",
+                    "crossings", "claims"),
         "refused": sum(res.refused.values()),
         **{f"refused_{k}": v for k, v in sorted(res.refused.items())},
         "error": res.error or "-", **stage_spend(run, STAGE)})

@@ -19,6 +19,7 @@ from mole_dag.planner.plan import STAGE as PLAN_STAGE
 from mole_dag.resources import BudgetResource, StoreResource, make_run
 from mole_dag.session import SessionMissing, ensure_session, recover
 from mole_dag.stage_metadata import (
+    fields_of,
     grounding_metadata,
     money,
     session_summary,
@@ -73,8 +74,7 @@ def session(context: dg.AssetExecutionContext, config: SessionConfig, store: Sto
     rec = recover(run)
     return dg.MaterializeResult(metadata={
         "question": run.session().question,
-        "reservations_expired": rec.reservations_expired,
-        "leases_requeued": rec.leases_requeued,
+        **fields_of(rec, "reservations_expired", "leases_requeued"),
         # This materialisation stays the latest one shown after the session finishes, so its
         # status is named for when it was taken; the report asset carries the final status.
         **session_summary(run, status_key="status_at_round_start"),
@@ -88,8 +88,7 @@ def sub_questions(context: dg.AssetExecutionContext, store: StoreResource,
     run = _run(context, store, budget)
     res = plan_round(run)
     return dg.MaterializeResult(metadata={
-        "round": res.round, "sub_questions_added": res.sub_questions_added,
-        "leads_added": res.leads_added, "pending_leads": res.pending_leads,
+        **fields_of(res, "round", "sub_questions_added", "leads_added", "pending_leads"),
         **stage_spend(run, PLAN_STAGE)})
 
 
@@ -101,8 +100,8 @@ def fetched_chunks(context: dg.AssetExecutionContext, store: StoreResource,
     run = _run(context, store, budget)
     res = execute_leads(run)
     return dg.MaterializeResult(metadata={
-        "leads_run": res.leads_run, "new_sources": res.sources, "new_chunks": res.chunks,
-        "dead_ends": res.dead_ends, "leases_requeued": res.requeued, "failed_leads": res.failed,
+        **fields_of(res, "leads_run", "new_sources", "new_chunks", "dead_ends",
+                    "leases_requeued", "failed_leads", "internal_errors"),
         **stage_spend(run, EXEC_STAGE)})
 
 
@@ -113,14 +112,14 @@ def mined_claims(context: dg.AssetExecutionContext, store: StoreResource,
     run = _run(context, store, budget)
     res = mine_claims(run)
     return dg.MaterializeResult(metadata={
-        "claims_added": res.claims, "sources_mined": res.pairs_mined, "mining_calls": res.calls,
-        "already_known": res.duplicates_skipped,
+        **fields_of(res, "claims", "pairs_mined", "calls", "duplicates_skipped", "failed_calls",
+                    "budget_stopped"),
+        # discarded_<cause>: the quote check's causes, as the store and `mole show` name them.
         "discarded_quote_not_found": res.discarded.get("quote_not_found", 0),
         "discarded_quote_too_short": res.discarded.get("quote_too_short", 0),
         "discarded_not_a_claim": res.discarded.get("not_a_claim", 0),
         "discarded_empty": res.discarded.get("empty", 0),
-        "mining_calls_failed": res.failed_calls,
-        "stopped_for_budget": res.budget_stopped, **stage_spend(run, MINE_STAGE)})
+        **stage_spend(run, MINE_STAGE)})
 
 
 @dg.asset(partitions_def=sessions_partitions, group_name=GROUP,
@@ -132,10 +131,9 @@ def claim_edges(context: dg.AssetExecutionContext, store: StoreResource,
     run = _run(context, store, budget)
     res = build_edges(run)
     return dg.MaterializeResult(metadata={
-        "claims_verified": res.claims_verified, "pairs_retrieved": res.pairs_retrieved,
-        "pairs_settled_by_rule": res.pairs_decided_free, "pairs_judged": res.pairs_judged,
-        "pairs_unjudged": res.pairs_unjudged, "pairs_skipped_budget": res.pairs_skipped_budget,
-        "judge_calls": res.calls, "judge_calls_failed": res.calls_failed,
+        **fields_of(res, "claims_verified", "pairs_retrieved", "pairs_decided_free",
+                    "pairs_judged", "pairs_unjudged", "pairs_skipped_budget", "calls",
+                    "calls_failed"),
         **{f"edges_{k}": v for k, v in sorted(res.edges.items())},
         **stage_spend(run, EDGE_STAGE)})
 
@@ -169,8 +167,8 @@ def report(context: dg.AssetExecutionContext, store: StoreResource,
     res = done.report
     unit = session_unit(run)
     return dg.MaterializeResult(metadata={
-        "findings": res.findings, "sources_cited": res.sources, "writer": res.writer,
-        "rejected_summaries": len(res.rejected_bodies),
+        **fields_of(res, "findings", "sources_cited", "writer"),
+        "rejected_bodies": len(res.rejected_bodies),
         **money(unit, escrow_released=done.escrow_released),
         "final_pass_claims_verified": done.final_pass.claims_verified,
         **grounding_metadata(unit, done.grounding.summary()),

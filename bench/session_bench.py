@@ -6,7 +6,7 @@ instance), researching the demo question over the bundled corpus with the extrac
 exactly as `make demo` does:
 
 - `cli`: `mole research "..." --usd 0.50` in-process (`mole_dag.cli.main`), Dagster runs and all;
-- `pipeline`: the plain pipeline (`mole_dag.pipeline.run_session`, as tests/test_demo_session.py).
+- `pipeline`: the plain pipeline (`mole_dag.driver.run_session`, as tests/test_demo_session.py).
 
 Wall time is measured by the parent around the whole child process (interpreter start to exit),
 in runs without any profiler. The shares come from separate runs with a sampling profiler: a
@@ -180,9 +180,9 @@ def child(mode: str, home: Path, out: Path, sample: bool) -> None:
         from mole_dag.budget import Ledger
         from mole_dag.context import Run
         from mole_dag.core import Unit
+        from mole_dag.driver import run_session
         from mole_dag.llm.extractive import ExtractiveSkills
         from mole_dag.paths import demo_corpus
-        from mole_dag.pipeline import run_session
         from mole_dag.session import create_session
         from mole_dag.store import Store
 

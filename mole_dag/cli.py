@@ -255,15 +255,12 @@ def cmd_research(args: argparse.Namespace) -> int:
                   print_report=not args.no_report_print)
 
 
-class _Interrupted(Exception):
-    """SIGINT or SIGTERM arrived while the session was being driven."""
-
-
 def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool) -> int:
     """Run rounds while there is work and budget, then the report, as Dagster runs. Shared by
     `research` and `resume`. The session is owned by this process while it runs (so recovery
     in another process can tell it is alive), and a signal stops it as `interrupted`."""
     from mole_dag.budget.ledger import owner_tag
+    from mole_dag.driver import Interrupted
     from mole_dag.store import q, utcnow
 
     st = _open_store()
@@ -284,7 +281,7 @@ def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         return _drive_rounds(sid, skills, first, quiet, print_report, got_signal)
-    except (KeyboardInterrupt, _Interrupted):
+    except (KeyboardInterrupt, Interrupted):
         return _interrupted(sid, got_signal)
     finally:
         for s, h in previous.items():
@@ -293,11 +290,12 @@ def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool
 
 def _drive_rounds(sid: str, skills: Any, first: str, quiet: bool, print_report: bool,
                   got_signal: list[str]) -> int:
+    """The driver's loop (mole_dag.driver.drive) with each step a Dagster run in the project's
+    instance; the store is opened only to decide the next step."""
     from mole_dag.budget import Ledger
     from mole_dag.context import Run
     from mole_dag.core import SessionStatus
-    from mole_dag.session import should_run_another_round
-    from mole_dag.store.records import SessionRow
+    from mole_dag.driver import Interrupted, Step, drive, next_step
 
     instance = _dagster_instance()
     from assets.definitions import defs
@@ -308,48 +306,47 @@ def _drive_rounds(sid: str, skills: Any, first: str, quiet: bool, print_report: 
     # CRITICAL, not ERROR: a failed or interrupted step is reported by _report_failure or
     # _interrupted in one line each; Dagster's console logger would add its stack trace.
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-    round_job = defs.resolve_job_def("research_round")
-    report_job = defs.resolve_job_def("research_report")
+    jobs = {name: defs.resolve_job_def(name) for name in ("research_round", "research_report")}
+    failures: list[Any] = []
 
-    def session_state() -> tuple[SessionRow, bool]:
+    def decide() -> Step | None:
         st = _open_store()
         try:
-            run = Run(st, Ledger(st), skills, sid)
-            return run.session(), should_run_another_round(run)
+            return next_step(Run(st, Ledger(st), skills, sid))
         finally:
             st.close()
 
-    def execute(job: Any) -> Any:
-        res = job.execute_in_process(instance=instance, partition_key=sid,
-                                     run_config=run_config, raise_on_error=False)
+    def execute(job_name: str) -> Any:
+        res = jobs[job_name].execute_in_process(
+            instance=instance, partition_key=sid, run_config=run_config, raise_on_error=False)
         if got_signal or (not res.success and _was_interrupted(res)):
-            raise _Interrupted
+            raise Interrupted
+        if not res.success:
+            failures.append(res)
+            return None
         return res
 
-    step = first
-    rounds = 0
-    while step == "round":
-        rounds += 1
+    def announce(step: Step, n: int) -> None:
         if not quiet:
-            print(f"round {rounds}", file=sys.stderr)
-        res = execute(round_job)
-        if not res.success:
-            _report_failure(res, sid)
-            return EXIT_FAILED
-        sess, another = session_state()
-        if sess.status == SessionStatus.EXHAUSTED and rounds == 1 and first == "round" \
-                and sess.rounds <= 1:
+            print(f"round {n}" if step == "round" else "report", file=sys.stderr)
+
+    got = drive(round=lambda: execute("research_round"), report=lambda: execute("research_report"),
+                decide=decide, first="report" if first == "report" else "round",
+                announce=announce)
+    if got.failed:
+        _report_failure(failures[-1], sid)
+        return EXIT_FAILED
+    if got.report is None:
+        st = _open_store()
+        try:
+            sess = Run(st, Ledger(st), skills, sid).session()
+        finally:
+            st.close()
+        if sess.status == SessionStatus.EXHAUSTED:
             # The budget could not pay for the first call: one line, as for bad input.
             print(f"mole: {sess.stop_reason or 'budget exhausted'}", file=sys.stderr)
             print(f"session {sid}", file=sys.stderr)
             return EXIT_USAGE
-        step = "round" if another else "report"
-    if not quiet:
-        print("report", file=sys.stderr)
-    res = execute(report_job)
-    if not res.success:
-        _report_failure(res, sid)
-        return EXIT_FAILED
     return _print_outcome(sid, quiet=quiet, print_report=print_report)
 
 
@@ -449,8 +446,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from mole_dag.budget.ledger import owner_alive, owner_tag
     from mole_dag.budget.recovery import recover_store
     from mole_dag.core import SessionStatus, Unit
+    from mole_dag.driver import resume_point
     from mole_dag.launch import LaunchError, choose_skills
-    from mole_dag.session import resume_point
     from mole_dag.store import q, utcnow
     from mole_dag.store.records import SessionRow
 
@@ -671,6 +668,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         for r in stages))
     if dead:
         print("dead ends " + ", ".join(f"{r['cause']} {r['n']}" for r in dead))
+    internal = sum(int(r["n"]) for r in dead if r["cause"] == "internal_error")
+    if internal:
+        # Apart from the causes above: these are ours to fix, not the outside world failing.
+        print(f"internal errors {internal} (bugs in mole, not fetch failures; the tracebacks "
+              "are in the run's log)")
     causes = {"quote_not_found": "quote not found", "quote_too_short": "quote too short",
               "empty": "no quote", "not_a_claim": "not a claim (heading, menu, caption)"}
     print("discarded " + (", ".join(f"{causes.get(r['cause'], r['cause'])} {r['n']}"

@@ -12,6 +12,15 @@ from datetime import date
 from enum import StrEnum
 from typing import Any
 
+# Limits the schema enforces too (sql/migrations/0001_init.sql, claims): the one Python copy of
+# each, read by every stage that trims or checks; tests/test_shared_limits.py compares them with
+# the applied CHECKs.
+# The longest claim text the claims table accepts.
+MAX_CLAIM_CHARS = 600
+# A three-word quote matches almost any document by chance; 24 collapsed characters is roughly
+# four or five words, the shortest span that still identifies a passage.
+MIN_QUOTE_CHARS = 24
+
 
 class Role(StrEnum):
     """Which stage spent the money. Spend by stage is then a GROUP BY, not archaeology."""
@@ -83,6 +92,9 @@ class DeadEndCause(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     TIMEOUT = "timeout"
     UNREADABLE = "unreadable"
+    # A bug of ours (an unexpected exception), not the outside world failing: its traceback is
+    # in the log, and `mole show` counts it apart.
+    INTERNAL_ERROR = "internal_error"
 
 
 class SourceClass(StrEnum):
@@ -139,3 +151,9 @@ class ClaimDraft:
     # How well the claim answers the question, as the miner graded it: 0 (not at all) .. 3
     # (states the answer). A model miner returns it with each claim; None when none was given.
     grade: int | None = None
+
+
+def json_object(value: Any) -> dict[str, Any]:
+    """A decoded JSON object, or an empty one for anything else: an outside API's shape is not
+    trusted, and a missing or mistyped member reads as absent."""
+    return value if isinstance(value, dict) else {}

@@ -1,12 +1,14 @@
 """A session's lifecycle outside any one stage: creation (with the budget and its escrow),
-recovery at start (expired reservations and leases returned), and whether another round should
-run."""
+recovery at start (expired reservations and leases returned). Whether another round should run
+is the driver's decision (mole_dag.driver)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import duckdb
 
 from mole_dag.actors.search_settings import (
     SearchSettings,
@@ -23,9 +25,6 @@ from mole_dag.core import SessionStatus, Unit
 from mole_dag.executor import leases
 from mole_dag.store import Store, q, utcnow
 
-# Rounds are plan -> execute -> mine -> verify -> score. A guess, flagged as one: the budget is
-# the real bound; this one stops a planner that keeps finding work from looping forever.
-MAX_ROUNDS = 4
 log = logging.getLogger("mole.session")
 
 
@@ -68,7 +67,7 @@ def create_session(
         save_for_session(store, session_id, search)
     ledger = Ledger(store)
 
-    def tx(cur) -> Balance:  # type: ignore[no-untyped-def]
+    def tx(cur: duckdb.DuckDBPyConnection) -> Balance:
         bal = ledger.create_session(
             question, unit, total, session_id=session_id, provider=provider, corpus=corpus,
             actors=actors,
@@ -92,18 +91,6 @@ def recover(run: Run) -> Recovery:
     expired = run.ledger.expire_stale()
     requeued = leases.requeue_expired(run.store, run.session_id)
     return Recovery(expired, requeued)
-
-
-def should_run_another_round(run: Run) -> bool:
-    sess = run.session()
-    if sess.status not in (SessionStatus.CREATED, SessionStatus.RUNNING):
-        return False
-    if sess.rounds >= MAX_ROUNDS:
-        return False
-    pending = int(run.store.scalar(q("pending_leads_count"), {"session_id": run.session_id}) or 0)
-    if pending == 0:
-        return False
-    return run.ledger.balance(run.session_id).available > 0
 
 
 class SessionMissing(LookupError):
@@ -185,32 +172,3 @@ def usable_search(
     if not avail.usable:
         raise SettingsError("no usable search provider: " + "; ".join(avail.notes))
     return settings, avail.usable
-
-
-def resume_point(run: Run) -> str:
-    """Where an interrupted session picks up: the report if it had reached it; a round if work
-    was left half done (pending leads, fetched sources not yet mined) or another round is due;
-    else the report."""
-    sess = run.session()
-    if sess.escrow_released or sess.status == SessionStatus.REPORTING:
-        return "report"
-    if sess.rounds == 0:
-        return "round"
-    pending = int(run.store.scalar(q("pending_leads_count"), {"session_id": run.session_id}) or 0)
-    unmined = run.store.named("unmined_lead_sources", {"session_id": run.session_id})
-    if (pending or unmined) and run.ledger.balance(run.session_id).available > 0:
-        return "round"
-    return "round" if should_run_another_round(run) else "report"
-
-
-def next_step(run: Run) -> str | None:
-    """What a session needs next: "round", "report", or None (finished, or not startable)."""
-    sess = run.session()
-    if sess.status in (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED,
-                       SessionStatus.EXHAUSTED, SessionStatus.INTERRUPTED):
-        return None
-    if sess.status == SessionStatus.REPORTING:
-        return "report"
-    if sess.rounds == 0 or should_run_another_round(run):
-        return "round"
-    return "report"

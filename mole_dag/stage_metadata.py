@@ -16,6 +16,12 @@ from mole_dag.store import q
 MICROS_PER_USD = 1_000_000
 
 
+def fields_of(result: object, *names: str) -> dict[str, Any]:
+    """A result's fields as metadata under their own names: the UI and the library call a number
+    the same thing (issue 13), and a misspelt name fails here rather than showing a stale key."""
+    return {name: getattr(result, name) for name in names}
+
+
 def money(unit: Unit | str, **amounts: int) -> dict[str, float | int]:
     """Each amount under its name plus the unit: dollars for a USD session, tokens otherwise.
     Rounded to the micro-dollar, the ledger's own precision, so no float noise shows."""
@@ -44,10 +50,11 @@ def session_summary(run: Run, *, status_key: str = "status") -> dict[str, Any]:
     counts = run.store.row(q("session_counts"), {"session_id": run.session_id}) or {}
     return {
         "unit": "usd" if bal.unit == Unit.USD_MICROS else "tokens",
+        # budget_<the Balance field>. charged = spent + overrun: what the session really cost,
+        # held against the total (`spent` alone would hide an overrun).
         **money(bal.unit,
                 budget_total=bal.total,
-                # spent + overrun: what the session really cost, held against the total.
-                budget_spent=bal.charged,
+                budget_charged=bal.charged,
                 budget_overrun=bal.overrun,
                 budget_held=bal.held,
                 budget_escrow=bal.escrow,

@@ -14,9 +14,9 @@ from typing import Any
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
+from mole_dag.driver import run_session
 from mole_dag.llm.extractive import ExtractiveSkills
 from mole_dag.paths import demo_corpus
-from mole_dag.pipeline import run_session
 from mole_dag.session import create_session
 from mole_dag.store import Store
 

@@ -394,3 +394,24 @@ def test_default_cache_dir_under_mole_home(corpus_dir: Path) -> None:
     LocalCorpus.open(corpus_dir)
     home = Path(os.environ["MOLE_HOME"])
     assert list((home / "index").glob("corpus-*.json"))
+
+
+def test_a_cache_from_other_indexing_code_is_rebuilt(
+        corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen: a demo-corpus cache written before a tokenizer change (INDEX_VERSION unchanged)
+    kept its old terms, so the planner planned other facets than a fresh index gives and the
+    demo lost its superseded finding. The cache now names the code that built it."""
+    _open(corpus_dir, tmp_path)
+    calls: list[Path] = []
+    real = local_mod.build_index
+
+    def counting(root: Path) -> local_mod.CorpusIndex:
+        calls.append(root)
+        return real(root)
+
+    monkeypatch.setattr(local_mod, "build_index", counting)
+    _open(corpus_dir, tmp_path)
+    assert calls == []  # same code, same files: the cache stands
+    monkeypatch.setattr(local_mod, "_INDEXER_VERSION", "another-version")
+    _open(corpus_dir, tmp_path)
+    assert len(calls) == 1

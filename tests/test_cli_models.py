@@ -89,7 +89,7 @@ def test_recorded_claude_session_replays_through_dagster(
         assert mat.partition == SESSION_ID
         assert mat.metadata["writer"].value == "cassette"
         # Shown in dollars (micro-dollars in the ledger), named with its unit.
-        assert mat.metadata["budget_spent_usd"].value == round(expected / 1_000_000, 6)
+        assert mat.metadata["budget_charged_usd"].value == round(expected / 1_000_000, 6)
         mined = instance.get_latest_materialization_event(dg.AssetKey("mined_claims"))
         assert mined.asset_materialization.metadata["discarded_quote_not_found"].value > 0
     finally:

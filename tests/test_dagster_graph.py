@@ -53,7 +53,7 @@ def test_one_partition_end_to_end(tmp_path: Path, mini_corpus: Path) -> None:
         fetched = _metadata(result, "fetched_chunks")
         assert fetched["new_sources"] == 5 and fetched["stage_calls"] >= 1
         mined = _metadata(result, "mined_claims")
-        assert mined["claims_added"] > 0 and mined["discarded_quote_not_found"] == 0
+        assert mined["claims"] > 0 and mined["discarded_quote_not_found"] == 0
         edges = _metadata(result, "claim_edges")
         assert edges.get("edges_contradicts", 0) >= 1 and edges.get("edges_duplicate_of", 0) >= 1
         assert edges.get("edges_supersedes", 0) >= 1

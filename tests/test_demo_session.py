@@ -13,12 +13,12 @@ import pytest
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
+from mole_dag.driver import run_session
 from mole_dag.evals.checks import citation_validity
 from mole_dag.evals.scorecard import scorecard
 from mole_dag.llm.extractive import ExtractiveSkills
 from mole_dag.output.finish import FinishResult
 from mole_dag.paths import PROJECT_ROOT, demo_corpus
-from mole_dag.pipeline import run_session
 from mole_dag.session import create_session
 from mole_dag.store import Store
 
@@ -39,6 +39,14 @@ class Demo:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    # A module fixture is set up before the per-test MOLE_HOME (conftest): without its own,
+    # the corpus index went to (and was read from) the project's .mole/.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MOLE_HOME", str(tmp_path_factory.mktemp("demo-home")))
+        yield from _demo(tmp_path_factory)
+
+
+def _demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     store = Store(tmp_path_factory.mktemp("demo") / "demo.duckdb")
     before = store.commits  # opening migrates and recovers: not the session's
     sid = create_session(store, "What are the health effects of drinking coffee?",

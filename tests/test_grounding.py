@@ -12,10 +12,10 @@ from assets.definitions import defs
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
+from mole_dag.driver import run_round
 from mole_dag.llm.extractive import ExtractiveSkills
 from mole_dag.output.finish import finish_session
 from mole_dag.output.trace import render_trace
-from mole_dag.pipeline import run_round
 from mole_dag.resources import StoreResource
 from mole_dag.session import create_session
 from mole_dag.store import Store

@@ -25,7 +25,7 @@ def _loaded_after(code: str) -> set[str]:
 
 
 def test_the_pipeline_and_the_cli_load_nothing_heavy() -> None:
-    loaded = _loaded_after("import mole_dag.cli, mole_dag.pipeline, mole_dag.actors.registry")
+    loaded = _loaded_after("import mole_dag.cli, mole_dag.driver, mole_dag.actors.registry")
     assert not [m for m in HEAVY if m in loaded]
 
 

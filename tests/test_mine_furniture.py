@@ -11,9 +11,9 @@ from mole_dag.actors.mine import quotes_furniture
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import ClaimDraft, Unit
+from mole_dag.driver import run_session
 from mole_dag.llm.extractive import ExtractiveSkills, mine_sentences
 from mole_dag.llm.skills import Metered, MineRequest
-from mole_dag.pipeline import run_session
 from mole_dag.session import create_session
 from mole_dag.store import Store
 

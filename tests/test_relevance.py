@@ -11,6 +11,7 @@ import pytest
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
+from mole_dag.driver import run_session
 from mole_dag.llm.extractive import ExtractiveSkills, mine_sentences
 from mole_dag.llm.skills import MineRequest
 from mole_dag.mining.passages import Passages
@@ -24,7 +25,6 @@ from mole_dag.mining.relevance import (
     score,
 )
 from mole_dag.output.trace import render_trace
-from mole_dag.pipeline import run_session
 from mole_dag.session import create_session
 from mole_dag.store import Store
 

@@ -14,6 +14,7 @@ import pytest
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import SourceClass, Unit
+from mole_dag.driver import run_session
 from mole_dag.llm.extractive import ExtractiveSkills
 from mole_dag.llm.registry import skills_for
 from mole_dag.llm.retry import RetryPolicy
@@ -29,8 +30,7 @@ from mole_dag.output.report import (
     escape_markdown,
     write_report,
 )
-from mole_dag.pipeline import run_round
-from mole_dag.session import create_session, should_run_another_round
+from mole_dag.session import create_session
 from mole_dag.store import Store, utcnow
 from mole_dag.store.records import FindingRow
 from tests.fakes import ScriptedSkills
@@ -48,9 +48,7 @@ def _about_the_question(text: str) -> float:
 
 
 def _research(run: Run, relevance: Relevance | None = _about_the_question) -> None:
-    run_round(run)
-    while should_run_another_round(run):
-        run_round(run)
+    run_session(run, report=False)
     if relevance is not None:
         _score(run.store, run.session_id, relevance)
 

@@ -13,12 +13,12 @@ from mole_dag.budget import Ledger
 from mole_dag.cli import main
 from mole_dag.context import Run
 from mole_dag.core import Unit
+from mole_dag.driver import run_session
 from mole_dag.evals.checks import citation_validity
 from mole_dag.evals.scorecard import LabelsError, load_labels, scorecard
 from mole_dag.llm.extractive import ExtractiveSkills
 from mole_dag.llm.skills import BoundSentence, Metered, WriteRequest, WrittenAnswer
 from mole_dag.output.html import render_html
-from mole_dag.pipeline import run_session
 from mole_dag.session import create_session
 from mole_dag.store import Store
 from mole_dag.store.models import materialize_all
@@ -101,6 +101,25 @@ def test_scorecard_on_an_empty_session_gives_reasons(tmp_path: Path) -> None:
                      "cost_per_accepted_claim"):
             assert m[name].value is None and m[name].reason, name
         assert m["budget_overshoot_pct"].value == 0.0
+
+
+def test_budget_overshoot_is_what_was_charged_beyond_the_total(tmp_path: Path) -> None:
+    """Every other test sees 0.0; a constant would pass them. A provider that used 1300 of a
+    1000-token budget overshot it by 30 %; an overrun that stays inside the total is no
+    overshoot."""
+    from mole_dag.core import Role
+
+    with Store(tmp_path / "o.duckdb") as store:
+        ledger = Ledger(store)
+        over = ledger.create_session("q?", Unit.TOKENS, 1000).session_id
+        ledger.settle(ledger.reserve(over, Role.EXECUTOR, 800, tool="t", stage="s"), 1300)
+        inside = ledger.create_session("q?", Unit.TOKENS, 10_000).session_id
+        ledger.settle(ledger.reserve(inside, Role.EXECUTOR, 100, tool="t", stage="s"), 250)
+        got = {sid: next(m for m in scorecard(store, sid) if m.name == "budget_overshoot_pct")
+               for sid in (over, inside)}
+    assert got[over].value == pytest.approx(30.0) and got[over].display == "30.0%"
+    assert "overrun 500.0 tokens included" in got[over].detail
+    assert got[inside].value == 0.0 and "overrun 150.0 tokens included" in got[inside].detail
 
 
 def test_eval_cli_json_and_bad_labels(tmp_path: Path, mini_corpus: Path,

@@ -15,10 +15,10 @@ from mole_dag.actors.quote import find_quote
 from mole_dag.budget import Ledger, Usage
 from mole_dag.context import Run
 from mole_dag.core import Unit
+from mole_dag.driver import run_session
 from mole_dag.llm.pricing import PriceTable
 from mole_dag.llm.registry import skills_for
 from mole_dag.output.citations import cited_numbers
-from mole_dag.pipeline import run_session
 from mole_dag.store import Store, q
 from tests.model_server import ModelServer, Reply, SimulatedModel, claude_message
 from tests.report_reader import read, section
@@ -77,7 +77,7 @@ def test_model_session_end_to_end(store: Store, mini_corpus: Path, tmp_path: Pat
     assert "without a language model" not in report.markdown
     answer = section(report.markdown, "Answer")
     assert cited_numbers(answer)
-    assert set(cited_numbers(answer)) <= set(range(1, report.sources + 1))
+    assert set(cited_numbers(answer)) <= set(range(1, report.sources_cited + 1))
     assert read(report.markdown).ok
 
     # Every stored claim's quote is in its source verbatim, at the stored span.
@@ -133,7 +133,7 @@ def test_planner_never_sees_page_text(store: Store, mini_corpus: Path) -> None:
         skills = skills_for("anthropic", _config(server))
         ledger = _session(store, mini_corpus, "s-canary", usd_micros=1_000_000)
         run = Run(store, ledger, skills, "s-canary")
-        from mole_dag.pipeline import run_round
+        from mole_dag.driver import run_round
         from mole_dag.planner import plan_round
 
         run_round(run)

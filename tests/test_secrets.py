@@ -107,7 +107,7 @@ def test_canary_keys_never_leave_the_client(tmp_path: Path, monkeypatch: pytest.
 
     # The search covers real material: metadata with the report, several runs, files, logs.
     assert len(runs) == 4
-    assert "## Answer" in dagster_text and "budget_spent" in dagster_text
+    assert "## Answer" in dagster_text and "budget_charged" in dagster_text
     # Every file but the config file itself, which is where a key is meant to live.
     files = [p for p in _files_under(mole_home()) + _files_under(tmp_path / "dagster") + [tape]
              if p != config_path()]

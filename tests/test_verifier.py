@@ -12,8 +12,8 @@ from fakes import ScriptedSkills
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, SourceClass, Unit
+from mole_dag.driver import run_round
 from mole_dag.llm.extractive import ExtractiveSkills
-from mole_dag.pipeline import run_round
 from mole_dag.session import create_session
 from mole_dag.store import Store
 from mole_dag.verifier.clusters import clusters

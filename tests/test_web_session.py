@@ -26,9 +26,9 @@ from mole_dag.actors.search_settings import SearchSettings
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
+from mole_dag.driver import run_session
 from mole_dag.llm.extractive import ExtractiveSkills
 from mole_dag.llm.skills import Digest
-from mole_dag.pipeline import run_session
 from mole_dag.planner.plan import build_digest
 from mole_dag.session import create_session
 from mole_dag.store import Store

@@ -30,6 +30,7 @@ class Actor(Protocol):
     """Searches one kind of source. Raw text leaves an actor only inside a Found, which the
     executor chunks and then drops."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: the web actor derives it from its provider
 
     def gather(self, query: str, limit: int) -> Iterator[Found | DeadEnd]: ...

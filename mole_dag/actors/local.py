@@ -109,8 +109,33 @@ def _files(root: Path) -> list[Path]:
     return out
 
 
+def _indexer_version() -> str:
+    """A digest of the code that builds an index (this module, the text tools, extraction), so
+    a cache written by another version of mole is rebuilt rather than reused. Seen: a cache from
+    before a tokenizer change kept giving the old topics, so the planner planned other facets
+    than a fresh index would."""
+    global _INDEXER_VERSION
+    if _INDEXER_VERSION is None:
+        import mole_dag.actors.extract as extract_mod
+        import mole_dag.text as text_mod
+
+        h = hashlib.sha256()
+        for mod_file in (__file__, text_mod.__file__, extract_mod.__file__):
+            try:
+                h.update(Path(str(mod_file)).read_bytes())
+            except OSError:  # no source shipped: the package version stands in
+                from importlib.metadata import version
+
+                h.update(version("mole-dag").encode())
+        _INDEXER_VERSION = h.hexdigest()[:16]
+    return _INDEXER_VERSION
+
+
+_INDEXER_VERSION: str | None = None
+
+
 def _fingerprint(root: Path, files: list[Path]) -> list[list[object]]:
-    fp: list[list[object]] = []
+    fp: list[list[object]] = [["<indexer>", _indexer_version(), 0]]
     for p in files:
         st = p.stat()
         fp.append([str(p.relative_to(root)), st.st_size, st.st_mtime_ns])

@@ -15,7 +15,7 @@ from mole_dag.actors.base import DeadEnd
 from mole_dag.actors.quote import CollapsedText, QuoteRejected
 from mole_dag.budget import BudgetExhausted, FreeCallBatch
 from mole_dag.context import Run
-from mole_dag.core import DeadEndCause, Role, columns, stable_id
+from mole_dag.core import MAX_CLAIM_CHARS, DeadEndCause, Role, columns, stable_id
 from mole_dag.executor.ingest import store_dead_end
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.llm.skills import MineRequest
@@ -205,7 +205,7 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
                 "id": claim_id, "source_id": item.source_id,
                 "chunk_id": _chunk_at(chunks, m.byte_start),
                 "sub_question_id": item.sub_question_id,
-                "text": " ".join(d.text.split())[:600],
+                "text": " ".join(d.text.split())[:MAX_CLAIM_CHARS],
                 "quote": data[m.byte_start:m.byte_end].decode("utf-8"),
                 "quote_byte_start": m.byte_start, "quote_byte_end": m.byte_end,
                 "created_at": now})

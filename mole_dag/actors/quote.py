@@ -22,9 +22,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-# A three-word quote matches almost any document by chance; 24 collapsed characters is roughly
-# four or five words, the shortest span that still identifies a passage.
-MIN_QUOTE_CHARS = 24
+from mole_dag.core import MIN_QUOTE_CHARS  # the schema's floor too (mole_dag.core)
 
 _TOKEN = re.compile(r"\S+")
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from mole_dag.compute.connector import FLOOR
+from mole_dag.core import MAX_CLAIM_CHARS
 from mole_dag.output.sanitize import one_line
 
 # How many significant pairwise differences become claims of their own (the rest stay in the
 # report's table). A guess, flagged as one: enough for the strongest contrasts.
 MAX_PAIR_CLAIMS = 6
-# Groups named in a headline before "and N more". Keeps a claim under the 600-character cap.
+# Groups named in a headline before "and N more". Keeps a claim under MAX_CLAIM_CHARS.
 MAX_HEADLINE_GROUPS = 8
-MAX_CLAIM_CHARS = 600
 
 _TEST_NAMES = {
     "welch_t": "Welch t-test", "mann_whitney_u": "Mann-Whitney U test",

@@ -155,12 +155,12 @@ def _contradiction_precision(store: Store, session_id: str, labels: Path | None)
     judged = 0
     right = 0
     for e in edges:
-        label = truth.get(frozenset((e["src_claim_id"], e["dst_claim_id"]))) or truth.get(
+        found = truth.get(frozenset((e["src_claim_id"], e["dst_claim_id"]))) or truth.get(
             frozenset((normalized(e["src_text"]), normalized(e["dst_text"]))))
-        if label is None:
+        if found is None:
             continue
         judged += 1
-        right += label == "contradicts"
+        right += found == "contradicts"
     if not edges:
         return Metric(name, None, "n/a", reason="the session has no contradiction edges")
     if judged == 0:

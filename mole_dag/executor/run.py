@@ -7,6 +7,7 @@ session id, so two sessions running at once cannot cross-attribute sources or cl
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,14 +36,43 @@ DEFAULT_WORKERS = 4
 FLUSH_AFTER_S = 5.0
 
 
+class _NoActor(LookupError):
+    pass
+
+
+# The outside world failing, by module and class name: a lead's honest `fetch_failed`. Looked up
+# only in modules already loaded (an exception of theirs means they are), so the executor does
+# not import httpx or the fetcher itself (tests/test_import_cost.py). OSError covers sockets,
+# files and TimeoutError. Anything else that escapes an actor is a bug: `internal_error`.
+_FETCH_ERRORS = (
+    ("httpx", ("HTTPError", "InvalidURL", "StreamError")),
+    ("mole_dag.actors.fetch.fetcher", ("FetchFailed",)),
+    ("mole_dag.actors.search.base", ("SearchFailed",)),
+    ("mole_dag.actors.extract", ("ExtractionError",)),
+    ("mole_dag.actors.local", ("CorpusError",)),
+)
+
+
+def is_fetch_error(exc: BaseException) -> bool:
+    if isinstance(exc, (OSError, _NoActor)):
+        return True
+    for module, names in _FETCH_ERRORS:
+        mod = sys.modules.get(module)
+        if mod is not None and isinstance(exc, tuple(getattr(mod, n) for n in names)):
+            return True
+    return False
+
+
 @dataclass
 class ExecResult:
     leads_run: int = 0
-    sources: int = 0
-    chunks: int = 0
+    new_sources: int = 0
+    new_chunks: int = 0
     dead_ends: int = 0
-    requeued: int = 0
-    failed: int = 0
+    leases_requeued: int = 0
+    failed_leads: int = 0
+    # Of failed_leads: bugs (DeadEndCause.INTERNAL_ERROR), not fetch errors.
+    internal_errors: int = 0
     lead_ids: list[str] = field(default_factory=list)
 
 
@@ -56,6 +86,7 @@ class _Outcome:
     status: LeadStatus
     dead: DeadEnd | None = None
     failed: bool = False
+    internal: bool = False
 
 
 class _Writer:
@@ -103,8 +134,8 @@ class _Writer:
             raise
         with self.lock:
             for n_src, n_chunks, n_dead in counts:
-                self.result.sources += n_src
-                self.result.chunks += n_chunks
+                self.result.new_sources += n_src
+                self.result.new_chunks += n_chunks
                 self.result.dead_ends += n_dead
 
     def _write(self, cur: Any, o: _Outcome, known: dict[str, str],
@@ -148,7 +179,9 @@ def _run_lead(run: Run, actors: dict[str, Actor], lease: leases.Lease, result: E
     outcome = _Outcome(lease, lease.actor, items, LeadStatus.DONE)
     try:
         if actor is None:
-            raise LookupError(f"no actor {lease.actor!r} configured for this session")
+            # A session naming a search provider this process cannot build: the outside
+            # configuration, not a bug here.
+            raise _NoActor(f"no actor {lease.actor!r} configured for this session")
         # Searching the local index is free, but it is still a call: it goes through the
         # ledger so call counts and spend by stage are complete. Paid search providers reserve
         # their price (a USD price: a token budget does not pay for searches).
@@ -162,13 +195,21 @@ def _run_lead(run: Run, actors: dict[str, Actor], lease: leases.Lease, result: E
         outcome.status = LeadStatus.DEAD
         outcome.dead = DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(exc))
     except Exception as exc:  # one bad lead must not lose the others
-        log.warning("lead %s failed: %s", lease.lead_id, exc)
         items.clear()
         outcome.status = LeadStatus.DEAD
         outcome.failed = True
-        outcome.dead = DeadEnd(DeadEndCause.FETCH_FAILED, detail=f"{type(exc).__name__}: {exc}")
+        if is_fetch_error(exc):
+            log.warning("lead %s failed: %s", lease.lead_id, exc)
+            cause = DeadEndCause.FETCH_FAILED
+        else:
+            # A bug, not the weather: its traceback goes to the log, and the dead end says so.
+            log.exception("lead %s: internal error", lease.lead_id)
+            cause = DeadEndCause.INTERNAL_ERROR
+            outcome.internal = True
+        outcome.dead = DeadEnd(cause, detail=f"{type(exc).__name__}: {exc}")
     with lock:
-        result.failed += 1 if outcome.failed else 0
+        result.failed_leads += 1 if outcome.failed else 0
+        result.internal_errors += 1 if outcome.internal else 0
         result.leads_run += 1
         result.lead_ids.append(lease.lead_id)
     writer.add(outcome, urgent=price > 0)
@@ -178,7 +219,7 @@ def _run_lead(run: Run, actors: dict[str, Actor], lease: leases.Lease, result: E
 def execute_leads(run: Run, workers: int = DEFAULT_WORKERS) -> ExecResult:
     result = ExecResult()
     sid = run.session_id
-    result.requeued = leases.requeue_expired(run.store, sid)
+    result.leases_requeued = leases.requeue_expired(run.store, sid)
     owner = leases.new_owner()
     # The round's leads are leased in one transaction and kept alive by one heartbeat; the
     # workers take them in plan order.
@@ -203,7 +244,7 @@ def execute_leads(run: Run, workers: int = DEFAULT_WORKERS) -> ExecResult:
     once.settle(sid)
     result.lead_ids.sort()
     run.progress(
-        f"executed {result.leads_run} leads: {result.sources} new sources, "
-        f"{result.chunks} chunks, {result.dead_ends} dead ends"
+        f"executed {result.leads_run} leads: {result.new_sources} new sources, "
+        f"{result.new_chunks} chunks, {result.dead_ends} dead ends"
     )
     return result

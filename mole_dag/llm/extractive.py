@@ -20,7 +20,7 @@ from collections import Counter
 from mole_dag.actors.quote import MIN_QUOTE_CHARS, collapse
 from mole_dag.compute.choose_extractive import choose_hypotheses
 from mole_dag.compute.view import HypothesisChoice, ProfileView
-from mole_dag.core import ClaimDraft, Unit
+from mole_dag.core import MAX_CLAIM_CHARS, ClaimDraft, Unit
 from mole_dag.llm.skills import (
     BoundSentence,
     Digest,
@@ -67,7 +67,6 @@ MIN_MINE_RELEVANCE = 0.08
 MIN_MINE_RELEVANCE_UNWEIGHTED = 0.25
 HEADING_WORDS = 12
 _TERMINAL = frozenset('.!?…"”’)»')
-MAX_CLAIM_CHARS = 600
 # Content-word Jaccard above which two claims are the same assertion, and above which a
 # difference in polarity, direction or number reads as a contradiction. Guesses, flagged as
 # such; the labelled pair set behind `mole eval` is what would calibrate them.

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from mole_dag.budget import Usage
+from mole_dag.core import json_object
 from mole_dag.llm.provider import (
     Call,
     Completion,
@@ -163,7 +164,7 @@ class OpenAICompatProvider:
         choices = data.get("choices") or []
         first = choices[0] if isinstance(choices, list) and choices else {}
         first = first if isinstance(first, dict) else {}
-        message = first.get("message") if isinstance(first.get("message"), dict) else {}
+        message = json_object(first.get("message"))
         text = _text_of(message.get("content"))
         finish = first.get("finish_reason")
         if not text.strip():

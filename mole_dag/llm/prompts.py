@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from mole_dag.compute.view import HypothesisChoice, ProfileView
-from mole_dag.core import ClaimDraft
+from mole_dag.core import MAX_CLAIM_CHARS, ClaimDraft
 from mole_dag.llm.jsonout import first_object, parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
 from mole_dag.llm.skills import (
@@ -60,7 +60,6 @@ MAX_QUERY_CHARS = 200
 # Claims per chunk the miner is asked for, and the cap on one claim's text (the claims table
 # refuses longer).
 MAX_CLAIMS_PER_CHUNK = 8
-MAX_CLAIM_CHARS = 600
 MAX_RATIONALE_CHARS = 300
 
 PLAN_SYSTEM = """\

@@ -38,6 +38,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from mole_dag.core import MIN_QUOTE_CHARS
 from mole_dag.mcp import sessions, toolkit
 from mole_dag.mcp.redact import redact, redact_all
 from mole_dag.mcp.toolkit import BadInput
@@ -296,7 +297,8 @@ def chunk(
     "Check that a quote occurs verbatim in a source text (runs of whitespace collapse to one "
     "space; no case folding, no fuzzy matching, no cutting a character cluster). Returns "
     "found with the byte span of the first occurrence and the number of occurrences; or not "
-    "found; or rejected when the quote is shorter than 24 characters after collapsing "
+    f"found; or rejected when the quote is shorter than {MIN_QUOTE_CHARS} characters after "
+    "collapsing "
     "(a short quote matches almost any text by chance). Caps: source_text at most "
     f"{toolkit.MAX_TEXT_CHARS:,} characters, quote at most {toolkit.MAX_QUOTE_CHARS:,}."))
 def find_quote(

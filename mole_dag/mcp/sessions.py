@@ -101,7 +101,8 @@ def status(store: Store, session_id: str, worker: WorkerState | None) -> dict[st
         out["stop_reason"] = one_line(sess.stop_reason)
     if bal.status == SessionStatus.INTERRUPTED:
         out["next"] = "resume(session) continues it within its original budget"
-    elif worker_ended and bal.status not in TERMINAL and worker.exit_code != 0:
+    elif (worker_ended and worker is not None and bal.status not in TERMINAL
+          and worker.exit_code != 0):
         out["next"] = ("the research process ended with an error before finishing (see "
                        "worker.log_tail); what it stored is still readable with trace and eval")
     elif report is not None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import duckdb
+
 from mole_dag.context import Run
 from mole_dag.core import columns
 from mole_dag.mining.passages import Passages, char_offset
@@ -95,7 +97,7 @@ def score_relevance(run: Run) -> RelevanceResult:
             "model_grade": int(grade) if grade is not None else None,
             "explanation": explanation, "now": now})
 
-    def write(cur) -> None:  # type: ignore[no-untyped-def]
+    def write(cur: duckdb.DuckDBPyConnection) -> None:
         cur.execute(q("relevance_clear"), {"session_id": sid})
         if rows:
             # One statement for the session's claims: executemany still runs one statement

@@ -88,7 +88,7 @@ class ReportResult:
     path: Path | None
     findings: int
     citations: int
-    sources: int
+    sources_cited: int
     writer: str
     rejected_bodies: list[str] = field(default_factory=list)  # why writer answers were not used
     escrow_released: int = 0
@@ -368,14 +368,15 @@ def render(
                        f"{one_line(f.explanation)}")
         out.append("")
 
-    disputes = sorted({tuple(sorted((f.number, o))) for f in findings for o in f.disputed_with})
+    disputes = sorted({(min(f.number, o), max(f.number, o))
+                       for f in findings for o in f.disputed_with})
     by_no = {f.number: f for f in findings}
     if disputes:
         out += ["## Disputed", ""]
-        for a, b in disputes:
-            fa, fb = by_no[a], by_no[b]
-            out.append(f"- #{a} {escape_markdown(fa.text)} {_cites(fa.citations)}")
-            out.append(f"  - versus #{b} {escape_markdown(fb.text)} {_cites(fb.citations)}")
+        for lo, hi in disputes:
+            fa, fb = by_no[lo], by_no[hi]
+            out.append(f"- #{lo} {escape_markdown(fa.text)} {_cites(fa.citations)}")
+            out.append(f"  - versus #{hi} {escape_markdown(fb.text)} {_cites(fb.citations)}")
         out.append("")
 
     sup = [f for f in findings if f.superseded]
@@ -519,10 +520,11 @@ def write_report(
     now = utcnow()
     report_id = stable_id(sid, now.isoformat(), prefix="r-")
     directory = out_dir or reports_dir()
-    path: Path | None = directory / f"{sid}.md"
+    target = directory / f"{sid}.md"
+    path: Path | None = target
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        path.write_text(markdown, "utf-8")
+        target.write_text(markdown, "utf-8")
     except OSError as exc:
         log.warning("could not write the report file %s: %s", path, exc.strerror)
         path = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mole_dag.actors.search.base import Api, Hit, date_of, http_url, strip_markup
+from mole_dag.core import json_object
 from mole_dag.output.sanitize import one_line
 
 BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
@@ -30,7 +31,7 @@ class Brave:
         for r in results:
             if not isinstance(r, dict) or not (url := http_url(r.get("url"))):
                 continue
-            profile = r.get("profile") if isinstance(r.get("profile"), dict) else {}
+            profile = json_object(r.get("profile"))
             hits.append(Hit(url=url, title=strip_markup(r.get("title")),
                             snippet=strip_markup(r.get("description")),
                             published=date_of(r.get("page_age")),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mole_dag.actors.search.base import Api, Hit, authors_line, clean_doi, date_of
+from mole_dag.core import json_object
 from mole_dag.output.sanitize import one_line
 
 OPENALEX_URL = "https://api.openalex.org/works"
@@ -52,13 +53,13 @@ class OpenAlex:
         for w in results or []:
             if not isinstance(w, dict) or w.get("is_retracted"):
                 continue
-            ids = w.get("ids") if isinstance(w.get("ids"), dict) else {}
+            ids = json_object(w.get("ids"))
             doi = clean_doi(w.get("doi") or ids.get("doi"))
             pmid = _tail(ids.get("pmid"))
             pmc = _tail(ids.get("pmcid"))
             pmcid = f"PMC{pmc.upper().removeprefix('PMC')}" if pmc else None
-            loc = w.get("primary_location") if isinstance(w.get("primary_location"), dict) else {}
-            source = loc.get("source") if isinstance(loc.get("source"), dict) else {}
+            loc = json_object(w.get("primary_location"))
+            source = json_object(loc.get("source"))
             url = (f"https://doi.org/{doi}" if doi else None) or loc.get("landing_page_url") \
                 or w.get("id")
             if not url or not str(url).lower().startswith(("http://", "https://")):
