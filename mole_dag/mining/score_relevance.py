@@ -6,6 +6,7 @@ one page may turn out to be on all of them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
@@ -61,7 +62,7 @@ def score_relevance(run: Run) -> RelevanceResult:
     stats = session_stats(passages)
     q_question = Query.of(question, stats)
     q_subs = [(s, Query.of(s.text, stats)) for s in subs]
-    rows = []
+    rows: list[dict[str, Any]] = []
     now = utcnow()
     for c in claims:
         page = passages.get(c.source_id)

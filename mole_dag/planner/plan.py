@@ -104,7 +104,7 @@ def plan_round(run: Run) -> PlanResult:
         run.progress(f"session is {sess.status}: no new round planned")
         return PlanResult(sess.rounds, 0, 0, pending, 0)
     now = utcnow()
-    def next_round(cur) -> int:  # type: ignore[no-untyped-def]
+    def next_round(cur: Any) -> int:
         cur.execute(q("session_next_round"), {"session_id": sid, "now": now})
         return scalar(cur, int, q("session_rounds"), {"session_id": sid}) or 0
 

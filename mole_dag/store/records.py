@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import Enum
-from functools import cache
 from typing import Any, TypeVar, Union
 
 import duckdb
@@ -382,8 +381,14 @@ def _enum_of(hint: object) -> type[Enum] | None:
     return None
 
 
-@cache
-def _fields(cls: type[Any]) -> tuple[_Field, ...]:
+# Per record class, worked out once: which fields, which are required, which convert.
+_FIELDS: dict[type, tuple[_Field, ...]] = {}
+
+
+def _fields(cls: type) -> tuple[_Field, ...]:
+    got = _FIELDS.get(cls)
+    if got is not None:
+        return got
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls.__name__} is not a record (a dataclass)")
     hints = typing.get_type_hints(cls)
@@ -391,7 +396,8 @@ def _fields(cls: type[Any]) -> tuple[_Field, ...]:
     for f in dataclasses.fields(cls):
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         out.append(_Field(f.name, required, _enum_of(hints[f.name])))
-    return tuple(out)
+    _FIELDS[cls] = got = tuple(out)
+    return got
 
 
 def build(cls: type[R], names: Sequence[str], values: Sequence[object]) -> R:

@@ -134,8 +134,9 @@ def score_session(run: Run) -> list[Score]:
     store, sid = run.store, run.session_id
     nodes = [ClaimNode(c.id, c.publisher, c.source_class, c.created_at)
              for c in store.many(ClaimRow, q("session_claims"), {"session_id": sid})]
-    edges = [(e.src_claim_id, e.dst_claim_id, e.kind)
-             for e in store.many(EdgeRow, q("session_edges"), {"session_id": sid})]
+    edges: list[tuple[str, str, str]] = [
+        (e.src_claim_id, e.dst_claim_id, e.kind)
+        for e in store.many(EdgeRow, q("session_edges"), {"session_id": sid})]
     grounded = {r["claim_id"]: r["outcome"] == "confirmed"
                 for r in store.named("grounded_claims", {"session_id": sid})}
     scores = derive(nodes, edges, grounded)
