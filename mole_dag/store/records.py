@@ -1,6 +1,6 @@
 """Typed records for the store's main rows, built from column NAMES.
 
-A row read by position (`row[5]`) means whatever the SELECT happens to list fifth: reorder the
+A row read by position (`row[5]`) means whatever the SELECT happens to list sixth: reorder the
 columns of a query in sql/queries/ and the code silently reads the wrong field (a settle that
 charges `actual` instead of `reserved`). Every record here is built from `cursor.description`,
 so a reordered SELECT still fills each field from its own column, and a SELECT that lacks a
