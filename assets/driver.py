@@ -13,6 +13,7 @@ from mole_dag.driver import next_step
 from mole_dag.resources import StoreResource
 from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, StoreError, q
+from mole_dag.store.records import SessionRow
 
 ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
           dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
@@ -41,13 +42,13 @@ def research_driver(context: dg.SensorEvaluationContext, store: StoreResource): 
         for sid in sessions:
             if _busy(context.instance, sid):
                 continue
-            row = st.row(q("session_get"), {"session_id": sid}) or {}
-            run = Run(st, Ledger(st), skills_for(row.get("provider")), sid,
+            row = st.one(SessionRow, q("session_get"), {"session_id": sid})
+            run = Run(st, Ledger(st), skills_for(row.provider if row else None), sid,
                       progress=lambda _m: None)
             step = next_step(run)
             if step is None:
                 continue
-            key = f"{sid}:{step}:{row.get('rounds', 0)}"
+            key = f"{sid}:{step}:{row.rounds if row else 0}"
             job = research_round.name if step == "round" else research_report.name
             requested += 1
             yield dg.RunRequest(run_key=key, job_name=job, partition_key=sid)

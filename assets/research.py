@@ -73,7 +73,7 @@ def session(context: dg.AssetExecutionContext, config: SessionConfig, store: Sto
     run = _run(context, store, budget)
     rec = recover(run)
     return dg.MaterializeResult(metadata={
-        "question": run.session()["question"],
+        "question": run.session().question,
         **fields_of(rec, "reservations_expired", "leases_requeued"),
         # This materialisation stays the latest one shown after the session finishes, so its
         # status is named for when it was taken; the report asset carries the final status.

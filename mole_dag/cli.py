@@ -342,9 +342,9 @@ def _drive_rounds(sid: str, skills: Any, first: str, quiet: bool, print_report: 
             sess = Run(st, Ledger(st), skills, sid).session()
         finally:
             st.close()
-        if sess["status"] == SessionStatus.EXHAUSTED:
+        if sess.status == SessionStatus.EXHAUSTED:
             # The budget could not pay for the first call: one line, as for bad input.
-            print(f"mole: {sess['stop_reason'] or 'budget exhausted'}", file=sys.stderr)
+            print(f"mole: {sess.stop_reason or 'budget exhausted'}", file=sys.stderr)
             print(f"session {sid}", file=sys.stderr)
             return EXIT_USAGE
     return _print_outcome(sid, quiet=quiet, print_report=print_report)
@@ -447,6 +447,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from mole_dag.driver import resume_point
     from mole_dag.launch import LaunchError, choose_skills
     from mole_dag.store import q, utcnow
+    from mole_dag.store.records import SessionRow
     from mole_dag.store.recovery import owner_alive, owner_tag, recover_store
 
     store = _open_store()
@@ -455,24 +456,24 @@ def cmd_resume(args: argparse.Namespace) -> int:
         # died after this process first opened the store (tests, a long-lived caller) is
         # interrupted before its session is judged resumable.
         recover_store(store)
-        sess = store.row(q("session_get"), {"session_id": args.session})
+        sess = store.one(SessionRow, q("session_get"), {"session_id": args.session})
         if sess is None:
             raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
-        status = SessionStatus(sess["status"])
+        status = sess.status
         if status not in (SessionStatus.INTERRUPTED, SessionStatus.CREATED,
                           SessionStatus.RUNNING, SessionStatus.REPORTING):
             raise CliError(f"session {args.session} is {status}; there is nothing to resume")
-        if status != SessionStatus.INTERRUPTED and owner_alive(sess["owner"]) is not False:
+        if status != SessionStatus.INTERRUPTED and owner_alive(sess.owner) is not False:
             raise CliError(f"session {args.session} is {status} and driven by process "
-                           f"{sess['owner'] or '(the Dagster sensor)'}; resume it once it stops")
+                           f"{sess.owner or '(the Dagster sensor)'}; resume it once it stops")
         try:
-            skills = choose_skills(sess["provider"], Unit(sess["unit"]))
+            skills = choose_skills(sess.provider, Unit(sess.unit))
         except LaunchError as exc:
             raise CliError(str(exc)) from None
         now = utcnow()
 
         def tx(cur: Any) -> None:
-            back = SessionStatus.REPORTING if sess["escrow_released"] else SessionStatus.RUNNING
+            back = SessionStatus.REPORTING if sess.escrow_released else SessionStatus.RUNNING
             cur.execute(q("session_set_status"), {"status": str(back), "now": now,
                                                   "session_id": args.session})
             cur.execute(q("session_driver_set"), {"driver": "cli", "session_id": args.session})
@@ -522,18 +523,19 @@ def cmd_crossings(args: argparse.Namespace) -> int:
     from mole_dag.local_data.findings import reverify
     from mole_dag.sanitize import strip_controls
     from mole_dag.store import q
+    from mole_dag.store.records import SessionRow
 
     store = _open_store(read_only=True)
     try:
-        sess = store.row(q("session_get"), {"session_id": args.session})
+        sess = store.one(SessionRow, q("session_get"), {"session_id": args.session})
         if sess is None:
             raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
         got = listing(store, args.session)
-        checks = ([(c["id"], *reverify(store, c["id"])) for c in got.crossings]
+        checks = ([(c.id, *reverify(store, c.id)) for c in got.crossings]
                   if args.verify else [])
     finally:
         store.close()
-    if not sess.get("data"):
+    if not sess.data:
         print(f"session {args.session} has no data attached: nothing has crossed")
         return 0
     # Labels come from the user's file: strip terminal and bidi controls before printing.
@@ -618,6 +620,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from mole_dag.budget import Ledger, LedgerError
     from mole_dag.store import q
+    from mole_dag.store.records import SessionRow
 
     store = _open_store(read_only=True)
     try:
@@ -626,7 +629,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             bal = ledger.balance(args.session)
         except LedgerError:
             raise CliError(f"no session {args.session!r}; `mole sessions` lists them") from None
-        sess = store.row(q("session_get"), {"session_id": args.session}) or {}
+        sess = store.one(SessionRow, q("session_get"), {"session_id": args.session})
+        assert sess is not None  # balance() above found it
         counts = store.row(q("session_counts"), {"session_id": args.session}) or {}
         by_role = ledger.spend_by_role(args.session)
         check = ledger.verify(args.session)
@@ -640,15 +644,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     unit = str(bal.unit)
     print(f"session {args.session}")
     # Whitespace collapsed; controls shown as escapes rather than obeyed or silently dropped.
-    print(f"question  {escape_controls(' '.join(sess['question'].split()))}")
-    print(f"status    {bal.status} after {sess['rounds']} round(s), provider {sess['provider']}")
+    print(f"question  {escape_controls(' '.join(sess.question.split()))}")
+    print(f"status    {bal.status} after {sess.rounds} round(s), provider {sess.provider}")
     # spent includes the overrun: it is what the session cost, held against the total.
     print(f"budget    {_fmt(bal.total, unit)}: spent {_fmt(bal.charged, unit)}, held "
           f"{_fmt(bal.held, unit)}, escrow {_fmt(bal.escrow, unit)}"
           + (f" (OVERRUN {_fmt(bal.overrun, unit)} included: a provider used more than its "
              "calls were allowed)" if bal.overrun else ""))
-    if sess.get("stop_reason"):
-        print(f"stopped   {escape_controls(' '.join(str(sess['stop_reason']).split()))}")
+    if sess.stop_reason:
+        print(f"stopped   {escape_controls(' '.join(sess.stop_reason.split()))}")
     for r in by_role:
         print(f"  {r['role']:<9} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls")
     for r in by_model:

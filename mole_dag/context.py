@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from mole_dag.budget import Ledger
 from mole_dag.core import Unit
 from mole_dag.skills.protocol import Skills
 from mole_dag.store import Store, q
+from mole_dag.store.records import SessionRow
 
 log = logging.getLogger("mole")
 
@@ -27,12 +27,12 @@ class Run:
     session_id: str
     progress: Callable[[str], None] = field(default=_log_progress)
 
-    def session(self) -> dict[str, Any]:
-        row = self.store.row(q("session_get"), {"session_id": self.session_id})
+    def session(self) -> SessionRow:
+        row = self.store.one(SessionRow, q("session_get"), {"session_id": self.session_id})
         if row is None:
             raise LookupError(f"no session {self.session_id!r} in {self.store.path}")
         return row
 
     @property
     def unit(self) -> Unit:
-        return Unit(self.session()["unit"])
+        return self.session().unit

@@ -1,6 +1,7 @@
 """Shared types: roles, budget units, edge kinds, dead-end causes, and the records that move
-between stages. Every enum here mirrors a CHECK constraint in sql/migrations, so a value the
-code can name is a value the schema accepts, and nothing else."""
+between stages before they are stored (rows read back are in store/records.py). Every enum here
+mirrors a CHECK constraint in sql/migrations, so a value the code can name is a value the schema
+accepts, and nothing else."""
 
 from __future__ import annotations
 
@@ -130,27 +131,6 @@ def columns(rows: Iterable[Mapping[str, Any]], keys: Iterable[str]) -> dict[str,
     return {k: [r[k] for r in rows] for k in keys}
 
 
-@dataclass(frozen=True)
-class SubQuestion:
-    id: str
-    session_id: str
-    text: str
-    query: str
-    round: int = 1
-
-
-@dataclass(frozen=True)
-class Lead:
-    id: str
-    session_id: str
-    sub_question_id: str
-    actor: str
-    query: str
-    depth: int = 0
-    root_claim_id: str | None = None
-    because: str | None = None
-
-
 @dataclass
 class Document:
     """One retrieved document, as an actor sees it. `text` is raw and dies with the actor:
@@ -171,41 +151,15 @@ class Document:
 
 
 @dataclass(frozen=True)
-class Chunk:
-    id: str
-    source_id: str
-    ordinal: int
-    byte_start: int
-    byte_end: int
-    text: str
-
-
-@dataclass(frozen=True)
 class ClaimDraft:
-    """What a miner proposes. It becomes a Claim only if its quote is found verbatim."""
+    """What a miner proposes. It becomes a claim (a `claims` row; store/records.py reads it
+    back as a ClaimRow) only if its quote is found verbatim."""
 
     text: str
     quote: str
     # How well the claim answers the question, as the miner graded it: 0 (not at all) .. 3
     # (states the answer). A model miner returns it with each claim; None when none was given.
     grade: int | None = None
-
-
-@dataclass(frozen=True)
-class Claim:
-    id: str
-    session_id: str
-    source_id: str
-    chunk_id: str
-    sub_question_id: str
-    text: str
-    quote: str
-    quote_byte_start: int
-    quote_byte_end: int
-    published: date | None = None
-    publisher: str | None = None
-    source_class: SourceClass = SourceClass.UNKNOWN
-    url: str | None = None
 
 
 def json_object(value: Any) -> dict[str, Any]:

@@ -47,9 +47,9 @@ class Interrupted(Exception):
 
 def should_run_another_round(run: Run) -> bool:
     sess = run.session()
-    if sess["status"] not in (SessionStatus.CREATED, SessionStatus.RUNNING):
+    if sess.status not in (SessionStatus.CREATED, SessionStatus.RUNNING):
         return False
-    if int(sess["rounds"]) >= MAX_ROUNDS:
+    if sess.rounds >= MAX_ROUNDS:
         return False
     pending = int(run.store.scalar(q("pending_leads_count"), {"session_id": run.session_id}) or 0)
     if pending == 0:
@@ -60,11 +60,11 @@ def should_run_another_round(run: Run) -> bool:
 def next_step(run: Run) -> Step | None:
     """What a session needs next: "round", "report", or None (finished, or not startable)."""
     sess = run.session()
-    if sess["status"] in STOPPED:
+    if sess.status in STOPPED:
         return None
-    if sess["status"] == SessionStatus.REPORTING:
+    if sess.status == SessionStatus.REPORTING:
         return "report"
-    if int(sess["rounds"]) == 0 or should_run_another_round(run):
+    if sess.rounds == 0 or should_run_another_round(run):
         return "round"
     return "report"
 
@@ -74,9 +74,9 @@ def resume_point(run: Run) -> Step:
     was left half done (pending leads, fetched sources not yet mined) or another round is due;
     else the report."""
     sess = run.session()
-    if sess["escrow_released"] or sess["status"] == SessionStatus.REPORTING:
+    if sess.escrow_released or sess.status == SessionStatus.REPORTING:
         return "report"
-    if int(sess["rounds"]) == 0:
+    if sess.rounds == 0:
         return "round"
     pending = int(run.store.scalar(q("pending_leads_count"), {"session_id": run.session_id}) or 0)
     unmined = run.store.named("unmined_lead_sources", {"session_id": run.session_id})

@@ -22,6 +22,7 @@ from mole_dag.context import Run
 from mole_dag.paths import default_store_path
 from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, q
+from mole_dag.store.records import SessionRow
 
 progress_log = logging.getLogger("mole.progress")
 
@@ -71,8 +72,8 @@ class BudgetResource(dg.ConfigurableResource):
 def make_run(
     store: StoreResource, budget: BudgetResource, session_id: str, log: Callable[[str], None]
 ) -> Run:
-    row = store.store.row(q("session_get"), {"session_id": session_id})
-    provider = row["provider"] if row else None
+    row = store.store.one(SessionRow, q("session_get"), {"session_id": session_id})
+    provider = row.provider if row else None
 
     def progress(message: str) -> None:
         log(message)

@@ -31,7 +31,7 @@ def money(unit: Unit | str, **amounts: int) -> dict[str, float | int]:
 
 
 def session_unit(run: Run) -> Unit:
-    return Unit(run.session()["unit"])
+    return run.session().unit
 
 
 def stage_spend(run: Run, stage: str) -> dict[str, Any]:

@@ -125,16 +125,16 @@ def test_hostile_choices_and_statements_are_refused_and_recorded(
     expected = choices + [
         ("gate", "below_floor") if r == "below_floor" else ("sqlguard", r)
         for _, r in HOSTILE_SQL if r]
-    assert [(r["stage"], r["reason"]) for r in got.refusals] == expected
+    assert [(r.stage, r.reason) for r in got.refusals] == expected
     for r in got.refusals:
-        assert r["detail"].strip() and r["request"].strip()
+        assert r.detail.strip() and r.request.strip()
     # The profile, two template crossings, one allowed statement.
-    assert [c["kind"] for c in got.crossings] == ["profile", "template", "template", "sql"]
-    assert all(c["min_rows"] >= 5 for c in got.crossings)
+    assert [c.kind for c in got.crossings] == ["profile", "template", "template", "sql"]
+    assert all(c.min_rows >= 5 for c in got.crossings)
     # A refusal that still let part of an answer out points at that crossing.
-    partial = [r for r in got.refusals if r["crossing_id"]]
-    assert [r["reason"] for r in partial] == ["below_floor", "secondary_suppression"]
-    assert partial[0]["crossing_id"] == partial[1]["crossing_id"]
+    partial = [r for r in got.refusals if r.crossing_id]
+    assert [r.reason for r in partial] == ["below_floor", "secondary_suppression"]
+    assert partial[0].crossing_id == partial[1].crossing_id
 
     # Nothing row-level in any envelope, crossing, refusal, claim, log or output.
     text = _everything_that_left(store, session)
@@ -162,7 +162,7 @@ def test_an_envelope_the_exfil_check_stops_is_not_kept(
     got = listing(store, session)
     assert got.crossings == []
     (refusal,) = got.refusals
-    assert len(refusal["withheld_sha256"]) == 64
+    assert refusal.withheld_sha256 is not None and len(refusal.withheld_sha256) == 64
     text = _everything_that_left(store, session)
     for label in ("Isle of Rum", "Far Skerry", "Lone Atoll"):
         assert label not in text

@@ -165,7 +165,7 @@ def test_answers_over_the_limit_are_refused_not_asked(store: Store,
     sid = _session(store, survey_csv)
     res = analyse_local_data(_run(store, sid, _Chatty()), max_hypotheses=2)
     assert res.crossings == 2 and res.refused == {"bad_arguments": 2}
-    assert [r["detail"] for r in listing(store, sid).refusals] == [
+    assert [r.detail for r in listing(store, sid).refusals] == [
         "more than 2 hypotheses; this one was not asked"] * 2
 
 
@@ -190,12 +190,12 @@ def test_reverify_reproduces_and_notices_changed_data(store: Store, tmp_path: Pa
     analyse_local_data(_run(store, sid))
     crossings = listing(store, sid).crossings
     for c in crossings:
-        ok, why = reverify(store, c["id"])
+        ok, why = reverify(store, c.id)
         assert ok, why
     first_row = copy.read_text("utf-8").splitlines()[1]
     with copy.open("a", encoding="utf-8", newline="") as fh:
         fh.write(first_row + "\r\n")  # the csv module's line ending
-    ok, why = reverify(store, crossings[1]["id"])
+    ok, why = reverify(store, crossings[1].id)
     assert not ok and "changed" in why
 
 

@@ -20,6 +20,7 @@ from mole_dag.local_data.crossings import format_listing, gated_query, listing
 from mole_dag.local_data.refusal import Reason, Stage
 from mole_dag.session import create_session
 from mole_dag.store import Store
+from mole_dag.store.records import RefusalRow
 
 K = 5
 # The one respondent a differencing attack isolates (row 0): answers a reader must never learn.
@@ -61,12 +62,12 @@ def sid(store: Store, anes_csv: Path) -> str:
 
 
 def _rows_out(store: Store, session: str) -> list[dict[str, Any]]:
-    return [json.loads(c["envelope"]) for c in listing(store, session).crossings]
+    return [json.loads(c.envelope) for c in listing(store, session).crossings]
 
 
-def _overlap_refusals(store: Store, session: str) -> list[dict[str, Any]]:
+def _overlap_refusals(store: Store, session: str) -> list[RefusalRow]:
     return [r for r in listing(store, session).refusals
-            if (r["stage"], r["reason"]) == (str(Stage.GATE), str(Reason.QUERY_OVERLAP))]
+            if (r.stage, r.reason) == (str(Stage.GATE), str(Reason.QUERY_OVERLAP))]
 
 
 def _sums(env: dict[str, Any]) -> tuple[int, list[Any]]:
@@ -86,7 +87,7 @@ def test_differencing_by_and_not_is_refused(store: Store, sid: str) -> None:
     assert second.crossing is None and second.refused is not None
     assert (second.refused.stage, second.refused.reason) == (Stage.GATE, Reason.QUERY_OVERLAP)
     (refusal,) = _overlap_refusals(store, sid)
-    assert "AND NOT" in refusal["request"] and refusal["detail"].strip()
+    assert "AND NOT" in refusal.request and refusal.detail.strip()
     # The row set is bookkeeping inside the boundary: nothing of it is printed or returned.
     text = format_listing(sid, listing(store, sid))
     assert "row_set" not in text and "bits" not in text
@@ -108,7 +109,7 @@ def test_total_first_then_groups_cannot_isolate_the_other(store: Store, sid: str
     _assert_no_small_remainder(grouped.crossing.envelope, total)
     # The cell given up to protect the remainder is recorded as a refusal next to the crossing.
     got = listing(store, sid)
-    assert any(r["reason"] == str(Reason.SECONDARY_SUPPRESSION) and r["crossing_id"]
+    assert any(r.reason == str(Reason.SECONDARY_SUPPRESSION) and r.crossing_id
                for r in got.refusals)
 
 

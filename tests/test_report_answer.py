@@ -13,7 +13,7 @@ import pytest
 
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
-from mole_dag.core import Unit
+from mole_dag.core import SourceClass, Unit
 from mole_dag.driver import run_session
 from mole_dag.llm.retry import RetryPolicy
 from mole_dag.output.binding import Dropped, bind
@@ -32,6 +32,7 @@ from mole_dag.skills.protocol import BoundSentence, WriteRequest, WrittenAnswer
 from mole_dag.skillsets import skills_for
 from mole_dag.skillsets.extractive import ExtractiveSkills
 from mole_dag.store import Store, utcnow
+from mole_dag.store.records import FindingRow
 from tests.fakes import ScriptedSkills
 from tests.model_server import ModelServer, Received, Reply, SimulatedModel, claude_message
 from tests.report_reader import read, section
@@ -239,9 +240,13 @@ def test_too_few_kept_is_not_enough() -> None:
 
 
 def _row(cluster: str, relevance: float, confidence: float, quote: str = "q",
-         claim: str | None = None, section: str = "sq-1") -> dict:
-    return {"cluster_id": cluster, "claim_id": claim or f"c-{cluster}", "relevance": relevance,
-            "confidence": confidence, "quote": quote, "sub_question_id": section}
+         claim: str | None = None, section: str = "sq-1") -> FindingRow:
+    return FindingRow(
+        cluster_id=cluster, claim_id=claim or f"c-{cluster}", relevance=relevance,
+        confidence=confidence, quote=quote, sub_question_id=section, publishers=1,
+        contradictors=0, superseded=False, source_class=SourceClass.UNKNOWN, explanation="e",
+        text=quote, sub_question="sq?", sub_question_round=1, sub_question_ordinal=0,
+        relevance_explanation="")
 
 
 def test_choose_floors_each_section_by_its_own_best() -> None:
@@ -252,7 +257,7 @@ def test_choose_floors_each_section_by_its_own_best() -> None:
             _row("part2-second", 0.3, 0.5, section="sq-2"),  # under 0.45, over half of 0.5
             _row("part2-junk", 0.2, 0.5, section="sq-2"),
             _row("off-topic-best", 0.4, 0.9, section="sq-3")]  # its section is under the floor
-    got = [r["cluster_id"] for r in choose(rows, forced=set(), max_findings=30, scored=True)]
+    got = [r.cluster_id for r in choose(rows, forced=set(), max_findings=30, scored=True)]
     assert got == ["part1-best", "part2-best", "part2-second"]
 
 
@@ -260,17 +265,17 @@ def test_choose_orders_by_relevance_with_floor_and_cap() -> None:
     rows = [_row("low-rel-high-conf", 0.2, 0.99), _row("best", 0.9, 0.1),
             _row("second", 0.6, 0.3), _row("third", 0.6, 0.2), _row("none", 0.0, 1.0),
             _row("at-floor", 0.9 * RELATIVE_FLOOR, 0.5)]
-    got = [r["cluster_id"] for r in choose(rows, forced=set(), max_findings=30, scored=True)]
+    got = [r.cluster_id for r in choose(rows, forced=set(), max_findings=30, scored=True)]
     # 0.2 is under half the best (0.9): a confident but unrelated claim does not fill the cap.
     assert got == ["best", "second", "third", "at-floor"]
     capped = choose(rows, forced=set(), max_findings=2, scored=True)
-    assert [r["cluster_id"] for r in capped] == ["best", "second"]
+    assert [r.cluster_id for r in capped] == ["best", "second"]
     # Graph-forced clusters (both sides of a dispute) pass the cap, but only if relevant.
     # They count towards the cap, and exceed it only when they alone would.
     forced = choose(rows, forced={"third", "low-rel-high-conf"}, max_findings=2, scored=True)
-    assert [r["cluster_id"] for r in forced] == ["best", "third"]
+    assert [r.cluster_id for r in forced] == ["best", "third"]
     forced = choose(rows, forced={"third", "at-floor"}, max_findings=1, scored=True)
-    assert [r["cluster_id"] for r in forced] == ["third", "at-floor"]
+    assert [r.cluster_id for r in forced] == ["third", "at-floor"]
     # Unscored sessions rank by confidence, nothing cut.
     assert len(choose(rows, forced=set(), max_findings=30, scored=False)) == 6
 
@@ -280,10 +285,10 @@ def test_ties_are_broken_by_content_not_by_claim_id() -> None:
     b = _row("y", 0.5, 0.5, "A quote", claim="aaa")
     positions = {"zzz": ("https://a.example/", 10), "aaa": ("https://b.example/", 0)}
     got = choose([b, a], forced=set(), max_findings=30, scored=True, positions=positions)
-    assert [r["claim_id"] for r in got] == ["zzz", "aaa"]  # by URL first
+    assert [r.claim_id for r in got] == ["zzz", "aaa"]  # by URL first
     same_url = {"zzz": ("https://a.example/", 10), "aaa": ("https://a.example/", 0)}
     got = choose([a, b], forced=set(), max_findings=30, scored=True, positions=same_url)
-    assert [r["claim_id"] for r in got] == ["aaa", "zzz"]  # then by quote position
+    assert [r.claim_id for r in got] == ["aaa", "zzz"]  # then by quote position
 
 
 def test_report_sections_follow_planner_order_and_relevance(tmp_path: Path,

@@ -26,6 +26,7 @@ from mole_dag.core import Unit
 from mole_dag.launch import usable_search
 from mole_dag.session import create_session
 from mole_dag.store import Store
+from mole_dag.store.records import SessionRow
 
 
 def write_config(data: dict, mode: int = 0o600) -> Path:
@@ -105,8 +106,9 @@ def test_session_keeps_its_settings_and_builds_its_own_actors(store: Store) -> N
     bal = create_session(store, "q?", Unit.USD_MICROS, 1_000_000, actors=settings.providers,
                          search=settings)
     assert load_for_session(store, bal.session_id) == ("http://127.0.0.1:9", ("127.0.0.1",))
-    session = store.row("SELECT * FROM sessions WHERE id = $id", {"id": bal.session_id})
-    assert session and session["actors"] == "searxng,arxiv"
+    session = store.one(SessionRow, "SELECT * FROM sessions WHERE id = $id",
+                        {"id": bal.session_id})
+    assert session and session.actors == "searxng,arxiv"
     actors = actors_for(session, store)
     assert set(actors) == {"searxng", "arxiv"}
     sx = actors["searxng"]
@@ -115,7 +117,8 @@ def test_session_keeps_its_settings_and_builds_its_own_actors(store: Store) -> N
     # Another session with no allow-list gets a fetcher that allows nothing extra.
     other = create_session(store, "q2?", Unit.USD_MICROS, 1_000_000, actors=("arxiv",),
                            search=SearchSettings(("arxiv",)))
-    row = store.row("SELECT * FROM sessions WHERE id = $id", {"id": other.session_id})
+    row = store.one(SessionRow, "SELECT * FROM sessions WHERE id = $id", {"id": other.session_id})
+    assert row is not None
     ax = actors_for(row, store)["arxiv"]
     assert isinstance(ax, WebActor) and not ax.fetcher.policy.allows("127.0.0.1")
     assert ax.fetcher._client is not sx.fetcher._client  # pools never cross allow-lists

@@ -4,13 +4,13 @@ is cached per process; per-session state is not kept in actors at all."""
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from mole_dag.actors.base import Actor
 from mole_dag.actors.local import LocalCorpus
 from mole_dag.actors.search import SEARCH_PROVIDERS
 from mole_dag.paths import demo_corpus
 from mole_dag.store import Store
+from mole_dag.store.records import SessionRow
 
 _lock = threading.Lock()
 _corpora: dict[str, LocalCorpus] = {}
@@ -29,12 +29,12 @@ def local_corpus(path: str) -> LocalCorpus:
         return corpus
 
 
-def actors_for(session: dict[str, Any], store: Store | None = None) -> dict[str, Actor]:
-    names = [a.strip() for a in str(session.get("actors") or "local").split(",") if a.strip()]
+def actors_for(session: SessionRow, store: Store | None = None) -> dict[str, Actor]:
+    names = [a.strip() for a in (session.actors or "local").split(",") if a.strip()]
     out: dict[str, Actor] = {}
     for name in names:
         if name == "local":
-            out[name] = local_corpus(session.get("corpus") or str(demo_corpus()))
+            out[name] = local_corpus(session.corpus or str(demo_corpus()))
         elif name in SEARCH_PROVIDERS:
             # Web and academic search (issue 4): built per session, shared pools underneath.
             # The web stack is imported only for a session that searches the web (issue 12).

@@ -5,11 +5,11 @@ corpus folder; web pages through the web actor's guarded fetcher with the sessio
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from mole_dag.actors.extract import ExtractionError
 from mole_dag.actors.local import load_document
 from mole_dag.store import Store
+from mole_dag.store.records import SessionRow, SourceRow
 
 
 class NotRefetchable(Exception):
@@ -20,13 +20,14 @@ class Unreachable(Exception):
     """The source could not be read this time. Nothing was learned."""
 
 
-def reread(session: dict[str, Any], source: dict[str, Any], store: Store | None = None) -> str:
-    """The source's extracted text as it reads now."""
-    locator = source.get("locator")
-    if not locator or source.get("provider_supplied"):
+def reread(session: SessionRow | None, source: SourceRow | None,
+           store: Store | None = None) -> str:
+    """The source's extracted text as it reads now (None: the row is missing)."""
+    locator = source.locator if source else None
+    if not locator or (source and source.provider_supplied):
         raise NotRefetchable("no locator: the search provider supplied this page's text")
     if locator.startswith("corpus:"):
-        root = Path(str(session.get("corpus") or "")).resolve()
+        root = Path((session.corpus if session else None) or "").resolve()
         path = (root / locator.removeprefix("corpus:")).resolve()
         if root == Path("/").resolve() or not path.is_relative_to(root):
             raise Unreachable("locator points outside the session's corpus")

@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 import duckdb
 
 from mole_dag.core import CallStatus, Role, SessionStatus, Unit
-from mole_dag.store import Store, q, utcnow
+from mole_dag.store import Store, fetch_one, q, scalar, utcnow
+from mole_dag.store.records import CallRow, LedgerCheckRow, SessionRow
 from mole_dag.store.recovery import owner_tag, settle_abandoned
 
 log = logging.getLogger("mole.budget")
@@ -269,19 +270,19 @@ class Ledger:
         return self.balance(sid)
 
     def balance(self, session_id: str) -> Balance:
-        row = self.store.row(q("session_get"), {"session_id": session_id})
+        row = self.store.one(SessionRow, q("session_get"), {"session_id": session_id})
         if row is None:
             raise LedgerError(f"no session {session_id!r}")
         return Balance(
-            session_id=row["id"],
-            unit=Unit(row["unit"]),
-            total=row["total"],
-            spent=row["spent"],
-            held=row["held"],
-            escrow=row["escrow"],
-            overrun=row["overrun"],
-            escrow_released=row["escrow_released"],
-            status=SessionStatus(row["status"]),
+            session_id=row.id,
+            unit=row.unit,
+            total=row.total,
+            spent=row.spent,
+            held=row.held,
+            escrow=row.escrow,
+            overrun=row.overrun,
+            escrow_released=row.escrow_released,
+            status=row.status,
         )
 
     # -- reserve / settle / release -----------------------------------------------------------
@@ -306,9 +307,9 @@ class Ledger:
         expires = now + (ttl or self.ttl)
 
         def tx(cur: duckdb.DuckDBPyConnection) -> bool:
-            changed = cur.execute(
-                q("reserve_hold"), {"amount": amount, "now": now, "session_id": session_id}
-            ).fetchone()[0]
+            # The UPDATE's affected-row count: 0 when the check in its WHERE refused the hold.
+            changed = scalar(cur, int, q("reserve_hold"),
+                             {"amount": amount, "now": now, "session_id": session_id})
             if not changed:
                 return False
             cur.execute(
@@ -356,10 +357,10 @@ class Ledger:
         now = self.clock()
 
         def tx(cur: duckdb.DuckDBPyConnection) -> Settlement:
-            row = cur.execute(q("call_get"), {"id": reservation.id}).fetchone()
+            row = fetch_one(cur, CallRow, q("call_get"), {"id": reservation.id})
             if row is None:
                 raise LedgerError(f"no reservation {reservation.id}")
-            reserved, status, assumed = row[5], CallStatus(row[7]), bool(row[9])
+            reserved, status, assumed = row.reserved, row.status, row.assumed
             if status == CallStatus.SETTLED and assumed:
                 # Recovery settled it at its reservation while this caller was still alive
                 # (a call that outlived its expiry): the real usage replaces the assumption.
@@ -426,11 +427,11 @@ class Ledger:
         now = self.clock()
 
         def tx(cur: duckdb.DuckDBPyConnection) -> None:
-            row = cur.execute(q("call_get"), {"id": reservation.id}).fetchone()
+            row = fetch_one(cur, CallRow, q("call_get"), {"id": reservation.id})
             if row is None:
                 raise LedgerError(f"no reservation {reservation.id}")
-            status = CallStatus(row[7])
-            if status == CallStatus.EXPIRED or (status == CallStatus.SETTLED and row[9]):
+            status = row.status
+            if status == CallStatus.EXPIRED or (status == CallStatus.SETTLED and row.assumed):
                 # Already swept, or already settled at its reservation by recovery: a caller
                 # that comes back to say "failed" cannot prove the provider did not charge.
                 return
@@ -438,7 +439,7 @@ class Ledger:
                 raise LedgerError(f"reservation {reservation.id} is already {status}")
             cur.execute(
                 q("session_unhold"),
-                {"amount": row[5], "now": now, "session_id": reservation.session_id},
+                {"amount": row.reserved, "now": now, "session_id": reservation.session_id},
             )
             cur.execute(q("call_release"), {"id": reservation.id, "note": note, "now": now})
 
@@ -467,11 +468,11 @@ class Ledger:
         now = self.clock()
 
         def tx(cur: duckdb.DuckDBPyConnection) -> None:
-            row = cur.execute(q("call_get"), {"id": reservation.id}).fetchone()
-            if row is None or CallStatus(row[7]) != CallStatus.RESERVED:
+            row = fetch_one(cur, CallRow, q("call_get"), {"id": reservation.id})
+            if row is None or row.status != CallStatus.RESERVED:
                 return
             cur.execute(q("session_charge"), {
-                "unhold": row[5], "charged": row[5], "overrun": 0, "now": now,
+                "unhold": row.reserved, "charged": row.reserved, "overrun": 0, "now": now,
                 "session_id": reservation.session_id})
             cur.execute(q("call_settle_assumed"), {"id": reservation.id, "now": now})
             cur.execute(q("call_note"), {"id": reservation.id, "note": note})
@@ -640,29 +641,29 @@ class Ledger:
     # -- checks and reports -----------------------------------------------------------------
 
     def verify(self, session_id: str) -> Verification:
-        row = self.store.row(q("ledger_verify"), {"session_id": session_id})
+        row = self.store.one(LedgerCheckRow, q("ledger_verify"), {"session_id": session_id})
         if row is None:
             raise LedgerError(f"no session {session_id!r}")
-        within = row["spent"] + row["held"] + row["escrow"] <= row["total"]
+        within = row.spent + row.held + row.escrow <= row.total
         ok = (
-            row["spent"] == row["calls_spent"]
-            and row["held"] == row["calls_held"]
-            and row["overrun"] == row["calls_overrun"]
+            row.spent == row.calls_spent
+            and row.held == row.calls_held
+            and row.overrun == row.calls_overrun
             and within
         )
         return Verification(
             session_id=session_id,
             ok=ok,
-            spent=row["spent"],
-            calls_spent=row["calls_spent"],
-            held=row["held"],
-            calls_held=row["calls_held"],
-            overrun=row["overrun"],
-            calls_overrun=row["calls_overrun"],
-            calls=row["calls"],
+            spent=row.spent,
+            calls_spent=row.calls_spent,
+            held=row.held,
+            calls_held=row.calls_held,
+            overrun=row.overrun,
+            calls_overrun=row.calls_overrun,
+            calls=row.calls,
             within_ceiling=within,
-            total=row["total"],
-            assumed=row["calls_assumed"],
+            total=row.total,
+            assumed=row.calls_assumed,
         )
 
     def set_status(self, session_id: str, status: SessionStatus,

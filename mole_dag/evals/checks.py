@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from mole_dag.actors.quote import collapse
 from mole_dag.output.citations import cited_numbers
 from mole_dag.store import Store, q
+from mole_dag.store.records import ChunkRow, QuoteSpanRow
 
 
 @dataclass
@@ -25,24 +26,24 @@ class IntegrityResult:
 
 def claim_integrity(store: Store, session_id: str) -> IntegrityResult:
     """Re-find every claim's quote in its stored chunks, at the byte span it was accepted at."""
-    claims = store.named("integrity_claims", {"session_id": session_id})
-    by_source: dict[str, list[dict]] = defaultdict(list)
+    claims = store.many(QuoteSpanRow, q("integrity_claims"), {"session_id": session_id})
+    by_source: dict[str, list[QuoteSpanRow]] = defaultdict(list)
     for c in claims:
-        by_source[c["source_id"]].append(c)
+        by_source[c.source_id].append(c)
     result = IntegrityResult(len(claims), 0)
     for source_id, group in by_source.items():
-        chunks = store.named("source_chunks", {"source_id": source_id})
-        data = "".join(ch["text"] for ch in chunks).encode("utf-8")
+        chunks = store.many(ChunkRow, q("source_chunks"), {"source_id": source_id})
+        data = "".join(ch.text for ch in chunks).encode("utf-8")
         for c in group:
-            span = data[c["quote_byte_start"] : c["quote_byte_end"]]
+            span = data[c.quote_byte_start : c.quote_byte_end]
             try:
                 found = span.decode("utf-8")
             except UnicodeDecodeError:
                 found = None
-            if found is not None and collapse(found) == collapse(c["quote"]):
+            if found is not None and collapse(found) == collapse(c.quote):
                 result.intact += 1
             else:
-                result.broken.append(c["id"])
+                result.broken.append(c.id)
     return result
 
 

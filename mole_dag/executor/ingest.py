@@ -10,6 +10,7 @@ from mole_dag.chunk import chunk_text
 from mole_dag.core import Document, stable_id
 from mole_dag.publisher import publisher_of
 from mole_dag.store import q, utcnow
+from mole_dag.store.records import scalar
 from mole_dag.verifier.source_class import class_of
 
 
@@ -33,10 +34,9 @@ def store_source(cur: Any, session_id: str, actor: str, doc: Document,
         if have is not None:
             return have, 0
     else:
-        got = cur.execute(q("source_by_url"),
-                          {"session_id": session_id, "url": doc.url}).fetchone()
+        got = scalar(cur, str, q("source_by_url"), {"session_id": session_id, "url": doc.url})
         if got:
-            return got[0], 0
+            return got, 0
     now = utcnow()
     ids = {"doi": doc.doi, "pmid": doc.pmid, "pmcid": doc.pmcid, "arxiv_id": doc.arxiv_id}
     source_id = stable_id(session_id, doc.url, prefix="src-")

@@ -4,6 +4,7 @@ the next start puts the lead back in the queue."""
 
 from __future__ import annotations
 
+import functools
 import secrets
 import threading
 from dataclasses import dataclass
@@ -12,7 +13,8 @@ from types import TracebackType
 from typing import Any
 
 from mole_dag.core import LeadStatus
-from mole_dag.store import Store, q, utcnow
+from mole_dag.store import Store, column, fetch_all, fetch_one, q, scalar, utcnow
+from mole_dag.store.records import LeadRow
 
 # Longer than one lead takes on a slow site, short enough that a crash costs little. A guess.
 LEASE_TTL = timedelta(minutes=5)
@@ -28,6 +30,11 @@ class Lease:
     depth: int
 
 
+def _lease(row: LeadRow, owner: str) -> Lease:
+    return Lease(lead_id=row.id, owner=owner, sub_question_id=row.sub_question_id,
+                 actor=row.actor, query=row.query, depth=row.depth)
+
+
 def new_owner() -> str:
     return f"worker-{secrets.token_hex(4)}"
 
@@ -39,11 +46,11 @@ def requeue_expired(store: Store, session_id: str) -> int:
     # is requeued by the next sweep.
     if not store.scalar(q("leases_expired_count"), {"session_id": session_id, "now": now}):
         return 0
-    return int(store.transact(
-        lambda cur: cur.execute(
-            q("leases_requeue_expired"), {"session_id": session_id, "now": now}
-        ).fetchone()[0]
-    ))
+    # The UPDATE's affected-row count.
+    return store.transact(
+        lambda cur: scalar(cur, int, q("leases_requeue_expired"),
+                           {"session_id": session_id, "now": now}) or 0
+    )
 
 
 def lease_next(
@@ -52,16 +59,14 @@ def lease_next(
     now = utcnow()
 
     def tx(cur: Any) -> Lease | None:
-        row = cur.execute(q("lead_next_pending"), {"session_id": session_id}).fetchone()
+        row = fetch_one(cur, LeadRow, q("lead_next_pending"), {"session_id": session_id})
         if row is None:
             return None
-        taken = cur.execute(
-            q("lease_take"),
-            {"id": row[0], "owner": owner, "expires_at": now + ttl, "now": now},
-        ).fetchone()[0]
+        taken = scalar(cur, int, q("lease_take"),
+                       {"id": row.id, "owner": owner, "expires_at": now + ttl, "now": now})
         if not taken:  # another worker got it between our read and write
             return None
-        return Lease(row[0], owner, row[1], row[2], row[3], row[4])
+        return _lease(row, owner)
 
     return store.transact(tx)
 
@@ -77,14 +82,13 @@ def lease_pending(
         return []  # nothing to lease: no write transaction
 
     def tx(cur: Any) -> list[Lease]:
-        ids = [r[0] for r in cur.execute(q("leads_pending"),
-                                         {"session_id": session_id}).fetchall()]
+        ids = column(cur, str, q("leads_pending"), {"session_id": session_id})
         if ids:
             cur.execute(q("lease_take_many"), {"ids": ids, "owner": owner,
                                                "expires_at": now + ttl, "now": now})
-        rows = cur.execute(q("leases_of_owner"),
-                           {"session_id": session_id, "owner": owner}).fetchall()
-        return [Lease(r[0], owner, r[1], r[2], r[3], r[4]) for r in rows]
+        rows = fetch_all(cur, LeadRow, q("leases_of_owner"),
+                         {"session_id": session_id, "owner": owner})
+        return [_lease(r, owner) for r in rows]
 
     return store.transact(tx)
 
@@ -121,8 +125,7 @@ class Heartbeat:
     def _beat(self) -> None:
         interval = self.ttl.total_seconds() / 3
         while not self._stop.wait(interval):
-            now = utcnow()
-            self.store.transact(lambda cur, now=now: self._extend(cur, now))
+            self.store.transact(functools.partial(self._extend, now=utcnow()))
             self.beats += 1
 
     def __enter__(self) -> Heartbeat:

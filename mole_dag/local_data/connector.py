@@ -169,14 +169,35 @@ def _files(path: Path) -> list[Path]:
     raise DataError(f"{path} is neither a file nor a folder")
 
 
+@dataclass(frozen=True)
+class _Sniffed:
+    delimiter: str
+    columns: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class _Described:
+    column_name: str
+    column_type: str
+
+
+@dataclass(frozen=True)
+class _LevelCount:
+    level: Any
+    n: int
+
+
 def _sniff(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[str]]:
+    # Imported here while the package moves of issue 13 rewrite this module's imports.
+    from mole_dag.store.records import fetch_one
+
     try:
-        row = con.execute("SELECT Delimiter, Columns FROM sniff_csv($p, sample_size = -1)",
-                          {"p": str(path)}).fetchone()
+        row = fetch_one(con, _Sniffed, "SELECT Delimiter AS delimiter, Columns AS columns "
+                                       "FROM sniff_csv($p, sample_size = -1)", {"p": str(path)})
     except duckdb.Error as exc:
         raise _duckdb_csv_error(path, exc) from None
     assert row is not None
-    delim, cols = row[0], [c["name"] for c in row[1]]
+    delim, cols = row.delimiter, [c["name"] for c in row.columns]
     with path.open("r", encoding="utf-8-sig", errors="replace") as fh:
         header = fh.readline()
     fields = next(csv.reader([header], delimiter=delim), []) if delim in _DELIMITERS else []
@@ -250,7 +271,9 @@ class Dataset:
             # From here on the database can reach nothing outside itself.
             con.execute("SET enable_external_access = false")
             con.execute("SET lock_configuration = true")
-            rows = int(con.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])  # type: ignore[index]
+            from mole_dag.store.records import scalar  # (see _sniff)
+
+            rows = scalar(con, int, f"SELECT count(*) FROM {TABLE}") or 0
             if rows == 0:
                 raise DataError(f"{root} has a header but no rows")
             if rows < FLOOR:
@@ -303,23 +326,32 @@ class Dataset:
 
 
 def _profile(con: duckdb.DuckDBPyConnection, rows: int) -> list[ColumnProfile]:
-    described = con.execute(f"DESCRIBE {TABLE}").fetchall()
+    # Imported here while the package moves of issue 13 rewrite this module's imports.
+    from mole_dag.store.records import fetch_all, fetch_named
+
+    described = fetch_all(con, _Described, f"DESCRIBE {TABLE}")
+    # Every figure named after its column's place and what it measures, and read back by that
+    # name: the column names themselves are the user's and may be anything.
     parts: list[str] = []
-    for name, dtype, *_ in described:
-        c = ident(name)
-        parts += [f"count({c})", f"count(DISTINCT {c})"]
-        if _simple_type(dtype) == "text":
-            parts += [f"coalesce(avg(length({c})), 0)", f"coalesce(max(length({c})), 0)",
-                      f"count_if(regexp_full_match({c}, '{_EMAIL}'))",
-                      f"count_if(regexp_full_match({c}, '{_PHONE}'))"]
-    got = list(con.execute(f"SELECT {', '.join(parts)} FROM {TABLE}").fetchone())  # type: ignore[arg-type]
+    for i, d in enumerate(described):
+        c = ident(d.column_name)
+        parts += [f"count({c}) AS non_null_{i}", f"count(DISTINCT {c}) AS distinct_{i}"]
+        if _simple_type(d.column_type) == "text":
+            parts += [f"coalesce(avg(length({c})), 0) AS avg_len_{i}",
+                      f"coalesce(max(length({c})), 0) AS max_len_{i}",
+                      f"count_if(regexp_full_match({c}, '{_EMAIL}')) AS emails_{i}",
+                      f"count_if(regexp_full_match({c}, '{_PHONE}')) AS phones_{i}"]
+    got = fetch_named(con, f"SELECT {', '.join(parts)} FROM {TABLE}")
+    assert got is not None  # an aggregate without GROUP BY has one row
     out: list[ColumnProfile] = []
-    for name, dtype, *_ in described:
+    for i, d in enumerate(described):
+        name, dtype = d.column_name, d.column_type
         kind = _simple_type(dtype)
-        non_null, distinct = int(got.pop(0)), int(got.pop(0))
+        non_null, distinct = int(got[f"non_null_{i}"]), int(got[f"distinct_{i}"])
         avg_len = max_len = emails = phones = 0.0
         if kind == "text":
-            avg_len, max_len, emails, phones = (float(got.pop(0)) for _ in range(4))
+            avg_len, max_len = float(got[f"avg_len_{i}"]), float(got[f"max_len_{i}"])
+            emails, phones = float(got[f"emails_{i}"]), float(got[f"phones_{i}"])
         withheld = _withheld(name, kind, non_null, distinct, avg_len, max_len, emails, phones)
         roles: list[str] = []
         levels: tuple[Any, ...] = ()
@@ -329,12 +361,12 @@ def _profile(con: duckdb.DuckDBPyConnection, rows: int) -> list[ColumnProfile]:
             if distinct <= MAX_LEVELS and kind in {"text", "integer", "number", "boolean"}:
                 roles.append(GROUP)
             if distinct == 2:
-                counts = con.execute(
-                    f"SELECT {ident(name)}, count(*) FROM {TABLE} WHERE {ident(name)} IS NOT NULL "
-                    f"GROUP BY 1 ORDER BY 1").fetchall()
-                if all(n >= FLOOR for _, n in counts):
+                counts = fetch_all(
+                    con, _LevelCount, f"SELECT {ident(name)} AS level, count(*) AS n FROM {TABLE} "
+                    f"WHERE {ident(name)} IS NOT NULL GROUP BY 1 ORDER BY 1")
+                if all(c.n >= FLOOR for c in counts):
                     roles.append(BINARY)
-                    levels = tuple(v for v, _ in counts)
+                    levels = tuple(c.level for c in counts)
         out.append(ColumnProfile(name, dtype, kind, non_null, distinct,
                                  (rows - non_null) / rows, tuple(roles), withheld, levels))
     return out

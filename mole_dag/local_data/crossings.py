@@ -23,6 +23,7 @@ from mole_dag.local_data.gate import canonical_json
 from mole_dag.local_data.refusal import Refused, Stage
 from mole_dag.skills.view import HypothesisChoice, ProfileView
 from mole_dag.store import Store, q, utcnow
+from mole_dag.store.records import CrossingRow, LocalDatasetRow, RefusalRow, SessionRow, scalar
 
 MAX_REQUEST_CHARS = 2000
 
@@ -54,7 +55,9 @@ class Recorder:
         self.dataset = dataset
 
     def _seq(self, cur: Any) -> int:
-        return int(cur.execute(q("local_next_seq"), {"session_id": self.session_id}).fetchone()[0])
+        seq = scalar(cur, int, q("local_next_seq"), {"session_id": self.session_id})
+        assert seq is not None  # coalesce(max(seq), -1) + 1 always has a row
+        return seq
 
     def _write_crossing(self, cur: Any, c: Crossing) -> str:
         seq = self._seq(cur)
@@ -130,13 +133,13 @@ class NoData(LookupError):
 
 
 def open_session_data(store: Store, session_id: str) -> Dataset:
-    row = store.row(q("session_get"), {"session_id": session_id})
+    row = store.one(SessionRow, q("session_get"), {"session_id": session_id})
     if row is None:
         raise NoData(f"no session {session_id!r}")
-    if not row.get("data"):
+    if not row.data:
         raise NoData(f"session {session_id} has no data attached; start one with "
                      "`mole research ... --data PATH`")
-    return Dataset.open(row["data"])
+    return Dataset.open(row.data)
 
 
 def gated_query(store: Store, session_id: str, sql: str) -> Outcome:
@@ -148,15 +151,16 @@ def gated_query(store: Store, session_id: str, sql: str) -> Outcome:
 
 @dataclass(frozen=True)
 class Listing:
-    dataset: dict[str, Any] | None
-    crossings: list[dict[str, Any]]
-    refusals: list[dict[str, Any]]
+    dataset: LocalDatasetRow | None
+    crossings: list[CrossingRow]
+    refusals: list[RefusalRow]
 
 
 def listing(store: Store, session_id: str) -> Listing:
-    return Listing(store.row(q("local_dataset_get"), {"session_id": session_id}),
-                   store.named("local_crossings_list", {"session_id": session_id}),
-                   store.named("local_refusals_list", {"session_id": session_id}))
+    params = {"session_id": session_id}
+    return Listing(store.one(LocalDatasetRow, q("local_dataset_get"), params),
+                   store.many(CrossingRow, q("local_crossings_list"), params),
+                   store.many(RefusalRow, q("local_refusals_list"), params))
 
 
 def _compact(value: Any) -> str:
@@ -188,32 +192,32 @@ def format_listing(session_id: str, got: Listing) -> str:
     out = [f"session {session_id}"]
     ds = got.dataset
     if ds:
-        out.append(f"data    {ds['path']} ({ds['row_count']} rows, {ds['columns']} columns, "
-                   f"{ds['withheld']} withheld; sha256 {ds['sha256'][:16]}…)")
+        out.append(f"data    {ds.path} ({ds.row_count} rows, {ds.columns} columns, "
+                   f"{ds.withheld} withheld; sha256 {ds.sha256[:16]}…)")
     out.append(f"{len(got.crossings)} crossing(s), {len(got.refusals)} refusal(s); "
                f"floor {FLOOR} rows")
-    events = sorted([("crossing", r) for r in got.crossings]
-                    + [("refusal", r) for r in got.refusals], key=lambda e: e[1]["seq"])
-    for kind, r in events:
+    events: list[CrossingRow | RefusalRow] = sorted([*got.crossings, *got.refusals],
+                                                     key=lambda r: r.seq)
+    for r in events:
         out.append("")
-        if kind == "crossing":
-            what = r["template"] or r["kind"]
-            out.append(f"#{r['seq']} crossing {r['id']} · {what} · columns {r['columns']} · "
-                       f"smallest figure over {r['min_rows']} rows · "
-                       f"{r['created_at']:%Y-%m-%d %H:%M:%S}")
-            if r["sql"]:
-                out.append(f"  sql       {r['sql']}")
-            out.append(f"  envelope  (canonical JSON, sha256 {r['envelope_sha256']})")
-            out += [f"    {line}" for line in pretty_envelope(r["envelope"])]
+        if isinstance(r, CrossingRow):
+            what = r.template or r.kind
+            out.append(f"#{r.seq} crossing {r.id} · {what} · columns {r.columns} · "
+                       f"smallest figure over {r.min_rows} rows · "
+                       f"{r.created_at:%Y-%m-%d %H:%M:%S}")
+            if r.sql:
+                out.append(f"  sql       {r.sql}")
+            out.append(f"  envelope  (canonical JSON, sha256 {r.envelope_sha256})")
+            out += [f"    {line}" for line in pretty_envelope(r.envelope)]
         else:
-            out.append(f"#{r['seq']} REFUSED at {r['stage']}: {r['reason']} · {r['kind']} · "
-                       f"{r['created_at']:%Y-%m-%d %H:%M:%S}")
-            out.append(f"  asked     {' '.join(str(r['request']).split())}")
-            out.append(f"  why       {r['detail']}")
-            if r["crossing_id"]:
-                out.append(f"  (the rest of that answer left as {r['crossing_id']})")
-            if r["withheld_sha256"]:
-                out.append(f"  withheld envelope sha256 {r['withheld_sha256']} (not kept)")
+            out.append(f"#{r.seq} REFUSED at {r.stage}: {r.reason} · {r.kind} · "
+                       f"{r.created_at:%Y-%m-%d %H:%M:%S}")
+            out.append(f"  asked     {' '.join(str(r.request).split())}")
+            out.append(f"  why       {r.detail}")
+            if r.crossing_id:
+                out.append(f"  (the rest of that answer left as {r.crossing_id})")
+            if r.withheld_sha256:
+                out.append(f"  withheld envelope sha256 {r.withheld_sha256} (not kept)")
     return "\n".join(out)
 
 

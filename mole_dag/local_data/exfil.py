@@ -77,11 +77,14 @@ def verify_no_leak(dataset: Dataset, guarded: Guarded | None, envelope: dict[str
     texts = sorted(_strings({"rows": rows, "tests": tests, "level": envelope.get("level"),
                              "edges": envelope.get("edges")}, set()))
     if texts:
+        # Imported here while the package moves of issue 13 rewrite this module's imports.
+        from mole_dag.store.records import scalar
+
         for col in dataset.withheld:
-            hit = dataset.con.execute(
-                f"SELECT count(*) FROM {TABLE} WHERE list_contains($texts, "
-                f"CAST({ident(col.name)} AS VARCHAR))", {"texts": texts}).fetchone()
-            if hit and hit[0]:
+            hit = scalar(dataset.con, int,
+                         f"SELECT count(*) FROM {TABLE} WHERE list_contains($texts, "
+                         f"CAST({ident(col.name)} AS VARCHAR))", {"texts": texts})
+            if hit:
                 raise _refuse(Reason.LEAK_WITHHELD_VALUE,
                               f"it carries a value of the withheld column {col.name!r}")
 
@@ -90,13 +93,13 @@ def _support_counts(guarded: Guarded) -> list[str]:
     """count(*), then for every aggregate in the outputs the rows on which all its columns are
     set. Written again here rather than imported from the gate, on purpose: a bug in the gate's
     version must not silence this check."""
-    out = ["count(*)"]
+    out = ["count(*) AS n"]
     for _, expr in guarded.values:
         for agg in (n for n in expr.walk() if isinstance(n, AGGREGATES)):
             names = sorted({col.name for col in agg.find_all(exp.Column)})
             if names:
                 out.append("count(*) FILTER (WHERE " + " AND ".join(
-                    f"{ident(c)} IS NOT NULL" for c in names) + ")")
+                    f"{ident(c)} IS NOT NULL" for c in names) + f") AS support_{len(out)}")
     return out
 
 
@@ -106,11 +109,13 @@ def _recount(dataset: Dataset, guarded: Guarded, rows: list[dict[str, Any]]) -> 
     where = f" WHERE {guarded.where.sql(dialect='duckdb')}" if guarded.where is not None else ""
     counts_sql = ", ".join(_support_counts(guarded))  # count(*) first
     if not guarded.keys:
-        got = dataset.con.execute(f"SELECT {counts_sql} FROM {TABLE}{where}").fetchone()
-        if len(rows) != 1 or rows[0].get("other") or got is None or rows[0]["n"] != got[0]:
+        from mole_dag.store.records import fetch_named  # (see verify_no_leak)
+
+        got = fetch_named(dataset.con, f"SELECT {counts_sql} FROM {TABLE}{where}")
+        if len(rows) != 1 or rows[0].get("other") or got is None or rows[0]["n"] != got["n"]:
             raise _refuse(Reason.LEAK_COUNT_MISMATCH,
                           "its row count differs from the recount of the data")
-        if min(got) < FLOOR:
+        if min(got.values()) < FLOOR:
             raise _refuse(Reason.LEAK_UNDER_FLOOR, f"a figure rests on fewer than {FLOOR} rows")
         return
     keys = ", ".join(expr.sql(dialect="duckdb") for _, expr in guarded.keys)

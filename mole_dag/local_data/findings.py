@@ -130,7 +130,7 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
     store, sid = run.store, run.session_id
     sess = run.session()
     result = LocalResult()
-    if not sess.get("data"):
+    if not sess.data:
         return result
     from mole_dag.local_data import hypothesis
     from mole_dag.local_data.connector import DataError
@@ -152,7 +152,7 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
         return result
     with ds:
         result.rows, result.columns, result.withheld = ds.rows, len(ds.columns), len(ds.withheld)
-        round_no = int(sess.get("rounds") or 1)
+        round_no = sess.rounds or 1
 
         def register(cur: Any) -> str:
             cur.execute(q("local_dataset_insert"), {
@@ -163,7 +163,7 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
 
         sq_id = store.transact(register)
         recorder = Recorder(store, sid, ds)
-        view = ds.view(sess["question"], hypothesis.CATALOGUE, max_hypotheses)
+        view = ds.view(sess.question, hypothesis.CATALOGUE, max_hypotheses)
         choices = _choose(run, view, result, lambda: recorder.record_profile(view))
         if choices is None:
             return result
@@ -250,35 +250,36 @@ def reverify(store: Any, crossing_id: str) -> tuple[bool, str]:
     from mole_dag.local_data import boundary, hypothesis, overlap
     from mole_dag.local_data.connector import DataError
     from mole_dag.local_data.crossings import open_session_data
+    from mole_dag.store.records import CrossingRow
 
-    row = store.row(q("local_crossing_get"), {"id": crossing_id})
+    row = store.one(CrossingRow, q("local_crossing_get"), {"id": crossing_id})
     if row is None:
         return False, f"no crossing {crossing_id!r}"
     try:
-        ds = open_session_data(store, row["session_id"])
+        ds = open_session_data(store, row.session_id)
     except (DataError, LookupError) as exc:
         return False, f"the data cannot be read again: {exc}"
     with ds:
-        if ds.sha256 != row["dataset_sha256"]:
+        if ds.sha256 != row.dataset_sha256:
             return False, "the data changed since the crossing (its hash differs)"
         # The gate judged the crossing against the session's answers before it; so does the
         # re-run, or an answer trimmed by overlap control would not reproduce.
         with store.read() as cur:
-            history = overlap.History.load(cur, row["session_id"], ds.sha256,
-                                           before_seq=int(row["seq"]))
+            history = overlap.History.load(cur, row.session_id, ds.sha256,
+                                           before_seq=row.seq)
         try:
-            if row["kind"] == "profile":
+            if row.kind == "profile":
                 view = ds.view("", hypothesis.CATALOGUE, MAX_HYPOTHESES)
                 again = boundary.profile_crossing(ds, view)
-            elif row["kind"] == "template":
-                env = json.loads(row["envelope"])
+            elif row.kind == "template":
+                env = json.loads(row.envelope)
                 req = env["request"]
                 again = boundary.ask_template(ds, HypothesisChoice(
                     req["template"], req["columns"], req.get("buckets")), history)
             else:
-                again = boundary.ask_sql(ds, row["sql"], history)
+                again = boundary.ask_sql(ds, row.sql or "", history)
         except Refused as r:
             return False, f"refused on re-run: {r.reason}"
-    if again.envelope_sha256 == row["envelope_sha256"]:
+    if again.envelope_sha256 == row.envelope_sha256:
         return True, "re-run reproduces the envelope exactly"
     return False, "re-run gives a different envelope"

@@ -104,9 +104,12 @@ def _distribution(ds: Dataset, c: dict[str, ColumnProfile], buckets: int | None)
         raise Refused(Stage.HYPOTHESIS, Reason.BAD_ARGUMENTS,
                       f"{k} buckets need at least {k * FLOOR * 2} values; {v.name!r} has fewer")
     qs = [i / k for i in range(1, k)]
-    got = ds.con.execute(
-        f"SELECT quantile_cont({ident(v.name)}, $qs) FROM {TABLE}", {"qs": qs}).fetchone()
-    edges = sorted({_nice(float(e)) for e in (got[0] if got else []) if e is not None})
+    # Imported here while the package moves of issue 13 rewrite this module's imports.
+    from mole_dag.store.records import scalar
+
+    got = scalar(ds.con, list, f"SELECT quantile_cont({ident(v.name)}, $qs) FROM {TABLE}",
+                 {"qs": qs})
+    edges = sorted({_nice(float(e)) for e in (got or []) if e is not None})
     if not edges:
         raise Refused(Stage.HYPOTHESIS, Reason.WRONG_COLUMN_ROLE,
                       f"{v.name!r} has too few distinct values to bucket")

@@ -94,11 +94,12 @@ class History:
     def load(cls, cur: duckdb.DuckDBPyConnection, session_id: str, dataset_sha256: str,
              before_seq: int | None = None) -> History:
         from mole_dag.store import q
+        from mole_dag.store.records import RowSetRow, fetch_all
 
-        got = cur.execute(q("local_row_sets_history"), {
+        got = fetch_all(cur, RowSetRow, q("local_row_sets_history"), {
             "session_id": session_id, "dataset_sha256": dataset_sha256,
-            "before_seq": 2**31 - 1 if before_seq is None else before_seq}).fetchall()
-        return cls(RowSet.from_blob(c, n, b) for c, n, b in got)
+            "before_seq": 2**31 - 1 if before_seq is None else before_seq})
+        return cls(RowSet.from_blob(r.columns, r.n, r.bits) for r in got)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_key.values())

@@ -185,6 +185,7 @@ def research(
 def resume(session: SessionArg) -> dict[str, Any]:
     from mole_dag.core import SessionStatus
     from mole_dag.store import q
+    from mole_dag.store.records import SessionRow
     from mole_dag.store.recovery import owner_alive
 
     with _errors():
@@ -195,13 +196,13 @@ def resume(session: SessionArg) -> dict[str, Any]:
             from mole_dag.store.recovery import recover_store
 
             recover_store(store)
-            sess = store.row(q("session_get"), {"session_id": sid})
+            sess = store.one(SessionRow, q("session_get"), {"session_id": sid})
         if sess is None:
             raise BadInput(f"no session {sid!r}")
-        status = SessionStatus(sess["status"])
+        status = sess.status
         resumable = status == SessionStatus.INTERRUPTED or (
             status in (SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING)
-            and owner_alive(sess["owner"]) is False)
+            and owner_alive(sess.owner) is False)
         if not resumable:
             raise BadInput(f"session {sid} is {status}; only an interrupted session can be "
                            "resumed")

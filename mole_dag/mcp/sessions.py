@@ -16,6 +16,7 @@ from mole_dag.mcp.toolkit import BadInput
 from mole_dag.mcp.workers import WorkerState
 from mole_dag.sanitize import one_line
 from mole_dag.store import Store, q
+from mole_dag.store.records import CrossingRow, SessionRow
 
 TERMINAL = (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED,
             SessionStatus.EXHAUSTED, SessionStatus.INTERRUPTED)
@@ -26,8 +27,8 @@ class UnknownSession(LookupError):
     pass
 
 
-def session_row(store: Store, session_id: str) -> dict[str, Any]:
-    row = store.row(q("session_get"), {"session_id": session_id})
+def session_row(store: Store, session_id: str) -> SessionRow:
+    row = store.one(SessionRow, q("session_get"), {"session_id": session_id})
     if row is None:
         raise UnknownSession(f"no session {session_id!r} in this store; `research` starts one "
                              "and returns its id")
@@ -76,9 +77,9 @@ def status(store: Store, session_id: str, worker: WorkerState | None) -> dict[st
         "session": session_id,
         "status": str(bal.status),
         "finished": finished,
-        "question": one_line(sess["question"]),
-        "provider": sess["provider"],
-        "rounds": int(sess["rounds"]),
+        "question": one_line(sess.question),
+        "provider": sess.provider,
+        "rounds": sess.rounds,
         "budget": {
             "unit": unit, "total": bal.total, "spent": bal.spent, "held": bal.held,
             "escrow": bal.escrow, "overrun": bal.overrun, "available": max(bal.available, 0),
@@ -93,11 +94,11 @@ def status(store: Store, session_id: str, worker: WorkerState | None) -> dict[st
         "counts": {k: int(v) for k, v in counts.items()},
         "ledger": {"ok": check.ok, "check": check.explain()},
         "report_ready": report is not None,
-        "data_attached": bool(sess.get("data")),
+        "data_attached": bool(sess.data),
         "worker": worker_info(worker),
     }
-    if sess.get("stop_reason"):
-        out["stop_reason"] = one_line(sess["stop_reason"])
+    if sess.stop_reason:
+        out["stop_reason"] = one_line(sess.stop_reason)
     if bal.status == SessionStatus.INTERRUPTED:
         out["next"] = "resume(session) continues it within its original budget"
     elif (worker_ended and worker is not None and bal.status not in TERMINAL
@@ -115,7 +116,7 @@ def report(store: Store, session_id: str) -> str:
     sess = session_row(store, session_id)
     rep = store.row(q("report_latest"), {"session_id": session_id})
     if rep is None:
-        raise BadInput(f"session {session_id} has no report yet (status {sess['status']}); poll "
+        raise BadInput(f"session {session_id} has no report yet (status {sess.status}); poll "
                        "session_status until report_ready is true")
     return str(rep["markdown"])
 
@@ -137,7 +138,7 @@ def scorecard(store: Store, session_id: str) -> dict[str, Any]:
 
 def _data_session(store: Store, session_id: str) -> None:
     sess = session_row(store, session_id)
-    if not sess.get("data"):
+    if not sess.data:
         raise BadInput(f"session {session_id} has no data attached; start one with "
                        "research(..., data=PATH) to a CSV file or a folder of CSVs")
 
@@ -151,11 +152,12 @@ def local_profile(store: Store, session_id: str) -> dict[str, Any]:
     _data_session(store, session_id)
     sess = session_row(store, session_id)
     with open_session_data(store, session_id) as ds:
-        view = ds.view(sess["question"], CATALOGUE, max_choices=len(CATALOGUE))
+        view = ds.view(sess.question, CATALOGUE, max_choices=len(CATALOGUE))
         cid = Recorder(store, session_id, ds).record_profile(view)
-    row = store.row(q("local_crossing_get"), {"id": cid}) or {}
-    return {"crossing_id": cid, "table": "data", "envelope": json.loads(row["envelope"]),
-            "envelope_sha256": row["envelope_sha256"]}
+    row = store.one(CrossingRow, q("local_crossing_get"), {"id": cid})
+    assert row is not None  # recorded just above
+    return {"crossing_id": cid, "table": "data", "envelope": json.loads(row.envelope),
+            "envelope_sha256": row.envelope_sha256}
 
 
 def local_query(store: Store, session_id: str, sql: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from mole_dag.mining.score_relevance import score_relevance, session_passages, s
 from mole_dag.skills.protocol import MineRequest
 from mole_dag.store import q, utcnow
 from mole_dag.store.dead_ends import store_dead_end
+from mole_dag.store.records import ChunkRow, LeadClaimsRow, LeadSourceRow, fetch_all
 
 log = logging.getLogger("mole.mine")
 STAGE = "mined_claims"
@@ -67,11 +68,11 @@ class MineResult:
     relevant: int = 0
 
 
-def _chunk_at(chunks: list[dict[str, Any]], byte_pos: int) -> str:
+def _chunk_at(chunks: list[ChunkRow], byte_pos: int) -> str:
     for ch in chunks:
-        if ch["byte_start"] <= byte_pos < ch["byte_end"]:
-            return str(ch["id"])
-    return str(chunks[-1]["id"])
+        if ch.byte_start <= byte_pos < ch.byte_end:
+            return ch.id
+    return chunks[-1].id
 
 
 @dataclass
@@ -125,7 +126,7 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
     sess = run.session()
     unit = run.unit
     result = MineResult()
-    work = store.named("unmined_lead_sources", {"session_id": sid})
+    work = store.many(LeadSourceRow, q("unmined_lead_sources"), {"session_id": sid})
     # Term weights over every page read so far, so the model-free miner weighs a question word
     # by how rare it is across the session's pages, not within one chunk.
     stats = session_stats(session_passages(store, sid)) if work and not run.skills.uses_model \
@@ -136,23 +137,23 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
               for r in store.named("claim_keys", {"session_id": sid})} if work else set()
     pending = _Pending()
     # Every source's chunks in one query, not one query per (lead, source) pair.
-    by_source: dict[str, list[dict[str, Any]]] = {}
+    by_source: dict[str, list[ChunkRow]] = {}
     if work:
-        for ch in store.named("sources_chunks", {
-                "source_ids": sorted({w["source_id"] for w in work})}):
-            by_source.setdefault(ch["source_id"], []).append(ch)
+        for ch in store.many(ChunkRow, q("sources_chunks"), {
+                "source_ids": sorted({w.source_id for w in work})}):
+            by_source.setdefault(ch.source_id, []).append(ch)
     for item in work:
-        chunks = by_source.get(item["source_id"], [])
+        chunks = by_source.get(item.source_id, [])
         if not chunks:
             continue
-        source_text = "".join(c["text"] for c in chunks)
+        source_text = "".join(c.text for c in chunks)
         haystack = CollapsedText(source_text)
         drafts = []
         paid = False
         try:
             for ch in chunks:
-                req = MineRequest(sess["question"], item["sub_question"], ch["text"],
-                                  item["title"] or "", stats)
+                req = MineRequest(sess.question, item.sub_question, ch.text,
+                                  item.title or "", stats)
                 estimate = run.skills.estimate_mine(req, unit)
                 paid = paid or estimate > 0
                 try:
@@ -162,7 +163,7 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
                         h.settle(got.cost, usage=got.usage, model=got.model or None)
                 except ModelCallFailed as exc:
                     result.failed_calls += 1
-                    log.warning("mining chunk %s failed: %s", ch["id"], exc)
+                    log.warning("mining chunk %s failed: %s", ch.id, exc)
                     continue
                 paid = paid or got.cost > 0
                 result.calls += 1
@@ -173,7 +174,7 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
             # were paid for, and their claims pass the same quote check as any other.
             result.budget_stopped = True
             pending.dead_ends.append((DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(exc)),
-                                      item["sub_question_id"], item["lead_id"]))
+                                      item.sub_question_id, item.lead_id))
 
         causes: Counter[str] = Counter()
         now = utcnow()
@@ -193,17 +194,17 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
             if quotes_furniture(data, m.byte_start, m.byte_end):
                 causes["not_a_claim"] += 1
                 continue
-            key = (item["source_id"], m.byte_start, m.byte_end)
+            key = (item.source_id, m.byte_start, m.byte_end)
             if key in stored:
                 result.duplicates_skipped += 1
                 continue
             stored.add(key)
-            claim_id = stable_id(sid, item["source_id"], str(m.byte_start), str(m.byte_end),
+            claim_id = stable_id(sid, item.source_id, str(m.byte_start), str(m.byte_end),
                                  prefix="c-")
             pending.claims.append({
-                "id": claim_id, "source_id": item["source_id"],
+                "id": claim_id, "source_id": item.source_id,
                 "chunk_id": _chunk_at(chunks, m.byte_start),
-                "sub_question_id": item["sub_question_id"],
+                "sub_question_id": item.sub_question_id,
                 "text": " ".join(d.text.split())[:MAX_CLAIM_CHARS],
                 "quote": data[m.byte_start:m.byte_end].decode("utf-8"),
                 "quote_byte_start": m.byte_start, "quote_byte_end": m.byte_end,
@@ -211,13 +212,13 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
             if d.grade is not None:
                 pending.grades.append({
                     "claim_id": claim_id, "relevance": 0.0, "to_question": 0.0,
-                    "to_sub_question": 0.0, "sub_question_id": item["sub_question_id"],
+                    "to_sub_question": 0.0, "sub_question_id": item.sub_question_id,
                     "basis": "model+lexical", "model_grade": min(max(int(d.grade), 0), 3),
                     "explanation": "not scored yet"})
             result.claims += 1
-        pending.discarded += [{"source_id": item["source_id"], "cause": cause, "n": n}
+        pending.discarded += [{"source_id": item.source_id, "cause": cause, "n": n}
                               for cause, n in causes.items()]
-        pending.mined.append({"lead_id": item["lead_id"], "source_id": item["source_id"]})
+        pending.mined.append({"lead_id": item.lead_id, "source_id": item.source_id})
         result.discarded.update(causes)
         result.pairs_mined += 1
         if paid:
@@ -234,12 +235,12 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
             return
         # A lead whose sources yielded nothing is a dead end the planner should hear about.
         # Counted inside the transaction, so this stage's claims are seen.
-        lead_ids = sorted({w["lead_id"] for w in work})
-        for lead_id, sub_question_id, n in cur.execute(
-                q("lead_claim_counts"), {"session_id": sid, "lead_ids": lead_ids}).fetchall():
-            if n == 0:
+        lead_ids = sorted({w.lead_id for w in work})
+        for lead in fetch_all(cur, LeadClaimsRow, q("lead_claim_counts"),
+                              {"session_id": sid, "lead_ids": lead_ids}):
+            if lead.claims == 0:
                 store_dead_end(cur, sid, DeadEnd(DeadEndCause.NO_CLAIMS),
-                               sub_question_id=sub_question_id, lead_id=lead_id)
+                               sub_question_id=lead.sub_question_id, lead_id=lead.lead_id)
 
     if work or len(free):
         free.write_with(finish, store)
@@ -247,7 +248,7 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
     relevance = score_relevance(run)
     result.relevant = relevance.relevant
     failed = f", {result.failed_calls} mining calls failed" if result.failed_calls else ""
-    sources = len({w["source_id"] for w in work})
+    sources = len({w.source_id for w in work})
     run.progress(
         f"mined {result.claims} claims from {sources} distinct source"
         f"{'s' if sources != 1 else ''} ({sum(result.discarded.values())} discarded by the quote "

@@ -6,6 +6,7 @@ one page may turn out to be on all of them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
@@ -21,6 +22,7 @@ from mole_dag.mining.relevance import (
     score,
 )
 from mole_dag.store import Store, q, utcnow
+from mole_dag.store.records import RelevanceClaimRow, SourceRow, SubQuestionRow
 
 
 @dataclass(frozen=True)
@@ -50,38 +52,38 @@ def session_stats(passages: dict[str, Passages]) -> TermStats:
 
 def score_relevance(run: Run) -> RelevanceResult:
     store, sid = run.store, run.session_id
-    question = str(run.session()["question"])
-    subs = [SubQuestionText(str(r["id"]), str(r["text"]))
-            for r in store.named("relevance_sub_questions", {"session_id": sid})]
-    claims = store.named("relevance_claims", {"session_id": sid})
-    titles = {str(s["id"]): str(s["title"] or "")
-              for s in store.named("session_sources", {"session_id": sid})}
+    question = run.session().question
+    subs = [SubQuestionText(r.id, r.text)
+            for r in store.many(SubQuestionRow, q("relevance_sub_questions"), {"session_id": sid})]
+    claims = store.many(RelevanceClaimRow, q("relevance_claims"), {"session_id": sid})
+    titles = {s.id: s.title or ""
+              for s in store.many(SourceRow, q("session_sources"), {"session_id": sid})}
     passages = session_passages(store, sid)
     stats = session_stats(passages)
     q_question = Query.of(question, stats)
     q_subs = [(s, Query.of(s.text, stats)) for s in subs]
-    rows = []
+    rows: list[dict[str, Any]] = []
     now = utcnow()
     for c in claims:
-        page = passages.get(str(c["source_id"]))
+        page = passages.get(c.source_id)
         context: list[str] = []
         if page is not None:
             data = page.text.encode("utf-8")
-            a = char_offset(data, int(c["quote_byte_start"]))
-            b = char_offset(data, int(c["quote_byte_end"]))
+            a = char_offset(data, c.quote_byte_start)
+            b = char_offset(data, c.quote_byte_end)
             context = page.around(a, b, CONTEXT_WINDOW)
-        sentence = " ".join(str(c["quote"]).split())
-        title = titles.get(str(c["source_id"]), "")
+        sentence = " ".join(c.quote.split())
+        title = titles.get(c.source_id, "")
         to_q = score(q_question, stats, sentence, context, title)
-        best_sub, best = str(c["sub_question_id"]), None
+        best_sub, best = c.sub_question_id, None
         for sub, query in q_subs:
             r = score(query, stats, sentence, context, title)
             # Ties go to the sub-question that mined the claim, then to planner order.
             if best is None or r.value > best.value or (
-                    r.value == best.value and sub.id == c["sub_question_id"]):
+                    r.value == best.value and sub.id == c.sub_question_id):
                 best_sub, best = sub.id, r
         to_sub = best.value if best is not None else to_q.value
-        grade = c["model_grade"]
+        grade = c.model_grade
         value = blend_with_grade(combine(to_q.value, to_sub),
                                  int(grade) if grade is not None else None)
         explanation = f"question: {to_q.explain()}"
@@ -90,7 +92,7 @@ def score_relevance(run: Run) -> RelevanceResult:
         if grade is not None:
             explanation += f"; the miner graded it {int(grade)}/3"
         rows.append({
-            "claim_id": c["id"], "session_id": sid, "relevance": min(max(value, 0.0), 1.0),
+            "claim_id": c.id, "session_id": sid, "relevance": min(max(value, 0.0), 1.0),
             "to_question": to_q.value, "to_sub_question": to_sub, "sub_question_id": best_sub,
             "basis": "model+lexical" if grade is not None else "lexical",
             "model_grade": int(grade) if grade is not None else None,

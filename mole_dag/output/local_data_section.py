@@ -11,6 +11,7 @@ from typing import Any
 from mole_dag.local_data.statements import _shares, label, num, pval
 from mole_dag.sanitize import one_line
 from mole_dag.store import Store, q
+from mole_dag.store.records import CrossingRow, LocalDatasetRow, RefusalRow
 
 _TEST_TITLES = {
     "welch_t": "Welch t-tests", "mann_whitney_u": "Mann-Whitney U tests",
@@ -76,30 +77,31 @@ def _tests_table(env: dict[str, Any]) -> list[str]:
 
 def local_data_section(store: Store, session_id: str) -> list[str]:
     """Markdown lines, or [] when the session has no data attached."""
-    ds = store.row(q("local_dataset_get"), {"session_id": session_id})
+    ds = store.one(LocalDatasetRow, q("local_dataset_get"), {"session_id": session_id})
     if ds is None:
         return []
     from mole_dag.local_data.connector import FLOOR
 
-    crossings = [c for c in store.named("local_crossings_list", {"session_id": session_id})
-                 if c["kind"] != "profile"]
-    refusals = store.named("local_refusals_list", {"session_id": session_id})
+    crossings = [c for c in store.many(CrossingRow, q("local_crossings_list"),
+                                       {"session_id": session_id})
+                 if c.kind != "profile"]
+    refusals = store.many(RefusalRow, q("local_refusals_list"), {"session_id": session_id})
     out = ["## Local data", ""]
-    out.append(f"`{one_line(ds['name'])}`: {num(ds['row_count'])} rows, {ds['columns']} columns "
-               f"({ds['withheld']} withheld). Only aggregates over at least {FLOOR} rows left "
+    out.append(f"`{one_line(ds.name)}`: {num(ds.row_count)} rows, {ds.columns} columns "
+               f"({ds.withheld} withheld). Only aggregates over at least {FLOOR} rows left "
                f"the data; smaller groups were folded into an unnamed other group or "
                f"suppressed. `mole crossings {session_id}` lists exactly what left.")
     out.append("")
     for c in crossings:
-        env = json.loads(c["envelope"])
+        env = json.loads(c.envelope)
         req = env.get("request", {})
         cols = ", ".join(f"{k} = {_cell(v)}" for k, v in (req.get("columns") or {}).items())
-        what = c["template"] or "statement"
+        what = c.template or "statement"
         out += [f"### {what}" + (f" ({cols})" if cols else ""), ""]
-        if c["sql"]:
-            out += [f"`{one_line(c['sql'])}`", ""]
+        if c.sql:
+            out += [f"`{one_line(c.sql)}`", ""]
         out += _rows_table(env)
-        if c["template"] == "proportion_by_group":
+        if c.template == "proportion_by_group":
             shares = _shares(env)
             if shares:
                 out += ["", f"Share of {_cell(env.get('level'))}: " + ", ".join(
@@ -108,7 +110,7 @@ def local_data_section(store: Store, session_id: str) -> list[str]:
         out += _tests_table(env)
         out.append("")
     if refusals:
-        by_reason = Counter(f"{r['stage']}: {r['reason']}" for r in refusals)
+        by_reason = Counter(f"{r.stage}: {r.reason}" for r in refusals)
         out.append("Refused requests: " + ", ".join(
             f"{k} ×{n}" for k, n in sorted(by_reason.items())) + ".")
         out.append("")

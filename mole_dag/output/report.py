@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from mole_dag.budget import BudgetExhausted, BudgetOverrun
 from mole_dag.context import Run
-from mole_dag.core import EdgeKind, Role, SessionStatus, SourceClass, stable_id
+from mole_dag.core import EdgeKind, Role, SessionStatus, stable_id
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.output.binding import Binding, bind
 from mole_dag.output.extractive import MADE_WITHOUT_MODEL, write_body
@@ -33,6 +33,7 @@ from mole_dag.paths import reports_dir
 from mole_dag.sanitize import one_line, strip_controls
 from mole_dag.skills.protocol import FindingForWriter, WriteRequest, WrittenAnswer
 from mole_dag.store import q, utcnow
+from mole_dag.store.records import ClusterMemberRow, EdgeRow, FindingRow, SessionRow, SourceRow
 from mole_dag.verifier.source_class import STRENGTH
 
 log = logging.getLogger("mole.report")
@@ -73,7 +74,7 @@ class Finding:
 @dataclass
 class Selection:
     findings: list[Finding]
-    numbered: dict[int, Any]  # source number -> source row
+    numbered: dict[int, SourceRow]  # source number -> source
     scored: bool  # anything in the session had its relevance scored
     best: float  # the best relevance in the session
     candidates: int  # cluster representatives in the store, before relevance cut them
@@ -103,22 +104,22 @@ def escape_markdown(text: str) -> str:
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
-def rank_key(row: dict[str, Any], position: tuple[str, int] | None = None) -> tuple[Any, ...]:
+def rank_key(row: FindingRow, position: tuple[str, int] | None = None) -> tuple[Any, ...]:
     """Relevance, then confidence, then content: source URL, quote position, the quote. Never
     the claim id, a hash of the session id: one question researched twice orders alike."""
     url, start = position or ("", 0)
-    return (-float(row["relevance"]), -float(row["confidence"]), url, start,
-            " ".join(str(row["quote"]).split()), row["cluster_id"])
+    return (-float(row.relevance), -float(row.confidence), url, start,
+            " ".join(str(row.quote).split()), row.cluster_id)
 
 
 def choose(
-    rows: list[dict[str, Any]],
+    rows: list[FindingRow],
     *,
     forced: set[str],
     max_findings: int,
     scored: bool,
     positions: dict[str, tuple[str, int]] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[FindingRow]:
     """The cluster representatives the report lists, in rank order. Relevance decides: with
     relevance scored, a finding is eligible only if it is above 0 and within RELATIVE_FLOOR of
     the best of its section (sub-question), in a section whose best is within RELATIVE_FLOOR of
@@ -126,59 +127,59 @@ def choose(
     supersession (`forced`, by cluster) are listed whatever their rank, but only among the
     eligible. Unscored sessions (no relevance rows at all) rank by confidence alone."""
     pos = positions or {}
-    ranked = sorted(rows, key=lambda r: rank_key(r, pos.get(r["claim_id"])))
+    ranked = sorted(rows, key=lambda r: rank_key(r, pos.get(r.claim_id)))
     if scored:
-        best = max((float(r["relevance"]) for r in ranked), default=0.0)
+        best = max((float(r.relevance) for r in ranked), default=0.0)
         section_best: dict[str, float] = {}
         for r in ranked:
-            key = str(r["sub_question_id"])
-            section_best[key] = max(section_best.get(key, 0.0), float(r["relevance"]))
+            key = str(r.sub_question_id)
+            section_best[key] = max(section_best.get(key, 0.0), float(r.relevance))
         # Within a section the floor is relative to that section's best, so one part of a
         # two-part question, or one facet of a wide one, is not crowded out by another part
         # whose words happen to score higher; a section whose best is itself under the floor
         # of the session's best is not on the question at all.
         ranked = [r for r in ranked
-                  if float(r["relevance"]) > 0
-                  and section_best[str(r["sub_question_id"])] >= RELATIVE_FLOOR * best
-                  and float(r["relevance"]) >= RELATIVE_FLOOR * section_best[
-                      str(r["sub_question_id"])]]
-    chosen = {r["cluster_id"] for r in ranked if r["cluster_id"] in forced}
+                  if float(r.relevance) > 0
+                  and section_best[str(r.sub_question_id)] >= RELATIVE_FLOOR * best
+                  and float(r.relevance) >= RELATIVE_FLOOR * section_best[
+                      str(r.sub_question_id)]]
+    chosen = {r.cluster_id for r in ranked if r.cluster_id in forced}
     for r in ranked:
         if len(chosen) >= max_findings:
             break
-        chosen.add(r["cluster_id"])
-    return [r for r in ranked if r["cluster_id"] in chosen]
+        chosen.add(r.cluster_id)
+    return [r for r in ranked if r.cluster_id in chosen]
 
 
 def _select_findings(run: Run, max_findings: int) -> Selection:
     store, sid = run.store, run.session_id
-    reps = store.named("report_findings", {"session_id": sid})
-    members = store.named("cluster_members", {"session_id": sid})
-    sources = {s["id"]: s for s in store.named("session_sources", {"session_id": sid})}
-    edges = store.named("session_edges", {"session_id": sid})
+    reps = store.many(FindingRow, q("report_findings"), {"session_id": sid})
+    members = store.many(ClusterMemberRow, q("cluster_members"), {"session_id": sid})
+    sources = {s.id: s for s in store.many(SourceRow, q("session_sources"), {"session_id": sid})}
+    edges = store.many(EdgeRow, q("session_edges"), {"session_id": sid})
     positions = {r["claim_id"]: (r["url"], int(r["quote_byte_start"]))
                  for r in store.named("report_claim_positions", {"session_id": sid})}
     rel = store.named("report_relevance_scored", {"session_id": sid})[0]
     scored = int(rel["scored"]) > 0
-    cluster_of = {m["claim_id"]: m["cluster_id"] for m in members}
+    cluster_of = {m.claim_id: m.cluster_id for m in members}
 
     # What the graph says a reader must see together: both sides of a contradiction or a
     # supersession. Duplicates need no forcing: they are one cluster, one finding.
     forced = {cluster_of.get(cid) for e in edges
-              if e["kind"] in (EdgeKind.CONTRADICTS, EdgeKind.SUPERSEDES)
-              for cid in (e["src_claim_id"], e["dst_claim_id"])}
+              if e.kind in (EdgeKind.CONTRADICTS, EdgeKind.SUPERSEDES)
+              for cid in (e.src_claim_id, e.dst_claim_id)}
     chosen = choose(reps, forced={c for c in forced if c}, max_findings=max_findings,
                     scored=scored, positions=positions)
-    rank = {r["cluster_id"]: i for i, r in enumerate(chosen)}
+    rank = {r.cluster_id: i for i, r in enumerate(chosen)}
     # Sections in planner order (round, ordinal); within one, rank order. Numbers run on
     # across sections so every #n names one finding.
-    chosen.sort(key=lambda r: (r["sub_question_round"], r["sub_question_ordinal"],
-                               r["sub_question_id"], rank[r["cluster_id"]]))
+    chosen.sort(key=lambda r: (r.sub_question_round, r.sub_question_ordinal,
+                               r.sub_question_id, rank[r.cluster_id]))
     findings = [
-        Finding(i + 1, r["cluster_id"], r["claim_id"], one_line(r["quote"]),
-                float(r["confidence"]), r["explanation"], r["publishers"], r["source_class"],
-                r["superseded"], float(r["relevance"]), r["sub_question_id"],
-                r["sub_question"], (r["sub_question_round"], r["sub_question_ordinal"]))
+        Finding(i + 1, r.cluster_id, r.claim_id, one_line(r.quote),
+                float(r.confidence), r.explanation, r.publishers, r.source_class,
+                r.superseded, float(r.relevance), r.sub_question_id,
+                r.sub_question, (r.sub_question_round, r.sub_question_ordinal))
         for i, r in enumerate(chosen)
     ]
     by_cluster = {f.cluster_id: f for f in findings}
@@ -186,35 +187,34 @@ def _select_findings(run: Run, max_findings: int) -> Selection:
     numbers: dict[str, int] = {}
     cluster_sources: dict[str, list[str]] = {}
     for m in members:
-        lst = cluster_sources.setdefault(m["cluster_id"], [])
-        if m["source_id"] not in lst:
-            lst.append(m["source_id"])
+        lst = cluster_sources.setdefault(m.cluster_id, [])
+        if m.source_id not in lst:
+            lst.append(m.source_id)
     for f in findings:
         srcs = sorted(cluster_sources.get(f.cluster_id, []),
-                      key=lambda s: (-STRENGTH[SourceClass(sources[s]["source_class"])],
-                                     sources[s]["url"]))
+                      key=lambda s: (-STRENGTH[sources[s].source_class], sources[s].url))
         for s in srcs:
             if s not in numbers:
                 numbers[s] = len(numbers) + 1
             if numbers[s] not in f.citations:
                 f.citations.append(numbers[s])
     for e in edges:
-        a = by_cluster.get(cluster_of.get(e["src_claim_id"], ""))
-        b = by_cluster.get(cluster_of.get(e["dst_claim_id"], ""))
+        a = by_cluster.get(cluster_of.get(e.src_claim_id, ""))
+        b = by_cluster.get(cluster_of.get(e.dst_claim_id, ""))
         if not a or not b or a is b:
             continue
-        if e["kind"] == EdgeKind.CONTRADICTS:
+        if e.kind == EdgeKind.CONTRADICTS:
             if b.number not in a.disputed_with:
                 a.disputed_with.append(b.number)
             if a.number not in b.disputed_with:
                 b.disputed_with.append(a.number)
-        elif e["kind"] == EdgeKind.SUPERSEDES and a.number not in b.superseded_by:
+        elif e.kind == EdgeKind.SUPERSEDES and a.number not in b.superseded_by:
             b.superseded_by.append(a.number)
     for f in findings:
         f.disputed_with.sort()
         f.superseded_by.sort()
     numbered = {n: sources[s] for s, n in numbers.items()}
-    best = max((float(r["relevance"]) for r in reps), default=0.0)
+    best = max((float(r.relevance) for r in reps), default=0.0)
     return Selection(findings, numbered, scored, best, len(reps))
 
 
@@ -328,18 +328,18 @@ def render_answer(binding: Binding, findings: list[Finding]) -> str:
 
 def render(
     *,
-    session: dict[str, Any],
+    session: SessionRow,
     answer: str,
     findings: list[Finding],
-    numbered: dict[int, Any],
+    numbered: dict[int, SourceRow],
     banners: list[str],
     spend_by_role: list[dict[str, Any]],
     appendix: list[str] | None = None,
 ) -> str:
-    unit = session["unit"]
-    out: list[str] = [f"# {one_line(session['question'])}", ""]
-    out.append(f"Session `{session['id']}` · provider `{session['provider']}` · "
-               f"budget {_fmt_amount(session['total'], unit)} · "
+    unit = session.unit
+    out: list[str] = [f"# {one_line(session.question)}", ""]
+    out.append(f"Session `{session.id}` · provider `{session.provider}` · "
+               f"budget {_fmt_amount(session.total, unit)} · "
                f"generated {utcnow():%Y-%m-%d %H:%M} UTC")
     out.append("")
     for b in banners:
@@ -393,11 +393,11 @@ def render(
     if not numbered:
         out.append("No source is cited.")
     for n, s in sorted(numbered.items()):
-        name = one_line(s["publisher_name"] or "")
-        who = f"{name} ({s['publisher']})" if name else s["publisher"]
-        date = f", {s['published']:%Y-%m-%d}" if s["published"] else ""
-        title = escape_markdown(one_line(s["title"] or s["url"]))
-        out.append(f"[{n}] {title} — {who}, {s['source_class']}{date}. <{one_line(s['url'])}>  ")
+        name = one_line(s.publisher_name or "")
+        who = f"{name} ({s.publisher})" if name else s.publisher
+        date = f", {s.published:%Y-%m-%d}" if s.published else ""
+        title = escape_markdown(one_line(s.title or s.url))
+        out.append(f"[{n}] {title} — {who}, {s.source_class}{date}. <{one_line(s.url)}>  ")
     out.append("")
 
     out += ["## Spend", ""]
@@ -485,7 +485,7 @@ def begin_reporting(run: Run) -> int:
     """Hand the escrow to the report stage (once) and put the session in `reporting`. Also the
     way back in for a finished session whose graph is materialised again."""
     released = run.ledger.release_escrow(run.session_id)
-    if run.session()["status"] == SessionStatus.DONE:
+    if run.session().status == SessionStatus.DONE:
         now = utcnow()
         run.store.transact(lambda cur: cur.execute(q("session_set_status"), {
             "status": str(SessionStatus.REPORTING), "now": now, "session_id": run.session_id}))
@@ -508,7 +508,7 @@ def write_report(
         banners.append("Relevance was not scored in this session, so the findings are listed "
                        "by confidence and some may not bear on the question.")
     if findings:
-        written = _write(run, _writer_request(session["question"], findings), findings)
+        written = _write(run, _writer_request(session.question, findings), findings)
         answer = render_answer(written.binding, findings)
         banners += written.notes
     else:
@@ -520,7 +520,7 @@ def write_report(
     session = run.session()
     markdown = render(
         # What the session really cost: overrun is money spent too.
-        session=session | {"spent": bal.charged},
+        session=replace(session, spent=bal.charged),
         answer=answer,
         findings=findings,
         numbered=numbered,
@@ -549,7 +549,7 @@ def write_report(
             "findings": len(findings), "citations": n_cites, "now": now})
         for n, src in sorted(numbered.items()):
             cur.execute(q("report_citation_insert"), {"report_id": report_id, "session_id": sid,
-                                                      "number": n, "source_id": src["id"]})
+                                                      "number": n, "source_id": src.id})
         # An overrun ends the session as exhausted: its report is what it had before the
         # provider broke its bound.
         status = SessionStatus.EXHAUSTED if bal.overrun else SessionStatus.DONE

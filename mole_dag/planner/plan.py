@@ -16,6 +16,7 @@ from mole_dag.paths import demo_corpus
 from mole_dag.planner.extractive import BROAD_TOPICS, is_wide
 from mole_dag.skills.protocol import Digest, Metered, PlannedQuestion
 from mole_dag.store import q, utcnow
+from mole_dag.store.records import SessionRow, SubQuestionClaimsRow, scalar
 
 STAGE = "sub_questions"
 
@@ -48,10 +49,10 @@ def _corpus_topics(run: Run, question: str) -> tuple[str, ...]:
     for the model-free planner, since a model planner must see no page-derived words."""
     if run.skills.uses_model or not (is_broad(question) or is_wide(question)):
         return ()
-    actors = [a.strip() for a in str(run.session()["actors"] or "").split(",")]
+    actors = [a.strip() for a in run.session().actors.split(",")]
     if "local" not in actors:
         return ()
-    corpus = local_corpus(run.session().get("corpus") or str(demo_corpus()))
+    corpus = local_corpus(run.session().corpus or str(demo_corpus()))
     return corpus.topics(BROAD_TOPICS, about="" if is_broad(question) else question)
 
 
@@ -59,16 +60,16 @@ def build_digest(run: Run, round_no: int) -> Digest:
     """Counts and the planner's own wording only: nothing a page wrote reaches the planner."""
     store, sid = run.store, run.session_id
     sess = run.session()
-    subs = store.named("digest_sub_questions", {"session_id": sid})
+    subs = store.many(SubQuestionClaimsRow, q("digest_sub_questions"), {"session_id": sid})
     dead = store.named("digest_dead_ends", {"session_id": sid})
     dead_by_sq = store.named("digest_dead_ends_by_sub_question", {"session_id": sid})
     contradictions = store.scalar(q("digest_contradictions"), {"session_id": sid}) or 0
     bal = run.ledger.balance(sid)
     return Digest(
-        corpus_topics=_corpus_topics(run, str(sess["question"])) if round_no == 1 else (),
-        question=sess["question"],
+        corpus_topics=_corpus_topics(run, sess.question) if round_no == 1 else (),
+        question=sess.question,
         round=round_no,
-        sub_questions=tuple((s["text"], int(s["claims"])) for s in subs),
+        sub_questions=tuple((s.text, s.claims) for s in subs),
         dead_ends=tuple((d["cause"], int(d["n"])) for d in dead),
         contradictions=int(contradictions),
         budget_left=max(bal.available, 0),
@@ -97,16 +98,16 @@ def budget_too_small(exc: BudgetExhausted, total: int) -> str:
 def plan_round(run: Run) -> PlanResult:
     store, sid = run.store, run.session_id
     sess = run.session()
-    if sess["status"] not in (SessionStatus.CREATED, SessionStatus.RUNNING):
+    if sess.status not in (SessionStatus.CREATED, SessionStatus.RUNNING):
         # Re-materialising a finished session is allowed (a re-run of the graph); it just has
         # nothing left to plan.
         pending = int(store.scalar(q("pending_leads_count"), {"session_id": sid}) or 0)
-        run.progress(f"session is {sess['status']}: no new round planned")
-        return PlanResult(int(sess["rounds"]), 0, 0, pending, 0)
+        run.progress(f"session is {sess.status}: no new round planned")
+        return PlanResult(sess.rounds, 0, 0, pending, 0)
     now = utcnow()
-    def next_round(cur) -> int:  # type: ignore[no-untyped-def]
+    def next_round(cur: Any) -> int:
         cur.execute(q("session_next_round"), {"session_id": sid, "now": now})
-        return int(cur.execute(q("session_rounds"), {"session_id": sid}).fetchone()[0])
+        return scalar(cur, int, q("session_rounds"), {"session_id": sid}) or 0
 
     round_no = store.transact(next_round)
     # A model-free planner's call is free: its row is written with the round's sub-questions
@@ -115,7 +116,7 @@ def plan_round(run: Run) -> PlanResult:
         return _plan(run, sess, round_no, now, free)
 
 
-def _plan(run: Run, sess: dict[str, Any], round_no: int, now: datetime,
+def _plan(run: Run, sess: SessionRow, round_no: int, now: datetime,
           free: FreeCallBatch) -> PlanResult:
     store, sid = run.store, run.session_id
     digest = build_digest(run, round_no)
@@ -145,7 +146,7 @@ def _plan(run: Run, sess: dict[str, Any], round_no: int, now: datetime,
         run.progress(f"round {round_no}: no new sub-questions ({exc})")
         planned = Metered[list[PlannedQuestion]]([])
 
-    actors = [a.strip() for a in str(sess["actors"]).split(",") if a.strip()]
+    actors = [a.strip() for a in sess.actors.split(",") if a.strip()]
     existing = {s[0].casefold() for s in digest.sub_questions}
     added_sq = added_leads = 0
 

@@ -1,6 +1,8 @@
-"""The DuckDB store: connection, migrations, named queries."""
+"""The DuckDB store: connection, migrations, named queries, typed rows."""
 
 from mole_dag.store.db import Store, StoreBusy, StoreCorrupt, StoreError, StoreMissing, utcnow
 from mole_dag.store.queries import q
+from mole_dag.store.records import MissingColumn, column, fetch_all, fetch_one, scalar
 
-__all__ = ["Store", "StoreBusy", "StoreCorrupt", "StoreError", "StoreMissing", "q", "utcnow"]
+__all__ = ["MissingColumn", "Store", "StoreBusy", "StoreCorrupt", "StoreError", "StoreMissing",
+           "column", "fetch_all", "fetch_one", "q", "scalar", "utcnow"]

@@ -24,7 +24,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,9 +34,10 @@ import duckdb
 
 from mole_dag.store import migrate
 from mole_dag.store.queries import q
+from mole_dag.store.records import Params, fetch_all, fetch_one, only_column
 
 T = TypeVar("T")
-Params = Sequence[Any] | dict[str, Any] | None
+R = TypeVar("R")
 
 
 class StoreError(RuntimeError):
@@ -675,10 +676,16 @@ class Store:
         return found[0] if found else None
 
     def scalar(self, sql: str, params: Params = None) -> Any:
+        """The value of a one-column query (None without a row); a query that selects several
+        columns is refused rather than read by position."""
         with self.read() as cur, self._damage_reported():
             res = cur.execute(sql, params) if params is not None else cur.execute(sql)
             got = res.fetchone()
-            return got[0] if got else None
+            if got is None:
+                return None
+            only_column(res, sql)
+            (value,) = got
+            return value
 
     @contextmanager
     def _damage_reported(self) -> Iterator[None]:
@@ -694,6 +701,17 @@ class Store:
     def named(self, name: str, params: Params = None) -> list[dict[str, Any]]:
         """Rows of a named query from sql/queries/."""
         return self.rows(q(name), params)
+
+    def one(self, cls: type[R], sql: str, params: Params = None) -> R | None:
+        """The first row as a typed record (store/records.py), built from its column names;
+        None when there is none. `store.one(SessionRow, q("session_get"), {...})`."""
+        with self.read() as cur, self._damage_reported():
+            return fetch_one(cur, cls, sql, params)
+
+    def many(self, cls: type[R], sql: str, params: Params = None) -> list[R]:
+        """Every row as a typed record, built from its column names."""
+        with self.read() as cur, self._damage_reported():
+            return fetch_all(cur, cls, sql, params)
 
     def schema_version(self) -> int:
         # A plain read: the bookkeeping table exists once the store is migrated (and a

@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 
 from mole_dag.paths import sql_dir
+from mole_dag.store.records import column, scalar
 
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -55,13 +56,12 @@ def current_version(conn: duckdb.DuckDBPyConnection) -> int:
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
     )
-    row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
-    return int(row[0]) if row else 0
+    return scalar(conn, int, "SELECT coalesce(max(version), 0) FROM schema_migrations") or 0
 
 
 def applied_versions(conn: duckdb.DuckDBPyConnection) -> set[int]:
     current_version(conn)  # creates the bookkeeping table if missing
-    return {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+    return set(column(conn, int, "SELECT version FROM schema_migrations"))
 
 
 def apply(conn: duckdb.DuckDBPyConnection, directory: Path | None = None) -> list[int]:

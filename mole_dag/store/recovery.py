@@ -25,6 +25,7 @@ import duckdb
 from mole_dag.core import SessionStatus
 from mole_dag.store.db import utcnow
 from mole_dag.store.queries import q
+from mole_dag.store.records import OpenReservationRow, fetch_all
 
 if TYPE_CHECKING:
     from mole_dag.store.db import Store
@@ -72,21 +73,20 @@ def settle_abandoned(store: Store, now: datetime, *, dead_owners: bool = True) -
         return 0
 
     def tx(cur: duckdb.DuckDBPyConnection) -> int:
-        rows = cur.execute(q("open_reservations")).fetchall()
         n = 0
-        for rid, session_id, reserved, expires_at, owner, sess_status in rows:
-            alive = owner_alive(owner)
+        for r in fetch_all(cur, OpenReservationRow, q("open_reservations")):
+            alive = owner_alive(r.owner)
             abandoned = (
-                expires_at < now
+                r.expires_at < now
                 or (dead_owners and alive is False)
-                or (dead_owners and sess_status in finished and not alive)
+                or (dead_owners and r.session_status in finished and not alive)
             )
             if not abandoned:
                 continue
             cur.execute(q("session_charge"), {
-                "unhold": reserved, "charged": reserved, "overrun": 0, "now": now,
-                "session_id": session_id})
-            cur.execute(q("call_settle_assumed"), {"id": rid, "now": now})
+                "unhold": r.reserved, "charged": r.reserved, "overrun": 0, "now": now,
+                "session_id": r.session_id})
+            cur.execute(q("call_settle_assumed"), {"id": r.id, "now": now})
             n += 1
         return n
 

@@ -19,6 +19,7 @@ from typing import Any
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, SourceClass, columns
 from mole_dag.store import q, utcnow
+from mole_dag.store.records import ClaimRow, EdgeRow
 from mole_dag.verifier.clusters import clusters
 from mole_dag.verifier.source_class import STRENGTH, weight
 
@@ -131,11 +132,11 @@ def derive(
 
 def score_session(run: Run) -> list[Score]:
     store, sid = run.store, run.session_id
-    rows = store.named("session_claims", {"session_id": sid})
-    nodes = [ClaimNode(r["id"], r["publisher"], SourceClass(r["source_class"]), r["created_at"])
-             for r in rows]
-    edges = [(e["src_claim_id"], e["dst_claim_id"], e["kind"])
-             for e in store.named("session_edges", {"session_id": sid})]
+    nodes = [ClaimNode(c.id, c.publisher, c.source_class, c.created_at)
+             for c in store.many(ClaimRow, q("session_claims"), {"session_id": sid})]
+    edges: list[tuple[str, str, str]] = [
+        (e.src_claim_id, e.dst_claim_id, e.kind)
+        for e in store.many(EdgeRow, q("session_edges"), {"session_id": sid})]
     grounded = {r["claim_id"]: r["outcome"] == "confirmed"
                 for r in store.named("grounded_claims", {"session_id": sid})}
     scores = derive(nodes, edges, grounded)

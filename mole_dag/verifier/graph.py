@@ -20,6 +20,7 @@ from mole_dag.core import EdgeKind, Role, columns, stable_id
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.skills.protocol import Metered, Verdict
 from mole_dag.store import q, utcnow
+from mole_dag.store.records import ClaimRow
 from mole_dag.verifier.followups import ClaimInfo, FollowUp, propose
 from mole_dag.verifier.judge import DEFAULT_BATCH_SIZE, Judged, judge_pairs
 from mole_dag.verifier.relations import CONTRADICTS, DUPLICATE_OF, NEITHER
@@ -95,11 +96,11 @@ def edges_from(
     return out
 
 
-def _free_verdict(a: dict[str, Any], b: dict[str, Any], pair: Pair) -> Judged | None:
+def _free_verdict(a: ClaimRow, b: ClaimRow, pair: Pair) -> Judged | None:
     """Settle a pair without a model where a rule can."""
-    if normalized(a["text"]) == normalized(b["text"]):
+    if normalized(a.text) == normalized(b.text):
         return Judged(pair, DUPLICATE_OF, "rule:identical-text", "identical after normalisation")
-    if a["source_class"] == b["source_class"] == "local" and a["publisher"] == b["publisher"]:
+    if a.source_class == b.source_class == "local" and a.publisher == b.publisher:
         # Two gated aggregates of one dataset are both exact computations over the same rows:
         # they can differ, never contradict (mole_dag/local_data).
         return Judged(pair, NEITHER, "rule:same-dataset", "two aggregates of one dataset")
@@ -168,15 +169,15 @@ def _build_edges(
 ) -> EdgeResult:
     store, sid = run.store, run.session_id
     result = EdgeResult()
-    claims = store.named("session_claims", {"session_id": sid})
-    by_id = {c["id"]: c for c in claims}
-    texts = {c["id"]: c["text"] for c in claims}
-    targets = {c["id"] for c in claims if not c["verified"]}
+    claims = store.many(ClaimRow, q("session_claims"), {"session_id": sid})
+    by_id = {c.id: c for c in claims}
+    texts = {c.id: c.text for c in claims}
+    targets = {c.id for c in claims if not c.verified}
     if not targets:
         return result
     judged_before = {Pair(r["a_claim_id"], r["b_claim_id"])
                      for r in store.named("judged_pairs", {"session_id": sid})}
-    pairs = candidate_pairs([ClaimText(c["id"], c["text"]) for c in claims], targets,
+    pairs = candidate_pairs([ClaimText(c.id, c.text) for c in claims], targets,
                             judged_before, max_candidates)
     result.pairs_retrieved = len(pairs)
 
@@ -230,7 +231,7 @@ def _build_edges(
     verdicts.extend(first.judged)
 
     kept = [v for v in verdicts if confirmed.get(v.pair, True)]
-    published = {cid: c["published"] for cid, c in by_id.items()}
+    published = {cid: c.published for cid, c in by_id.items()}
     edges = edges_from(kept, published, staleness_gap)
     now = utcnow()
     # A claim is verified once every pair it put up was settled; pairs the budget skipped or a
@@ -296,7 +297,7 @@ def queue_follow_up_leads(run: Run) -> list[FollowUp]:
     proposed = propose(live, info, per_root)
     if not proposed:
         return []
-    actors = [a.strip() for a in str(run.session()["actors"]).split(",") if a.strip()]
+    actors = [a.strip() for a in run.session().actors.split(",") if a.strip()]
     now = utcnow()
 
     rows = [{"id": stable_id(sid, f.because, actor, prefix="lead-"),

@@ -24,6 +24,7 @@ from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.sanitize import one_line
 from mole_dag.skills.protocol import GroundRequest, Skills
 from mole_dag.store import Store, q, utcnow
+from mole_dag.store.records import GroundClaimRow, SessionRow, SourceRow
 
 STAGE = "grounding"
 # Small, and the count is the point rather than the value: a pass that grounds everything
@@ -81,13 +82,13 @@ def check_claims(
     store: Store,
     ledger: Ledger,
     skills: Skills,
-    claims: list[dict[str, Any]],
+    claims: list[GroundClaimRow],
     *,
     paid_by: str,
     unit: Unit,
     allowance: int,
 ) -> GroundReport:
-    """Ground `claims` (rows with claim_id, session_id, text, quote, source_id), paying from the
+    """Ground `claims` (claim_id, session_id, text, quote, source_id), paying from the
     `paid_by` session's ledger, never more than `allowance` in total."""
     # A model-free judge's calls are free: recorded with the checks, in one transaction.
     with ledger.free_calls(paid_by) as free:
@@ -99,7 +100,7 @@ def _check_claims(
     store: Store,
     ledger: Ledger,
     skills: Skills,
-    claims: list[dict[str, Any]],
+    claims: list[GroundClaimRow],
     *,
     paid_by: str,
     unit: Unit,
@@ -107,41 +108,41 @@ def _check_claims(
     free: FreeCallBatch,
 ) -> GroundReport:
     report = GroundReport()
-    by_source: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_source: dict[str, list[GroundClaimRow]] = defaultdict(list)
     for c in claims:
-        by_source[c["source_id"]].append(c)
-    sessions: dict[str, dict[str, Any]] = {}
+        by_source[c.source_id].append(c)
+    sessions: dict[str, SessionRow | None] = {}
     now = utcnow()
     for source_id in sorted(by_source):
         group = by_source[source_id]
-        source = store.row(q("source_get"), {"source_id": source_id}) or {}
-        sid = group[0]["session_id"]
+        source = store.one(SourceRow, q("source_get"), {"source_id": source_id})
+        sid = group[0].session_id
         if sid not in sessions:
-            sessions[sid] = store.row(q("session_get"), {"session_id": sid}) or {}
+            sessions[sid] = store.one(SessionRow, q("session_get"), {"session_id": sid})
         try:
             text = reread(sessions[sid], source, store)
             report.fetches += 1
         except NotRefetchable as exc:
-            report.results += [GroundResult(c["claim_id"], c["session_id"], "not_refetchable",
+            report.results += [GroundResult(c.claim_id, c.session_id, "not_refetchable",
                                             str(exc)) for c in group]
             continue
         except Unreachable as exc:
             report.fetches += 1
-            report.results += [GroundResult(c["claim_id"], c["session_id"], "unreachable",
+            report.results += [GroundResult(c.claim_id, c.session_id, "unreachable",
                                             str(exc)[:300]) for c in group]
             continue
         haystack = CollapsedText(text)
         for c in group:
             try:
-                match = haystack.find(c["quote"])
+                match = haystack.find(c.quote)
             except QuoteRejected:
                 match = None
             if match is None:
                 report.results.append(GroundResult(
-                    c["claim_id"], c["session_id"], "vanished",
+                    c.claim_id, c.session_id, "vanished",
                     "the quote is no longer in the source: the page changed"))
                 continue
-            req = GroundRequest(c["text"], passage_around(text, match.byte_start, match.byte_end))
+            req = GroundRequest(c.text, passage_around(text, match.byte_start, match.byte_end))
             estimate = skills.estimate_ground(req, unit)
             if report.spent + estimate > allowance and estimate > 0:
                 report.skipped_for_budget += 1
@@ -157,20 +158,20 @@ def _check_claims(
             except ModelCallFailed as exc:
                 # A check that failed is not a claim that failed.
                 report.results.append(GroundResult(
-                    c["claim_id"], c["session_id"], "undecided",
+                    c.claim_id, c.session_id, "undecided",
                     f"the judge gave no answer: {type(exc).__name__}"))
                 continue
             report.calls += 1
             report.spent += got.cost
             verdict = got.value.verdict if got.value.verdict in OUTCOME else "undecided"
             report.results.append(GroundResult(
-                c["claim_id"], c["session_id"], OUTCOME[verdict],
+                c.claim_id, c.session_id, OUTCOME[verdict],
                 f"{got.model or skills.name}: {one_line(got.value.rationale) or verdict}"))
     report.checked = len(report.results)
 
     source_of: dict[str, str] = {}
     for c in claims:
-        source_of.setdefault(c["claim_id"], c["source_id"])
+        source_of.setdefault(c.claim_id, c.source_id)
     rows = [{"id": stable_id(r.claim_id, paid_by, now.isoformat(), prefix="g-"),
              "session_id": r.session_id, "claim_id": r.claim_id,
              "source_id": source_of[r.claim_id], "outcome": r.outcome, "note": r.note[:300]}
@@ -200,7 +201,8 @@ def ground_session(
     """One grounding pass over a research session, paid from its own (released) escrow."""
     if max_checks <= 0 or allowance < 0:
         return GroundReport()
-    claims = store.named("ground_candidates", {"session_id": session_id, "limit": max_checks})
+    claims = store.many(GroundClaimRow, q("ground_candidates"),
+                        {"session_id": session_id, "limit": max_checks})
     unit = ledger.balance(session_id).unit
     return check_claims(store, ledger, skills, claims, paid_by=session_id, unit=unit,
                         allowance=allowance)

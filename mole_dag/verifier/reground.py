@@ -13,6 +13,7 @@ from mole_dag.context import Run
 from mole_dag.core import SessionStatus, Unit
 from mole_dag.skills.protocol import Skills
 from mole_dag.store import Store, q, utcnow
+from mole_dag.store.records import GroundClaimRow
 from mole_dag.verifier.confidence import score_session
 from mole_dag.verifier.grounding import GroundReport, check_claims
 
@@ -41,7 +42,7 @@ def reground(
                                            {"kind": "maintenance", "session_id": mid}))
     # All of a maintenance session's budget is for checking: there is no report to protect.
     ledger.release_escrow(mid)
-    claims = store.named("reground_candidates", {"limit": max(0, max_checks)})
+    claims = store.many(GroundClaimRow, q("reground_candidates"), {"limit": max(0, max_checks)})
     report = check_claims(store, ledger, skills, claims, paid_by=mid, unit=unit,
                           allowance=total)
     touched = sorted({r.session_id for r in report.results})

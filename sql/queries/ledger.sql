@@ -98,7 +98,7 @@ GROUP BY stage, role
 ORDER BY stage, role;
 
 -- name: open_reservations
-SELECT c.id, c.session_id, c.reserved, c.expires_at, c.owner, s.status
+SELECT c.id, c.session_id, c.reserved, c.expires_at, c.owner, s.status AS session_status
 FROM tool_calls c JOIN sessions s ON s.id = c.session_id
 WHERE c.status = 'reserved'
 ORDER BY c.created_at, c.id;

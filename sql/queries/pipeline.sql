@@ -145,7 +145,8 @@ WHERE ls.session_id = $session_id AND NOT ls.mined
 ORDER BY sq.round, sq.ordinal, l.depth, l.actor, l.query, ls.rank, s.url;
 
 -- name: source_chunks
-SELECT id, ordinal, byte_start, byte_end, text FROM chunks WHERE source_id = $source_id ORDER BY ordinal;
+SELECT id, source_id, ordinal, byte_start, byte_end, text FROM chunks WHERE source_id = $source_id
+ORDER BY ordinal;
 
 -- name: sources_chunks
 -- The chunks of many sources in one query (the miner's whole stage), in order within each.
@@ -282,7 +283,8 @@ WHERE cs.session_id = $session_id
 ORDER BY cs.cluster_id, c.id;
 
 -- name: session_sources
-SELECT id, url, title, publisher, publisher_name, published, source_class, doi, provider_supplied
+SELECT id, url, title, publisher, publisher_name, published, source_class, doi, provider_supplied,
+       locator
 FROM sources WHERE session_id = $session_id;
 
 -- name: report_insert
