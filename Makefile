@@ -39,8 +39,11 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 dev: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dagster dev -w workspace.yaml $(DEV_ARGS)
 
+# Lint, format and types, as CI runs them (the import layers are a test: tests/test_layers.py).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	@for f in bench/*_bench.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -18,38 +18,74 @@ from mole_dag.stage_metadata import money
 warnings.filterwarnings("ignore", category=dg.PreviewWarning, module="dagster")
 
 
-@dg.asset_check(asset=confidence_scores, blocking=True, partitions_def=sessions_partitions,
-                description="spent equals the sum of tool_calls; held equals open reservations")
-def ledger_verify(context: dg.AssetCheckExecutionContext,
-                  store: StoreResource) -> dg.AssetCheckResult:
+@dg.asset_check(
+    asset=confidence_scores,
+    blocking=True,
+    partitions_def=sessions_partitions,
+    description="spent equals the sum of tool_calls; held equals open reservations",
+)
+def ledger_verify(
+    context: dg.AssetCheckExecutionContext, store: StoreResource
+) -> dg.AssetCheckResult:
     ledger = Ledger(store.store)
     v = ledger.verify(context.partition_key)
     unit = ledger.balance(context.partition_key).unit
-    return dg.AssetCheckResult(passed=v.ok, description=v.explain(), metadata={
-        **money(unit, spent=v.spent, tool_calls_spent=v.calls_spent, held=v.held,
-                open_reservations=v.calls_held, overrun=v.overrun),
-        "calls": v.calls})
+    return dg.AssetCheckResult(
+        passed=v.ok,
+        description=v.explain(),
+        metadata={
+            **money(
+                unit,
+                spent=v.spent,
+                tool_calls_spent=v.calls_spent,
+                held=v.held,
+                open_reservations=v.calls_held,
+                overrun=v.overrun,
+            ),
+            "calls": v.calls,
+        },
+    )
 
 
-@dg.asset_check(asset=confidence_scores, blocking=True, partitions_def=sessions_partitions,
-                description="every claim's quote is still at its byte span in the stored chunks")
-def claim_integrity_check(context: dg.AssetCheckExecutionContext,
-                          store: StoreResource) -> dg.AssetCheckResult:
+@dg.asset_check(
+    asset=confidence_scores,
+    blocking=True,
+    partitions_def=sessions_partitions,
+    description="every claim's quote is still at its byte span in the stored chunks",
+)
+def claim_integrity_check(
+    context: dg.AssetCheckExecutionContext, store: StoreResource
+) -> dg.AssetCheckResult:
     r = claim_integrity(store.store, context.partition_key)
-    return dg.AssetCheckResult(passed=r.ok, metadata={
-        "claims": r.claims, "intact": r.intact, "broken": len(r.broken),
-        "first_broken": ", ".join(r.broken[:5]) or "-"})
+    return dg.AssetCheckResult(
+        passed=r.ok,
+        metadata={
+            "claims": r.claims,
+            "intact": r.intact,
+            "broken": len(r.broken),
+            "first_broken": ", ".join(r.broken[:5]) or "-",
+        },
+    )
 
 
-@dg.asset_check(asset=report, partitions_def=sessions_partitions,
-                description="every [n] in the report maps to a source that backs a claim")
-def citation_validity_check(context: dg.AssetCheckExecutionContext,
-                            store: StoreResource) -> dg.AssetCheckResult:
+@dg.asset_check(
+    asset=report,
+    partitions_def=sessions_partitions,
+    description="every [n] in the report maps to a source that backs a claim",
+)
+def citation_validity_check(
+    context: dg.AssetCheckExecutionContext, store: StoreResource
+) -> dg.AssetCheckResult:
     r = citation_validity(store.store, context.partition_key)
-    return dg.AssetCheckResult(passed=r.ok, metadata={
-        "citations": r.citations, "valid": r.valid,
-        "forged": ", ".join(map(str, r.forged)) or "-",
-        "unsupported": ", ".join(map(str, r.unsupported)) or "-"})
+    return dg.AssetCheckResult(
+        passed=r.ok,
+        metadata={
+            "citations": r.citations,
+            "valid": r.valid,
+            "forged": ", ".join(map(str, r.forged)) or "-",
+            "unsupported": ", ".join(map(str, r.unsupported)) or "-",
+        },
+    )
 
 
 ALL_CHECKS = [ledger_verify, claim_integrity_check, citation_validity_check]

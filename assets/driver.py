@@ -15,20 +15,28 @@ from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, StoreError, q
 from mole_dag.store.records import SessionRow
 
-ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
-          dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+ACTIVE = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
 
 
 def _busy(instance: dg.DagsterInstance, sid: str) -> bool:
-    runs = instance.get_runs(filters=dg.RunsFilter(
-        tags={"dagster/partition": sid}, statuses=ACTIVE), limit=1)
+    runs = instance.get_runs(
+        filters=dg.RunsFilter(tags={"dagster/partition": sid}, statuses=ACTIVE), limit=1
+    )
     return bool(runs)
 
 
-@dg.sensor(name="research_driver", minimum_interval_seconds=30,
-           jobs=[research_round, research_report],
-           default_status=dg.DefaultSensorStatus.RUNNING,
-           description="Runs the next round (or the report) of sessions launched from the UI.")
+@dg.sensor(
+    name="research_driver",
+    minimum_interval_seconds=30,
+    jobs=[research_round, research_report],
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Runs the next round (or the report) of sessions launched from the UI.",
+)
 def research_driver(context: dg.SensorEvaluationContext, store: StoreResource):  # noqa: ANN201
     try:
         # Short wait: a run holding the store is the usual reason it is busy; try next tick.
@@ -43,8 +51,13 @@ def research_driver(context: dg.SensorEvaluationContext, store: StoreResource): 
             if _busy(context.instance, sid):
                 continue
             row = st.one(SessionRow, q("session_get"), {"session_id": sid})
-            run = Run(st, Ledger(st), skills_for(row.provider if row else None), sid,
-                      progress=lambda _m: None)
+            run = Run(
+                st,
+                Ledger(st),
+                skills_for(row.provider if row else None),
+                sid,
+                progress=lambda _m: None,
+            )
             step = next_step(run)
             if step is None:
                 continue
@@ -56,4 +69,3 @@ def research_driver(context: dg.SensorEvaluationContext, store: StoreResource): 
             yield dg.SkipReason(f"{len(sessions)} UI-driven sessions, none needing a run now")
     finally:
         st.close()
-

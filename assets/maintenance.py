@@ -23,31 +23,47 @@ class RegroundConfig(dg.Config):
 
 
 # output_required=False: a run that is not re-grounding's own records no materialisation.
-@dg.asset(group_name="maintenance", output_required=False,
-          description="Re-reads the sources behind the stored claims checked longest ago, under "
-                      "its own budget; only confirmed/unsupported outcomes change confidence.")
-def regrounding(context: dg.AssetExecutionContext, config: RegroundConfig,
-                store: StoreResource) -> Iterator[dg.MaterializeResult]:
+@dg.asset(
+    group_name="maintenance",
+    output_required=False,
+    description="Re-reads the sources behind the stored claims checked longest ago, under "
+    "its own budget; only confirmed/unsupported outcomes change confidence.",
+)
+def regrounding(
+    context: dg.AssetExecutionContext, config: RegroundConfig, store: StoreResource
+) -> Iterator[dg.MaterializeResult]:
     partition = context.run.tags.get("dagster/partition")
     if partition is not None:
         # Selected alongside a session's assets (`--select '*' --partition <session>`): it is
         # not per session, and running it would open a paid maintenance session every time.
-        context.log.warning(f"regrounding skipped: this run is for session {partition}; "
-                            "re-grounding runs from the `reground` job or its schedule")
+        context.log.warning(
+            f"regrounding skipped: this run is for session {partition}; "
+            "re-grounding runs from the `reground` job or its schedule"
+        )
         return
     unit, total = parse_budget(config.usd, None if config.usd else config.tokens)
-    res = reground(store.store, skills_for(config.provider), unit=unit, total=total,
-                   max_checks=config.max_checks)
+    res = reground(
+        store.store,
+        skills_for(config.provider),
+        unit=unit,
+        total=total,
+        max_checks=config.max_checks,
+    )
     context.log.info(f"re-grounding paid by {res.maintenance_session}")
-    yield dg.MaterializeResult(metadata={
-        "maintenance_session": res.maintenance_session,
-        "sessions_rescored": len(res.sessions_rescored),
-        **grounding_metadata(unit, res.grounding.summary()),
-    })
+    yield dg.MaterializeResult(
+        metadata={
+            "maintenance_session": res.maintenance_session,
+            "sessions_rescored": len(res.sessions_rescored),
+            **grounding_metadata(unit, res.grounding.summary()),
+        }
+    )
 
 
-reground_job = dg.define_asset_job("reground", selection=dg.AssetSelection.assets(regrounding),
-                                   description="Re-ground stored claims across sessions.")
+reground_job = dg.define_asset_job(
+    "reground",
+    selection=dg.AssetSelection.assets(regrounding),
+    description="Re-ground stored claims across sessions.",
+)
 
 reground_schedule = dg.ScheduleDefinition(
     name="reground_daily",

@@ -8,12 +8,17 @@ from mole_dag.store.models import Model, discover, materialize
 
 
 def _model_asset(model: Model) -> dg.AssetsDefinition:
-    @dg.asset(name=model.name, group_name="models", description=model.description or None,
-              kinds={"duckdb"})
+    @dg.asset(
+        name=model.name,
+        group_name="models",
+        description=model.description or None,
+        kinds={"duckdb"},
+    )
     def _view(store: StoreResource) -> dg.MaterializeResult:
         rows = materialize(store.store, model)
-        return dg.MaterializeResult(metadata={
-            "rows": rows, "sql": dg.MetadataValue.md(f"```sql\n{model.sql}\n```")})
+        return dg.MaterializeResult(
+            metadata={"rows": rows, "sql": dg.MetadataValue.md(f"```sql\n{model.sql}\n```")}
+        )
 
     return _view
 

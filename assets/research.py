@@ -1,7 +1,6 @@
 """The research assets. Each is a thin call into mole_dag: open the run, call one library
 function, return what it did as UI metadata. No business rule lives here."""
 
-
 import dagster as dg
 
 from assets.local_data import local_findings
@@ -56,131 +55,226 @@ def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: Budget
     return make_run(store, budget, context.partition_key, context.log.info)
 
 
-@dg.asset(partitions_def=sessions_partitions, group_name=GROUP,
-          description="The session's ledger row (budget, 15% escrow); recovers abandoned holds "
-                      "and leases.")
-def session(context: dg.AssetExecutionContext, config: SessionConfig, store: StoreResource,
-            budget: BudgetResource) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=sessions_partitions,
+    group_name=GROUP,
+    description="The session's ledger row (budget, 15% escrow); recovers abandoned holds "
+    "and leases.",
+)
+def session(
+    context: dg.AssetExecutionContext,
+    config: SessionConfig,
+    store: StoreResource,
+    budget: BudgetResource,
+) -> dg.MaterializeResult:
     try:
-        ensure_session(store.store, context.partition_key, question=config.question,
-                       usd=config.usd, tokens=config.tokens, corpus=config.corpus,
-                       provider=config.provider or None, search=config.search,
-                       searxng_url=config.searxng_url, allow_hosts=config.allow_hosts,
-                       note=context.log.warning, data=config.data)
+        ensure_session(
+            store.store,
+            context.partition_key,
+            question=config.question,
+            usd=config.usd,
+            tokens=config.tokens,
+            corpus=config.corpus,
+            provider=config.provider or None,
+            search=config.search,
+            searxng_url=config.searxng_url,
+            allow_hosts=config.allow_hosts,
+            note=context.log.warning,
+            data=config.data,
+        )
     except (LaunchError, SessionMissing) as exc:
         # A refused launch is the user's input, not a bug: one line, as `mole research` says it.
         raise dg.Failure(description=str(exc)) from None
     run = _run(context, store, budget)
     rec = recover(run)
-    return dg.MaterializeResult(metadata={
-        "question": run.session().question,
-        **fields_of(rec, "reservations_expired", "leases_requeued"),
-        # This materialisation stays the latest one shown after the session finishes, so its
-        # status is named for when it was taken; the report asset carries the final status.
-        **session_summary(run, status_key="status_at_round_start"),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "question": run.session().question,
+            **fields_of(rec, "reservations_expired", "leases_requeued"),
+            # This materialisation stays the latest one shown after the session finishes, so its
+            # status is named for when it was taken; the report asset carries the final status.
+            **session_summary(run, status_key="status_at_round_start"),
+        }
+    )
 
 
-@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[session],
-          description="Planner: sub-questions and leads from the question and a digest of counts.")
-def sub_questions(context: dg.AssetExecutionContext, store: StoreResource,
-                  budget: BudgetResource) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=sessions_partitions,
+    group_name=GROUP,
+    deps=[session],
+    description="Planner: sub-questions and leads from the question and a digest of counts.",
+)
+def sub_questions(
+    context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource
+) -> dg.MaterializeResult:
     run = _run(context, store, budget)
     res = plan_round(run)
-    return dg.MaterializeResult(metadata={
-        **fields_of(res, "round", "sub_questions_added", "leads_added", "pending_leads"),
-        **stage_spend(run, PLAN_STAGE)})
+    return dg.MaterializeResult(
+        metadata={
+            **fields_of(res, "round", "sub_questions_added", "leads_added", "pending_leads"),
+            **stage_spend(run, PLAN_STAGE),
+        }
+    )
 
 
-@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[sub_questions],
-          description="Executor: leased leads searched and fetched; sources stored as "
-                      "byte-offset chunks.")
-def fetched_chunks(context: dg.AssetExecutionContext, store: StoreResource,
-                   budget: BudgetResource) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=sessions_partitions,
+    group_name=GROUP,
+    deps=[sub_questions],
+    description="Executor: leased leads searched and fetched; sources stored as "
+    "byte-offset chunks.",
+)
+def fetched_chunks(
+    context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource
+) -> dg.MaterializeResult:
     run = _run(context, store, budget)
     res = execute_leads(run)
-    return dg.MaterializeResult(metadata={
-        **fields_of(res, "leads_run", "new_sources", "new_chunks", "dead_ends",
-                    "leases_requeued", "failed_leads", "internal_errors"),
-        **stage_spend(run, EXEC_STAGE)})
+    return dg.MaterializeResult(
+        metadata={
+            **fields_of(
+                res,
+                "leads_run",
+                "new_sources",
+                "new_chunks",
+                "dead_ends",
+                "leases_requeued",
+                "failed_leads",
+                "internal_errors",
+            ),
+            **stage_spend(run, EXEC_STAGE),
+        }
+    )
 
 
-@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[fetched_chunks],
-          description="Claims mined per chunk; only quotes found verbatim in the source survive.")
-def mined_claims(context: dg.AssetExecutionContext, store: StoreResource,
-                 budget: BudgetResource) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=sessions_partitions,
+    group_name=GROUP,
+    deps=[fetched_chunks],
+    description="Claims mined per chunk; only quotes found verbatim in the source survive.",
+)
+def mined_claims(
+    context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource
+) -> dg.MaterializeResult:
     run = _run(context, store, budget)
     res = mine_claims(run)
-    return dg.MaterializeResult(metadata={
-        **fields_of(res, "claims", "pairs_mined", "calls", "duplicates_skipped", "failed_calls",
-                    "budget_stopped"),
-        # discarded_<cause>: the quote check's causes, as the store and `mole show` name them.
-        "discarded_quote_not_found": res.discarded.get("quote_not_found", 0),
-        "discarded_quote_too_short": res.discarded.get("quote_too_short", 0),
-        "discarded_not_a_claim": res.discarded.get("not_a_claim", 0),
-        "discarded_empty": res.discarded.get("empty", 0),
-        **stage_spend(run, MINE_STAGE)})
+    return dg.MaterializeResult(
+        metadata={
+            **fields_of(
+                res,
+                "claims",
+                "pairs_mined",
+                "calls",
+                "duplicates_skipped",
+                "failed_calls",
+                "budget_stopped",
+            ),
+            # discarded_<cause>: the quote check's causes, as the store and `mole show` name them.
+            "discarded_quote_not_found": res.discarded.get("quote_not_found", 0),
+            "discarded_quote_too_short": res.discarded.get("quote_too_short", 0),
+            "discarded_not_a_claim": res.discarded.get("not_a_claim", 0),
+            "discarded_empty": res.discarded.get("empty", 0),
+            **stage_spend(run, MINE_STAGE),
+        }
+    )
 
 
-@dg.asset(partitions_def=sessions_partitions, group_name=GROUP,
-          deps=[mined_claims, local_findings],
-          description="Verifier: candidate pairs over all the session's claims, adjudicated "
-                      "in batches.")
-def claim_edges(context: dg.AssetExecutionContext, store: StoreResource,
-                budget: BudgetResource) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=sessions_partitions,
+    group_name=GROUP,
+    deps=[mined_claims, local_findings],
+    description="Verifier: candidate pairs over all the session's claims, adjudicated in batches.",
+)
+def claim_edges(
+    context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource
+) -> dg.MaterializeResult:
     run = _run(context, store, budget)
     res = build_edges(run)
-    return dg.MaterializeResult(metadata={
-        **fields_of(res, "claims_verified", "pairs_retrieved", "pairs_decided_free",
-                    "pairs_judged", "pairs_unjudged", "pairs_skipped_budget", "calls",
-                    "calls_failed"),
-        **{f"edges_{k}": v for k, v in sorted(res.edges.items())},
-        **stage_spend(run, EDGE_STAGE)})
+    return dg.MaterializeResult(
+        metadata={
+            **fields_of(
+                res,
+                "claims_verified",
+                "pairs_retrieved",
+                "pairs_decided_free",
+                "pairs_judged",
+                "pairs_unjudged",
+                "pairs_skipped_budget",
+                "calls",
+                "calls_failed",
+            ),
+            **{f"edges_{k}": v for k, v in sorted(res.edges.items())},
+            **stage_spend(run, EDGE_STAGE),
+        }
+    )
 
 
-@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[claim_edges],
-          description="Confidence derived from the claim graph (publishers, classes, edges), "
-                      "never asked of a model.")
-def confidence_scores(context: dg.AssetExecutionContext, store: StoreResource,
-                      budget: BudgetResource) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=sessions_partitions,
+    group_name=GROUP,
+    deps=[claim_edges],
+    description="Confidence derived from the claim graph (publishers, classes, edges), "
+    "never asked of a model.",
+)
+def confidence_scores(
+    context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource
+) -> dg.MaterializeResult:
     run = _run(context, store, budget)
     scores = score_session(run)
     top = sorted(scores, key=lambda s: -s.confidence)[:5]
-    return dg.MaterializeResult(metadata={
-        "clusters": len(scores),
-        "claims_scored": sum(len(s.members) for s in scores),
-        "clusters_with_duplicates": sum(1 for s in scores if len(s.members) > 1),
-        "disputed_clusters": sum(1 for s in scores if s.contradictors),
-        "superseded_clusters": sum(1 for s in scores if s.superseded),
-        "top_explanations": dg.MetadataValue.md(
-            "\n".join(f"- {s.explanation}" for s in top) or "-"),
-        **stage_spend(run, SCORE_STAGE)})
+    return dg.MaterializeResult(
+        metadata={
+            "clusters": len(scores),
+            "claims_scored": sum(len(s.members) for s in scores),
+            "clusters_with_duplicates": sum(1 for s in scores if len(s.members) > 1),
+            "disputed_clusters": sum(1 for s in scores if s.contradictors),
+            "superseded_clusters": sum(1 for s in scores if s.superseded),
+            "top_explanations": dg.MetadataValue.md(
+                "\n".join(f"- {s.explanation}" for s in top) or "-"
+            ),
+            **stage_spend(run, SCORE_STAGE),
+        }
+    )
 
 
-@dg.asset(partitions_def=sessions_partitions, group_name=GROUP, deps=[confidence_scores],
-          description="The report, from escrow: findings, disputes, citations assigned "
-                      "mechanically.")
-def report(context: dg.AssetExecutionContext, store: StoreResource,
-           budget: BudgetResource) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=sessions_partitions,
+    group_name=GROUP,
+    deps=[confidence_scores],
+    description="The report, from escrow: findings, disputes, citations assigned mechanically.",
+)
+def report(
+    context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource
+) -> dg.MaterializeResult:
     run = _run(context, store, budget)
     done = finish_session(run)
     res = done.report
     unit = session_unit(run)
-    return dg.MaterializeResult(metadata={
-        **fields_of(res, "findings", "sources_cited", "writer"),
-        "rejected_bodies": len(res.rejected_bodies),
-        **money(unit, escrow_released=done.escrow_released),
-        "final_pass_claims_verified": done.final_pass.claims_verified,
-        **grounding_metadata(unit, done.grounding.summary()),
-        **{k.replace("stage_", "grounding_stage_"): v
-           for k, v in stage_spend(run, GROUND_STAGE).items()},
-        "path": str(res.path) if res.path else "-",
-        "report": dg.MetadataValue.md(res.markdown),
-        **stage_spend(run, REPORT_STAGE), **session_summary(run)})
+    return dg.MaterializeResult(
+        metadata={
+            **fields_of(res, "findings", "sources_cited", "writer"),
+            "rejected_bodies": len(res.rejected_bodies),
+            **money(unit, escrow_released=done.escrow_released),
+            "final_pass_claims_verified": done.final_pass.claims_verified,
+            **grounding_metadata(unit, done.grounding.summary()),
+            **{
+                k.replace("stage_", "grounding_stage_"): v
+                for k, v in stage_spend(run, GROUND_STAGE).items()
+            },
+            "path": str(res.path) if res.path else "-",
+            "report": dg.MetadataValue.md(res.markdown),
+            **stage_spend(run, REPORT_STAGE),
+            **session_summary(run),
+        }
+    )
 
 
 ROUND_ASSETS = [
-    session, sub_questions, fetched_chunks, mined_claims, local_findings, claim_edges,
+    session,
+    sub_questions,
+    fetched_chunks,
+    mined_claims,
+    local_findings,
+    claim_edges,
     confidence_scores,
 ]
 ALL_ASSETS = [*ROUND_ASSETS, report]

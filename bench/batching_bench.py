@@ -81,18 +81,24 @@ def main() -> None:
             for batch in (8, 1):
                 rows[batch].append(measure(server.url, pairs, texts, batch))
     print(f"{len(pairs)} candidate pairs from the demo corpus, {args.runs} runs\n")
-    print(f"{'batch':>5} {'calls':>6} {'input tok':>10} {'output tok':>11} "
-          f"{'tokens (session unit)':>22} {'reserved':>10} {'seconds':>8}")
+    print(
+        f"{'batch':>5} {'calls':>6} {'input tok':>10} {'output tok':>11} "
+        f"{'tokens (session unit)':>22} {'reserved':>10} {'seconds':>8}"
+    )
     med = {}
     for batch in (1, 8):
         m = {k: statistics.median(r[k] for r in rows[batch]) for k in rows[batch][0]}
         med[batch] = m
-        print(f"{batch:>5} {m['n']:>6.0f} {m['in']:>10.0f} {m['out']:>11.0f} {m['cost']:>22.0f} "
-              f"{m['reserved']:>10.0f} {m['seconds']:>8.2f}")
+        print(
+            f"{batch:>5} {m['n']:>6.0f} {m['in']:>10.0f} {m['out']:>11.0f} {m['cost']:>22.0f} "
+            f"{m['reserved']:>10.0f} {m['seconds']:>8.2f}"
+        )
     one, eight = med[1], med[8]
-    print(f"\nbatched / one-per-pair: calls {eight['n'] / one['n']:.3f}, input tokens "
-          f"{eight['in'] / one['in']:.3f}, all tokens {eight['cost'] / one['cost']:.3f}, "
-          f"reserved {eight['reserved'] / one['reserved']:.3f}")
+    print(
+        f"\nbatched / one-per-pair: calls {eight['n'] / one['n']:.3f}, input tokens "
+        f"{eight['in'] / one['in']:.3f}, all tokens {eight['cost'] / one['cost']:.3f}, "
+        f"reserved {eight['reserved'] / one['reserved']:.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -77,8 +77,9 @@ def old_sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 def old_text(html: str) -> str:
-    doc = trafilatura.bare_extraction(html, with_metadata=True, include_comments=False,
-                                      include_tables=True)
+    doc = trafilatura.bare_extraction(
+        html, with_metadata=True, include_comments=False, include_tables=True
+    )
     return (doc.text or "").strip("\n") if doc is not None else ""
 
 
@@ -89,15 +90,38 @@ def collapse(s: str) -> str:
 # ---- ground truth from the markup -------------------------------------------------------------
 
 _NAV_TAGS = {"nav", "header", "footer", "aside"}
-_NAV_ATTR = re.compile(r"(?:^|[\s_-])(?:menu|menus|nav|navbar|navigation|breadcrumbs?|share|"
-                       r"sharing|social|cookies?|consent)(?:$|[\s_-])", re.I)
-_REF_HEAD = re.compile(r"^\s*(?:references?|bibliography|works cited|literature cited|notes|"
-                       r"sources|further reading|literatur|einzelnachweise|quellen|"
-                       r"bibliographie|références|referencias)\b", re.I)
+_NAV_ATTR = re.compile(
+    r"(?:^|[\s_-])(?:menu|menus|nav|navbar|navigation|breadcrumbs?|share|"
+    r"sharing|social|cookies?|consent)(?:$|[\s_-])",
+    re.I,
+)
+_REF_HEAD = re.compile(
+    r"^\s*(?:references?|bibliography|works cited|literature cited|notes|"
+    r"sources|further reading|literatur|einzelnachweise|quellen|"
+    r"bibliographie|références|referencias)\b",
+    re.I,
+)
 _REF_ATTR = re.compile(r"ref|citation|bibliograph", re.I)
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
-_LABELLED = _HEADINGS | {"p", "li", "td", "th", "dd", "dt", "figcaption", "a", "span", "div",
-                         "nav", "header", "footer", "aside", "section", "ol", "ul"}
+_LABELLED = _HEADINGS | {
+    "p",
+    "li",
+    "td",
+    "th",
+    "dd",
+    "dt",
+    "figcaption",
+    "a",
+    "span",
+    "div",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "section",
+    "ol",
+    "ul",
+}
 FURNITURE = ("heading", "reference", "navigation")
 
 
@@ -136,8 +160,10 @@ def markup_segments(html: str) -> list[tuple[str, str]]:
             label = "heading"
         elif ctx is None and (tag in _NAV_TAGS or _nav_by_name(el)):
             label = "navigation"
-        elif ctx is None and ((tag in ("ol", "ul", "div") and _REF_ATTR.search(_attr(el)))
-                              or (tag == "li" and in_refs)):
+        elif ctx is None and (
+            (tag in ("ol", "ul", "div") and _REF_ATTR.search(_attr(el)))
+            or (tag == "li" and in_refs)
+        ):
             label = "reference"
         elif ctx is None and tag == "p":
             label = "paragraph"
@@ -167,10 +193,14 @@ def label_of(sentence: str, segments: list[tuple[str, str]]) -> str:
 
 # ---- mined claims: the miner as it was before issue 10, and as it is ---------------------------
 
-_OLD_EFFECT = frozenset(stem(w) for w in (
-    "risk increase decrease raise lower reduce cause associated link protect protective "
-    "improve worsen higher more less percent effect benefit harm safe unsafe classified "
-    "evidence found show").split())
+_OLD_EFFECT = frozenset(
+    stem(w)
+    for w in (
+        "risk increase decrease raise lower reduce cause associated link protect protective "
+        "improve worsen higher more less percent effect benefit harm safe unsafe classified "
+        "evidence found show"
+    ).split()
+)
 _OLD_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 
 
@@ -181,8 +211,11 @@ def old_mine(chunk: str, question: str) -> list[str]:
     scored = []
     for a, b in old_sentence_spans(chunk):
         sentence = chunk[a:b]
-        if not (6 <= len(sentence.split()) <= 90) or len(sentence) > 600 or \
-                len(collapse(sentence)) < 24:
+        if (
+            not (6 <= len(sentence.split()) <= 90)
+            or len(sentence) > 600
+            or len(collapse(sentence)) < 24
+        ):
             continue
         if sentence.rstrip()[-1:] in {":", ",", ";"} or sentence.lstrip().startswith("#"):
             continue
@@ -196,16 +229,23 @@ def old_mine(chunk: str, question: str) -> list[str]:
 
 
 def new_mine(text: str, question: str, stats: TermStats) -> list[str]:
-    return [d.quote for ch in chunk_text(text)
-            for d in mine_sentences(MineRequest(question, question, ch.text, "", stats))]
+    return [
+        d.quote
+        for ch in chunk_text(text)
+        for d in mine_sentences(MineRequest(question, question, ch.text, "", stats))
+    ]
 
 
 # ---- the two paths ----------------------------------------------------------------------------
 
+
 def miner_shaped(sentence: str) -> bool:
     n = len(sentence.split())
-    return MIN_WORDS <= n <= MAX_WORDS and len(sentence) <= MAX_CHARS and \
-        len(collapse(sentence)) >= MIN_CHARS
+    return (
+        MIN_WORDS <= n <= MAX_WORDS
+        and len(sentence) <= MAX_CHARS
+        and len(collapse(sentence)) >= MIN_CHARS
+    )
 
 
 def sentences(text: str, splitter: Callable[[str], list[tuple[int, int]]]) -> Iterator[str]:
@@ -231,8 +271,9 @@ def main() -> int:
     # The question each page is mined for: its own title, the question a reader who landed on
     # it most plausibly had. Session-wide weights come from every page, as in a session.
     texts = {p: from_html(p.read_text(encoding="utf-8", errors="replace")) for p in names}
-    stats = TermStats.from_sentences(s.text for d in texts.values()
-                                     for s in Passages(d.text).sentences)
+    stats = TermStats.from_sentences(
+        s.text for d in texts.values() for s in Passages(d.text).sentences
+    )
     word = re.compile(r"[^\W_]+")
     for path in names:
         html = path.read_text(encoding="utf-8", errors="replace")
@@ -272,11 +313,15 @@ def main() -> int:
         total = sum(c.values())
         shares = [100 * c[k] / total if total else 0.0 for k in FURNITURE]
         para = 100 * c["paragraph"] / total if total else 0.0
-        return (f"| {name:<6} | {total:>10} | {shares[0]:>7.1f} | {shares[1]:>9.1f} | "
-                f"{shares[2]:>10.1f} | {sum(shares):>9.1f} | {para:>9.1f} |")
+        return (
+            f"| {name:<6} | {total:>10} | {shares[0]:>7.1f} | {shares[1]:>9.1f} | "
+            f"{shares[2]:>10.1f} | {sum(shares):>9.1f} | {para:>9.1f} |"
+        )
 
-    print(f"{len(names)} pages; candidates are miner-shaped sentences "
-          f"({MIN_WORDS}-{MAX_WORDS} words, {MIN_CHARS}-{MAX_CHARS} characters)\n")
+    print(
+        f"{len(names)} pages; candidates are miner-shaped sentences "
+        f"({MIN_WORDS}-{MAX_WORDS} words, {MIN_CHARS}-{MAX_CHARS} characters)\n"
+    )
     print("| path   | candidates | heading | reference | navigation | furniture | paragraph |")
     print("|--------|-----------:|--------:|----------:|-----------:|----------:|----------:|")
     print(row("before", before))
@@ -288,17 +333,23 @@ def main() -> int:
     print(row("after", mined_after))
     para = seen_after["paragraph"]
     furn = sum(seen_after[k] for k in FURNITURE)
-    print(f"\nfilter, new path: false refusals on paragraph text {refused['paragraph']}/{para} "
-          f"({100 * refused['paragraph'] / max(para, 1):.1f}%); furniture refused "
-          f"{sum(refused[k] for k in FURNITURE)}/{furn} "
-          f"({100 * sum(refused[k] for k in FURNITURE) / max(furn, 1):.1f}%)")
-    print("paragraph text refused by cause:",
-          ", ".join(f"{k} {v}" for k, v in para_causes.most_common()))
+    print(
+        f"\nfilter, new path: false refusals on paragraph text {refused['paragraph']}/{para} "
+        f"({100 * refused['paragraph'] / max(para, 1):.1f}%); furniture refused "
+        f"{sum(refused[k] for k in FURNITURE)}/{furn} "
+        f"({100 * sum(refused[k] for k in FURNITURE) / max(furn, 1):.1f}%)"
+    )
+    print(
+        "paragraph text refused by cause:",
+        ", ".join(f"{k} {v}" for k, v in para_causes.most_common()),
+    )
     print("all refusals by cause:", ", ".join(f"{k} {v}" for k, v in causes.most_common()))
-    print(f"extraction kept: {chars_new}/{chars_old} characters "
-          f"({100 * chars_new / max(chars_old, 1):.1f}%, whitespace collapsed); old sentences "
-          f"whose words are found in order in the new text {kept_sentences}/{old_sentences} "
-          f"({100 * kept_sentences / max(old_sentences, 1):.1f}%)")
+    print(
+        f"extraction kept: {chars_new}/{chars_old} characters "
+        f"({100 * chars_new / max(chars_old, 1):.1f}%, whitespace collapsed); old sentences "
+        f"whose words are found in order in the new text {kept_sentences}/{old_sentences} "
+        f"({100 * kept_sentences / max(old_sentences, 1):.1f}%)"
+    )
     return 0
 
 

@@ -90,8 +90,10 @@ def pairs_per_second_processes(path: Path, procs: int, workers: int, pairs: int)
     ctx = multiprocessing.get_context("spawn")
     # Started together once every child has imported (spawn costs a second or two).
     start = time.time() + 3.0
-    ps = [ctx.Process(target=_proc_pairs, args=(str(path), sid, workers, per, start))
-          for _ in range(procs)]
+    ps = [
+        ctx.Process(target=_proc_pairs, args=(str(path), sid, workers, per, start))
+        for _ in range(procs)
+    ]
     for p in ps:
         p.start()
     for p in ps:
@@ -114,8 +116,7 @@ def _proc_stress(path: str, sid: str, workers: int, seed: int, start: float) -> 
         for _ in range(40):
             est = rng.randint(1, 4000)
             try:
-                r = ledger.reserve(sid, rng.choice(list(Role)), est, tool="stress",
-                                   stage="stress")
+                r = ledger.reserve(sid, rng.choice(list(Role)), est, tool="stress", stage="stress")
             except BudgetExhausted:
                 continue
             if rng.random() < 0.15:
@@ -140,9 +141,12 @@ def stress(path: Path, procs: int, workers: int, seed: int) -> dict[str, int]:
     store.close()
     ctx = multiprocessing.get_context("spawn")
     start = time.time() + 3.0
-    ps = [ctx.Process(target=_proc_stress, args=(str(path), bal.session_id, workers,
-                                                 seed * 10 + k, start))
-          for k in range(procs)]
+    ps = [
+        ctx.Process(
+            target=_proc_stress, args=(str(path), bal.session_id, workers, seed * 10 + k, start)
+        )
+        for k in range(procs)
+    ]
     for p in ps:
         p.start()
     for p in ps:
@@ -151,27 +155,38 @@ def stress(path: Path, procs: int, workers: int, seed: int) -> dict[str, int]:
     store = Store(path)
     ledger = Ledger(store)
     final = ledger.balance(bal.session_id)
-    calls = int(store.scalar("SELECT count(*) FROM tool_calls WHERE session_id = ?",
-                             [bal.session_id]))
-    out = {"overshoot": max(0, final.spent + final.held + final.escrow - total),
-           "verify_ok": int(ledger.verify(bal.session_id).ok), "held": final.held,
-           "calls": calls}
+    calls = int(
+        store.scalar("SELECT count(*) FROM tool_calls WHERE session_id = ?", [bal.session_id])
+    )
+    out = {
+        "overshoot": max(0, final.spent + final.held + final.escrow - total),
+        "verify_ok": int(ledger.verify(bal.session_id).ok),
+        "held": final.held,
+        "calls": calls,
+    }
     store.close()
     return out
 
 
 def measure(runs: int, pairs: int) -> dict[str, list[float]]:
-    res: dict[str, list[float]] = {"1 thread": [], "1 thread, file held open": [],
-                                   "16 workers": [], "4 processes x 4 workers": [],
-                                   "stress overshoot": [], "stress verify ok": []}
+    res: dict[str, list[float]] = {
+        "1 thread": [],
+        "1 thread, file held open": [],
+        "16 workers": [],
+        "4 processes x 4 workers": [],
+        "stress overshoot": [],
+        "stress verify ok": [],
+    }
     with tempfile.TemporaryDirectory() as d:
         for run in range(runs):
             res["1 thread"].append(pairs_per_second(Path(d) / f"a{run}.duckdb", 1, pairs))
             res["1 thread, file held open"].append(
-                pairs_per_second(Path(d) / f"h{run}.duckdb", 1, pairs, hold=True))
+                pairs_per_second(Path(d) / f"h{run}.duckdb", 1, pairs, hold=True)
+            )
             res["16 workers"].append(pairs_per_second(Path(d) / f"b{run}.duckdb", 16, pairs))
             res["4 processes x 4 workers"].append(
-                pairs_per_second_processes(Path(d) / f"p{run}.duckdb", 4, 4, pairs))
+                pairs_per_second_processes(Path(d) / f"p{run}.duckdb", 4, 4, pairs)
+            )
             s = stress(Path(d) / f"s{run}.duckdb", 4, 4, run)
             res["stress overshoot"].append(s["overshoot"])
             res["stress verify ok"].append(s["verify_ok"] and s["held"] == 0)
@@ -184,8 +199,10 @@ def report(label: str, res: dict[str, list[float]]) -> None:
         if name.startswith("stress"):
             print(f"{name:>26}: {vals}")
             continue
-        print(f"{name:>26}: median {statistics.median(vals):8.1f} pairs/s  "
-              f"(min {min(vals):.1f}, max {max(vals):.1f}, runs {len(vals)})")
+        print(
+            f"{name:>26}: median {statistics.median(vals):8.1f} pairs/s  "
+            f"(min {min(vals):.1f}, max {max(vals):.1f}, runs {len(vals)})"
+        )
 
 
 def main() -> None:
@@ -202,9 +219,22 @@ def main() -> None:
     base = None
     if args.baseline:
         env = {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())}
-        out = subprocess.run([sys.executable, __file__, "--runs", str(args.runs), "--pairs",
-                              str(args.pairs), "--json"], env=env, cwd=args.baseline,
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--runs",
+                str(args.runs),
+                "--pairs",
+                str(args.pairs),
+                "--json",
+            ],
+            env=env,
+            cwd=args.baseline,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         base = json.loads(out.stdout.strip().splitlines()[-1])
         report(f"baseline: {args.baseline}", base)
     report("this checkout", res)
@@ -213,8 +243,7 @@ def main() -> None:
     print(f"{'held open / per tx':>26}: {med['1 thread, file held open'] / med['1 thread']:.2f}x")
     if base:
         for k in ("1 thread", "16 workers", "4 processes x 4 workers"):
-            print(f"{'after / before, ' + k:>26}: "
-                  f"{med[k] / statistics.median(base[k]):.2f}x")
+            print(f"{'after / before, ' + k:>26}: {med[k] / statistics.median(base[k]):.2f}x")
 
 
 if __name__ == "__main__":

@@ -84,13 +84,17 @@ def main() -> None:
                 fold = median_ms(lambda g=g: gate._execute(ds, gate.fold_sql(ds, g)[0]))
                 env = boundary.ask_template(ds, choice).envelope
                 check = median_ms(lambda g=g, e=env: exfil.verify_no_leak(ds, g, e))
-                print(f"{label:<40} {total:8.1f} ms  (folded query {fold:.1f} ms, "
-                      f"exfil check {check:.1f} ms)")
+                print(
+                    f"{label:<40} {total:8.1f} ms  (folded query {fold:.1f} ms, "
+                    f"exfil check {check:.1f} ms)"
+                )
                 sets = median_ms(lambda g=g: overlap.raw_groups(ds, g))
                 hist = _history(ds, g)
                 with_history = median_ms(lambda c=choice, h=hist: _ask_or_refuse(ds, c, h))
-                print(f"{'':<40} row sets {sets:.1f} ms; with a history of {HISTORY} "
-                      f"sets {with_history:.1f} ms end to end")
+                print(
+                    f"{'':<40} row sets {sets:.1f} ms; with a history of {HISTORY} "
+                    f"sets {with_history:.1f} ms end to end"
+                )
 
 
 if __name__ == "__main__":

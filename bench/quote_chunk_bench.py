@@ -40,8 +40,9 @@ def corpus_text() -> str:
         if path.suffix == ".html":
             doc = from_html(raw, url=f"https://example.org/{path.stem}", fallback_title=path.stem)
         else:
-            doc = from_plain(raw, fallback_url=f"https://example.org/{path.stem}",
-                             fallback_title=path.stem)
+            doc = from_plain(
+                raw, fallback_url=f"https://example.org/{path.stem}", fallback_title=path.stem
+            )
         parts.append(doc.text)
     return "\n\n".join(parts)
 
@@ -92,11 +93,21 @@ def main() -> int:
             build = median_seconds(lambda t=text: CollapsedText(t), args.runs)
             one = median_seconds(lambda t=text, q=quotes[0]: find_quote(t, q), args.runs)
             many = median_seconds(lambda c=ct, qs=quotes: [c.find(q) for q in qs], args.runs)
-            rows.append((label, f"{size // 1000} kB", mb / chunk, mb / build, mb / one,
-                         many / len(quotes) * 1e3))
+            rows.append(
+                (
+                    label,
+                    f"{size // 1000} kB",
+                    mb / chunk,
+                    mb / build,
+                    mb / one,
+                    many / len(quotes) * 1e3,
+                )
+            )
     print(f"median of {args.runs} runs, Python {sys.version.split()[0]}")
-    print(f"{'page':<13} {'size':>8} {'chunk MB/s':>11} {'index MB/s':>11} "
-          f"{'find_quote MB/s':>16} {'find on index ms/quote':>23}")
+    print(
+        f"{'page':<13} {'size':>8} {'chunk MB/s':>11} {'index MB/s':>11} "
+        f"{'find_quote MB/s':>16} {'find on index ms/quote':>23}"
+    )
     for label, size, c, b, o, per in rows:
         print(f"{label:<13} {size:>8} {c:>11.1f} {b:>11.1f} {o:>16.1f} {per:>23.3f}")
     return 0

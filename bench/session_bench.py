@@ -45,8 +45,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "What are the health effects of drinking coffee?"
 BUCKETS = ("pipeline", "duckdb", "imports", "dagster", "other")
-DAGSTER_PARTS = ("/dagster", "/sqlalchemy/", "/alembic/", "/sqlite3/", "/grpc/", "/pydantic",
-                 "/dagster_")
+DAGSTER_PARTS = (
+    "/dagster",
+    "/sqlalchemy/",
+    "/alembic/",
+    "/sqlite3/",
+    "/grpc/",
+    "/pydantic",
+    "/dagster_",
+)
 
 
 # -- the child: one session, optionally sampled ---------------------------------------------
@@ -109,10 +116,12 @@ class _Sampler:
                 continue
             tid, frame = self._main, main
             if self._waiting(main):
-                workers = {t.ident: t for t in threading.enumerate()
-                           if t.name.startswith("lead")}
-                busy = [(i, fr) for i, fr in frames.items()
-                        if i in workers and i != me and not self._waiting(fr)]
+                workers = {t.ident: t for t in threading.enumerate() if t.name.startswith("lead")}
+                busy = [
+                    (i, fr)
+                    for i, fr in frames.items()
+                    if i in workers and i != me and not self._waiting(fr)
+                ]
                 if busy:
                     tid, frame = busy[0]
             self.counts[self._classify(tid, frame)] += dt
@@ -187,14 +196,18 @@ def child(mode: str, home: Path, out: Path, sample: bool) -> None:
         from mole_dag.store import Store
 
         store = Store(home / "mole.duckdb")
-        sid = create_session(store, QUESTION, Unit.USD_MICROS, 500_000,
-                             corpus=str(demo_corpus())).session_id
+        sid = create_session(
+            store, QUESTION, Unit.USD_MICROS, 500_000, corpus=str(demo_corpus())
+        ).session_id
         run_session(Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None))
         store.close()
     if sampler:
         sampler.stop()
-    out.write_text(json.dumps({"commits": db.process_commits(),
-                               "samples": dict(sampler.counts) if sampler else {}}))
+    out.write_text(
+        json.dumps(
+            {"commits": db.process_commits(), "samples": dict(sampler.counts) if sampler else {}}
+        )
+    )
 
 
 # -- the parent: runs, medians, a table ------------------------------------------------------
@@ -205,14 +218,24 @@ def one_run(mode: str, sample: bool) -> dict[str, Any]:
     try:
         (home / "dagster").mkdir()
         shutil.copy(ROOT / "dagster.yaml", home / "dagster" / "dagster.yaml")
-        env = {**os.environ, "MOLE_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
-               "MOLE_CONFIG": str(home / "config.json"), "MOLE_PROVIDER": "extractive"}
+        env = {
+            **os.environ,
+            "MOLE_HOME": str(home),
+            "DAGSTER_HOME": str(home / "dagster"),
+            "MOLE_CONFIG": str(home / "config.json"),
+            "MOLE_PROVIDER": "extractive",
+        }
         env.pop("MOLE_DB", None)
         out = home / "result.json"
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, __file__, "--child", mode, "--home", str(home),
-                        "--out", str(out)] + (["--sample"] if sample else []),
-                       cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, __file__, "--child", mode, "--home", str(home), "--out", str(out)]
+            + (["--sample"] if sample else []),
+            cwd=ROOT,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         wall = time.perf_counter() - t0
         got = json.loads(out.read_text())
         got["wall_s"] = wall
@@ -232,7 +255,8 @@ def measure(mode: str, runs: int) -> dict[str, Any]:
         for b in BUCKETS:
             shares[b].append(100.0 * sampled["samples"].get(b, 0) / total)
     return {
-        "mode": mode, "runs": runs,
+        "mode": mode,
+        "runs": runs,
         "wall_s": {"median": statistics.median(walls), "min": min(walls), "max": max(walls)},
         "commits": statistics.median(commits),
         "share_pct": {b: statistics.median(v) for b, v in shares.items()},
@@ -258,14 +282,20 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"| session | wall s (median of {args.runs}) | min-max | commits | "
-          + " | ".join(f"{b} %" for b in BUCKETS) + " |")
+    print(
+        f"| session | wall s (median of {args.runs}) | min-max | commits | "
+        + " | ".join(f"{b} %" for b in BUCKETS)
+        + " |"
+    )
     print("|---|---:|---|---:|" + "---:|" * len(BUCKETS))
     for r in results:
         w = r["wall_s"]
-        print(f"| {r['mode']} | {w['median']:.1f} | {w['min']:.1f}-{w['max']:.1f} | "
-              f"{r['commits']:.0f} | "
-              + " | ".join(f"{r['share_pct'][b]:.0f}" for b in BUCKETS) + " |")
+        print(
+            f"| {r['mode']} | {w['median']:.1f} | {w['min']:.1f}-{w['max']:.1f} | "
+            f"{r['commits']:.0f} | "
+            + " | ".join(f"{r['share_pct'][b]:.0f}" for b in BUCKETS)
+            + " |"
+        )
 
 
 if __name__ == "__main__":

@@ -40,9 +40,14 @@ def _env(tmp: Path, home: Path, src: str | None) -> dict[str, str]:
 
 
 def _start(sx: str, sid: str, tmp: Path, home: Path, src: str | None) -> subprocess.Popen[str]:
-    return subprocess.Popen(slowweb.research_argv(sx, sid), env=_env(tmp, home, src),
-                            cwd=src or ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        slowweb.research_argv(sx, sid),
+        env=_env(tmp, home, src),
+        cwd=src or ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _finish(proc: subprocess.Popen[str]) -> None:
@@ -67,9 +72,14 @@ def _mole_sessions(home: Path, tmp: Path, src: str | None) -> tuple[float, bool]
     """Seconds for a whole `mole sessions` process, and whether it succeeded without
     reporting a wait for the store."""
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "mole_dag.cli", "sessions"],
-                       env=_env(tmp, home, src), cwd=src or ROOT, capture_output=True, text=True,
-                       timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-m", "mole_dag.cli", "sessions"],
+        env=_env(tmp, home, src),
+        cwd=src or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return time.perf_counter() - t0, p.returncode == 0 and "waiting" not in p.stderr
 
 
@@ -149,14 +159,25 @@ def readers(run: int, src: str | None, tmp: Path) -> dict[str, float]:
         _finish(proc)
     finally:
         web.stop()
-    return {"run_s": run_s, "cli_n": len(cli), "cli_bad": bad,
-            "cli_median": _median(cli), "cli_p95": _p95(cli), "cli_max": _max(cli),
-            "idle_cli_p95": _p95(idle_cli),
-            "inproc_median": _median(inproc), "inproc_p95": _p95(inproc),
-            "inproc_max": _max(inproc), "idle_inproc_p95": _p95(idle_inproc),
-            "raw_n": len(raw), "raw_first_try": raw_first_try / max(1, len(raw)),
-            "raw_median": _median(raw), "raw_p95": _p95(raw), "raw_max": _max(raw),
-            "idle_raw_p95": _p95(idle_raw)}
+    return {
+        "run_s": run_s,
+        "cli_n": len(cli),
+        "cli_bad": bad,
+        "cli_median": _median(cli),
+        "cli_p95": _p95(cli),
+        "cli_max": _max(cli),
+        "idle_cli_p95": _p95(idle_cli),
+        "inproc_median": _median(inproc),
+        "inproc_p95": _p95(inproc),
+        "inproc_max": _max(inproc),
+        "idle_inproc_p95": _p95(idle_inproc),
+        "raw_n": len(raw),
+        "raw_first_try": raw_first_try / max(1, len(raw)),
+        "raw_median": _median(raw),
+        "raw_p95": _p95(raw),
+        "raw_max": _max(raw),
+        "idle_raw_p95": _p95(idle_raw),
+    }
 
 
 def _cpu_children() -> float:
@@ -198,8 +219,13 @@ def parallel(run: int, src: str | None, tmp: Path) -> dict[str, float]:
     finally:
         os.environ.pop("MOLE_STORE_STATS", None)
         web.stop()
-    out = {"alone_s": alone, "both_s": both, "ratio": both / alone,
-           "cpu_alone_s": cpu_alone, "cpu_both_s": cpu_both}
+    out = {
+        "alone_s": alone,
+        "both_s": both,
+        "ratio": both / alone,
+        "cpu_alone_s": cpu_alone,
+        "cpu_both_s": cpu_both,
+    }
     out |= {f"alone_{k}": v for k, v in _stats([stats_alone]).items()}
     out |= {f"both_{k}": v for k, v in _stats(stats_both).items()}
     return out
@@ -221,10 +247,15 @@ def main() -> None:
                 continue
             got = [fn(r, src, Path(d)) for r in range(args.runs)]
             for r, g in enumerate(got):
-                print(f"{name} run {r}: " + ", ".join(f"{k}={v:.3g}" for k, v in g.items()),
-                      flush=True)
-            print(f"{name} medians over {len(got)} runs: " + ", ".join(
-                f"{k}={statistics.median(g[k] for g in got):.3g}" for k in got[0]), flush=True)
+                print(
+                    f"{name} run {r}: " + ", ".join(f"{k}={v:.3g}" for k, v in g.items()),
+                    flush=True,
+                )
+            print(
+                f"{name} medians over {len(got)} runs: "
+                + ", ".join(f"{k}={statistics.median(g[k] for g in got):.3g}" for k in got[0]),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,12 @@ PAGES = PROJECT_ROOT / ".." / "shared" / "web-pages"
 
 
 def run_once(web: FakeWeb, names: list[str], tmp: Path) -> tuple[Counter[str], list[str], float]:
-    fetcher = Fetcher(Policy.of(["127.0.0.1"]), FetchLimits(interval_s=0.0),
-                      limiter=DomainLimiter(tmp / "rl"), robots=RobotsCache())
+    fetcher = Fetcher(
+        Policy.of(["127.0.0.1"]),
+        FetchLimits(interval_s=0.0),
+        limiter=DomainLimiter(tmp / "rl"),
+        robots=RobotsCache(),
+    )
     outcomes: Counter[str] = Counter()
     problems: list[str] = []
     start = time.perf_counter()
@@ -88,8 +92,10 @@ def main() -> int:
     print(f"{len(names)} pages: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
     for p in problems:
         print(f"  problem: {p}")
-    print(f"median per page over {args.runs} runs: {statistics.median(times) * 1000:.1f} ms "
-          f"(min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f})")
+    print(
+        f"median per page over {args.runs} runs: {statistics.median(times) * 1000:.1f} ms "
+        f"(min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f})"
+    )
     return 1 if problems else 0
 
 

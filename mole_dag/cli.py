@@ -60,69 +60,116 @@ def build_parser() -> argparse.ArgumentParser:
     budget = r.add_argument_group("budget (exactly one is required; there is no default)")
     budget.add_argument("--usd", metavar="AMOUNT", help="ceiling in US dollars, e.g. 0.50")
     budget.add_argument("--tokens", metavar="N", help="ceiling in model tokens")
-    r.add_argument("--corpus", metavar="DIR",
-                   help="folder of .html/.md/.txt documents for the local search provider "
-                        "(default: the bundled demo corpus)")
-    r.add_argument("--data", metavar="PATH",
-                   help="a CSV file or a folder of CSVs to analyse through the aggregation "
-                        "gate (only aggregates over at least 5 rows leave it)")
+    r.add_argument(
+        "--corpus",
+        metavar="DIR",
+        help="folder of .html/.md/.txt documents for the local search provider "
+        "(default: the bundled demo corpus)",
+    )
+    r.add_argument(
+        "--data",
+        metavar="PATH",
+        help="a CSV file or a folder of CSVs to analyse through the aggregation "
+        "gate (only aggregates over at least 5 rows leave it)",
+    )
     # Model providers.
-    r.add_argument("--provider", default=None,
-                   help="anthropic, openai (any OpenAI-compatible endpoint), cassette (replay a "
-                        "recording) or extractive (no model); default: MOLE_PROVIDER, else "
-                        '"provider" in the config file, else extractive')
-    r.add_argument("--cassette", metavar="FILE",
-                   help="the recording --provider cassette replays (or MOLE_CASSETTE)")
-    r.add_argument("--record", metavar="FILE",
-                   help="record this session's model calls to a new cassette FILE")
-    r.add_argument("--session-id", metavar="ID",
-                   help="name the session (default: a fresh id); a cassette replays under the "
-                        "id it was recorded with")
+    r.add_argument(
+        "--provider",
+        default=None,
+        help="anthropic, openai (any OpenAI-compatible endpoint), cassette (replay a "
+        "recording) or extractive (no model); default: MOLE_PROVIDER, else "
+        '"provider" in the config file, else extractive',
+    )
+    r.add_argument(
+        "--cassette",
+        metavar="FILE",
+        help="the recording --provider cassette replays (or MOLE_CASSETTE)",
+    )
+    r.add_argument(
+        "--record", metavar="FILE", help="record this session's model calls to a new cassette FILE"
+    )
+    r.add_argument(
+        "--session-id",
+        metavar="ID",
+        help="name the session (default: a fresh id); a cassette replays under the "
+        "id it was recorded with",
+    )
     # Search providers and fetching; each also settable in the config file.
-    r.add_argument("--search", metavar="NAME", action="append",
-                   help="search provider, repeatable: local, searxng, brave, tavily, arxiv, "
-                        "openalex, crossref, pubmed (default: config `search`, else local)")
+    r.add_argument(
+        "--search",
+        metavar="NAME",
+        action="append",
+        help="search provider, repeatable: local, searxng, brave, tavily, arxiv, "
+        "openalex, crossref, pubmed (default: config `search`, else local)",
+    )
     r.add_argument("--searxng-url", metavar="URL", help="the SearXNG instance to query")
-    r.add_argument("--allow-host", metavar="HOST", action="append",
-                   help="let the fetcher reach this host although it is private or local "
-                        "(your own service); repeatable")
+    r.add_argument(
+        "--allow-host",
+        metavar="HOST",
+        action="append",
+        help="let the fetcher reach this host although it is private or local "
+        "(your own service); repeatable",
+    )
     r.add_argument("--quiet", action="store_true", help="print only the report path and session")
-    r.add_argument("--no-report-print", action="store_true",
-                   help="do not print the report itself, only where it was written")
+    r.add_argument(
+        "--no-report-print",
+        action="store_true",
+        help="do not print the report itself, only where it was written",
+    )
 
     rs = sub.add_parser("resume", help="continue an interrupted session within its budget")
     rs.add_argument("session")
     rs.add_argument("--quiet", action="store_true", help="print only the report path and session")
-    rs.add_argument("--no-report-print", action="store_true",
-                    help="do not print the report itself, only where it was written")
+    rs.add_argument(
+        "--no-report-print",
+        action="store_true",
+        help="do not print the report itself, only where it was written",
+    )
 
-    m = sub.add_parser("materialize",
-                       help="materialise a session's Dagster assets (as `dagster asset "
-                            "materialize`), refusing an unknown session in one line")
+    m = sub.add_parser(
+        "materialize",
+        help="materialise a session's Dagster assets (as `dagster asset "
+        "materialize`), refusing an unknown session in one line",
+    )
     m.add_argument("session")
-    m.add_argument("--select", default="group:research",
-                   help="Dagster asset selection, comma-separated (default: group:research, "
-                        "one round and a report)")
+    m.add_argument(
+        "--select",
+        default="group:research",
+        help="Dagster asset selection, comma-separated (default: group:research, "
+        "one round and a report)",
+    )
 
     sub.add_parser("sessions", help="list sessions")
     s = sub.add_parser("show", help="status, spend, counts and report of a session")
     s.add_argument("session")
-    s.add_argument("--html", nargs="?", const="", metavar="PATH",
-                   help="also write the report as HTML (default: next to the Markdown file)")
+    s.add_argument(
+        "--html",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="also write the report as HTML (default: next to the Markdown file)",
+    )
     t = sub.add_parser("trace", help="clusters, edges, scores, follow-ups and grounding")
     t.add_argument("session")
     e = sub.add_parser("eval", help="the scorecard of a session")
     e.add_argument("session")
-    e.add_argument("--pairs", metavar="FILE",
-                   help="labelled claim pairs (JSON) for contradiction precision")
+    e.add_argument(
+        "--pairs", metavar="FILE", help="labelled claim pairs (JSON) for contradiction precision"
+    )
     e.add_argument("--json", action="store_true", help="machine-readable output")
-    x = sub.add_parser("crossings", help="exactly what left a session's local data, and what "
-                                         "was refused")
+    x = sub.add_parser(
+        "crossings", help="exactly what left a session's local data, and what was refused"
+    )
     x.add_argument("session")
-    x.add_argument("--verify", action="store_true",
-                   help="re-run every crossing against the data and compare envelope hashes")
-    sub.add_parser("models", help="the priced models (USD per million tokens, as of when) and "
-                                  "the default tiers")
+    x.add_argument(
+        "--verify",
+        action="store_true",
+        help="re-run every crossing against the data and compare envelope hashes",
+    )
+    sub.add_parser(
+        "models",
+        help="the priced models (USD per million tokens, as of when) and the default tiers",
+    )
     return p
 
 
@@ -181,9 +228,12 @@ def _open_store(wait: bool = True, *, read_only: bool = False):  # noqa: ANN202
     from mole_dag.store import Store, StoreError
 
     try:
-        return Store(default_store_path(), lock_wait_s=None if wait else 0.0,
-                     on_wait=lambda m: print(f"mole: {m}", file=sys.stderr),
-                     read_only=read_only)
+        return Store(
+            default_store_path(),
+            lock_wait_s=None if wait else 0.0,
+            on_wait=lambda m: print(f"mole: {m}", file=sys.stderr),
+            read_only=read_only,
+        )
     except StoreError as exc:
         raise CliError(str(exc)) from None
 
@@ -224,11 +274,19 @@ def cmd_research(args: argparse.Namespace) -> int:
     # Validate everything before writing anything.
     try:
         launch = check_launch(
-            args.question, usd=args.usd, tokens=args.tokens, provider=args.provider,
-            session_id=args.session_id, corpus=args.corpus, data=args.data, search=args.search,
-            searxng_url=args.searxng_url, allow_hosts=args.allow_host,
+            args.question,
+            usd=args.usd,
+            tokens=args.tokens,
+            provider=args.provider,
+            session_id=args.session_id,
+            corpus=args.corpus,
+            data=args.data,
+            search=args.search,
+            searxng_url=args.searxng_url,
+            allow_hosts=args.allow_host,
             note=lambda line: print(f"mole: {line}", file=sys.stderr),
-            before_skills=lambda provider: _cassette_and_record(args, provider))
+            before_skills=lambda provider: _cassette_and_record(args, provider),
+        )
     except LaunchError as exc:
         raise CliError(str(exc)) from None
     question, unit, total, skills = launch.question, launch.unit, launch.total, launch.skills
@@ -239,20 +297,35 @@ def cmd_research(args: argparse.Namespace) -> int:
             from mole_dag.store import q
 
             if store.row(q("session_get"), {"session_id": args.session_id}) is not None:
-                raise CliError(f"session {args.session_id} already exists; "
-                               f"`mole show {args.session_id}` shows it")
-        bal = create_session(store, question, unit, total, corpus=str(launch.corpus),
-                             provider=launch.provider, session_id=args.session_id,
-                             actors=launch.actors, search=launch.search, data=launch.data)
+                raise CliError(
+                    f"session {args.session_id} already exists; "
+                    f"`mole show {args.session_id}` shows it"
+                )
+        bal = create_session(
+            store,
+            question,
+            unit,
+            total,
+            corpus=str(launch.corpus),
+            provider=launch.provider,
+            session_id=args.session_id,
+            actors=launch.actors,
+            search=launch.search,
+            data=launch.data,
+        )
     finally:
         store.close()
     sid = bal.session_id
     _progress_to_stderr(args.quiet)
     if not args.quiet:
-        print(f"session {sid}: {question!r}, budget {_fmt(total, str(unit))} "
-              f"({_fmt(bal.escrow, str(unit))} in escrow for the report)", file=sys.stderr)
-    return _drive(sid, skills, first="round", quiet=args.quiet,
-                  print_report=not args.no_report_print)
+        print(
+            f"session {sid}: {question!r}, budget {_fmt(total, str(unit))} "
+            f"({_fmt(bal.escrow, str(unit))} in escrow for the report)",
+            file=sys.stderr,
+        )
+    return _drive(
+        sid, skills, first="round", quiet=args.quiet, print_report=not args.no_report_print
+    )
 
 
 def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool) -> int:
@@ -265,8 +338,11 @@ def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool
 
     st = _open_store()
     try:
-        st.transact(lambda cur: cur.execute(q("session_set_owner"), {
-            "owner": owner_tag(), "now": utcnow(), "session_id": sid}))
+        st.transact(
+            lambda cur: cur.execute(
+                q("session_set_owner"), {"owner": owner_tag(), "now": utcnow(), "session_id": sid}
+            )
+        )
     finally:
         st.close()
 
@@ -288,8 +364,9 @@ def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool
             signal.signal(s, h)
 
 
-def _drive_rounds(sid: str, skills: Any, first: str, quiet: bool, print_report: bool,
-                  got_signal: list[str]) -> int:
+def _drive_rounds(
+    sid: str, skills: Any, first: str, quiet: bool, print_report: bool, got_signal: list[str]
+) -> int:
     """The driver's loop (mole_dag.driver.drive) with each step a Dagster run in the project's
     instance; the store is opened only to decide the next step."""
     from mole_dag.budget import Ledger
@@ -318,7 +395,8 @@ def _drive_rounds(sid: str, skills: Any, first: str, quiet: bool, print_report: 
 
     def execute(job_name: str) -> Any:
         res = jobs[job_name].execute_in_process(
-            instance=instance, partition_key=sid, run_config=run_config, raise_on_error=False)
+            instance=instance, partition_key=sid, run_config=run_config, raise_on_error=False
+        )
         if got_signal or (not res.success and _was_interrupted(res)):
             raise Interrupted
         if not res.success:
@@ -330,9 +408,13 @@ def _drive_rounds(sid: str, skills: Any, first: str, quiet: bool, print_report: 
         if not quiet:
             print(f"round {n}" if step == "round" else "report", file=sys.stderr)
 
-    got = drive(round=lambda: execute("research_round"), report=lambda: execute("research_report"),
-                decide=decide, first="report" if first == "report" else "round",
-                announce=announce)
+    got = drive(
+        round=lambda: execute("research_round"),
+        report=lambda: execute("research_report"),
+        decide=decide,
+        first="report" if first == "report" else "round",
+        announce=announce,
+    )
     if got.failed:
         _report_failure(failures[-1], sid)
         return EXIT_FAILED
@@ -398,8 +480,7 @@ def cmd_materialize(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if sess is None:
-        raise CliError(f"no session {args.session!r} in {store.path}; `mole sessions` lists "
-                       "them")
+        raise CliError(f"no session {args.session!r} in {store.path}; `mole sessions` lists them")
     import dagster as dg
 
     from assets.definitions import defs
@@ -410,25 +491,30 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():  # group selection is "beta" in Dagster: not ours to say
             warnings.simplefilter("ignore", dg.BetaWarning)
             keys = dg.AssetSelection.from_coercible(
-                [part.strip() for part in args.select.split(",") if part.strip()]).resolve(graph)
+                [part.strip() for part in args.select.split(",") if part.strip()]
+            ).resolve(graph)
     except (dg.DagsterError, ValueError, KeyError) as exc:
-        raise CliError(f"--select {args.select!r}: {' '.join(str(exc).split())}; e.g. "
-                       "--select group:research") from None
+        raise CliError(
+            f"--select {args.select!r}: {' '.join(str(exc).split())}; e.g. --select group:research"
+        ) from None
     if not keys:
-        raise CliError(f"--select {args.select!r} matches no asset; e.g. --select "
-                       "group:research")
+        raise CliError(f"--select {args.select!r} matches no asset; e.g. --select group:research")
     instance = _dagster_instance()
     if not instance.has_dynamic_partition(SESSIONS, args.session):
         instance.add_dynamic_partitions(SESSIONS, [args.session])
     job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(keys))
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-    res = job.execute_in_process(instance=instance, partition_key=args.session,
-                                 run_config=run_config, raise_on_error=False)
+    res = job.execute_in_process(
+        instance=instance, partition_key=args.session, run_config=run_config, raise_on_error=False
+    )
     if not res.success:
         _report_failure(res, args.session, "materialize")
         return EXIT_FAILED
-    done = sorted(ev.asset_key.to_user_string() for ev in res.all_events
-                  if ev.event_type_value == "ASSET_MATERIALIZATION" and ev.asset_key)
+    done = sorted(
+        ev.asset_key.to_user_string()
+        for ev in res.all_events
+        if ev.event_type_value == "ASSET_MATERIALIZATION" and ev.asset_key
+    )
     print(f"materialized {', '.join(done) or 'nothing'} (run {res.run_id})")
     store = _open_store(read_only=True)
     try:
@@ -460,12 +546,18 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if sess is None:
             raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
         status = sess.status
-        if status not in (SessionStatus.INTERRUPTED, SessionStatus.CREATED,
-                          SessionStatus.RUNNING, SessionStatus.REPORTING):
+        if status not in (
+            SessionStatus.INTERRUPTED,
+            SessionStatus.CREATED,
+            SessionStatus.RUNNING,
+            SessionStatus.REPORTING,
+        ):
             raise CliError(f"session {args.session} is {status}; there is nothing to resume")
         if status != SessionStatus.INTERRUPTED and owner_alive(sess.owner) is not False:
-            raise CliError(f"session {args.session} is {status} and driven by process "
-                           f"{sess.owner or '(the Dagster sensor)'}; resume it once it stops")
+            raise CliError(
+                f"session {args.session} is {status} and driven by process "
+                f"{sess.owner or '(the Dagster sensor)'}; resume it once it stops"
+            )
         try:
             skills = choose_skills(sess.provider, Unit(sess.unit))
         except LaunchError as exc:
@@ -474,13 +566,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
         def tx(cur: Any) -> None:
             back = SessionStatus.REPORTING if sess.escrow_released else SessionStatus.RUNNING
-            cur.execute(q("session_set_status"), {"status": str(back), "now": now,
-                                                  "session_id": args.session})
+            cur.execute(
+                q("session_set_status"),
+                {"status": str(back), "now": now, "session_id": args.session},
+            )
             cur.execute(q("session_driver_set"), {"driver": "cli", "session_id": args.session})
             # Ours from this transaction on: the next store open must not see the dead owner
             # and mark it interrupted again.
-            cur.execute(q("session_set_owner"), {"owner": owner_tag(), "now": now,
-                                                 "session_id": args.session})
+            cur.execute(
+                q("session_set_owner"),
+                {"owner": owner_tag(), "now": now, "session_id": args.session},
+            )
             cur.execute(q("leases_requeue_session"), {"session_id": args.session})
 
         store.transact(tx)
@@ -492,10 +588,14 @@ def cmd_resume(args: argparse.Namespace) -> int:
         store.close()
     _progress_to_stderr(args.quiet)
     if not args.quiet:
-        print(f"resuming session {args.session}: spent {_fmt(bal.charged, str(bal.unit))} of "
-              f"{_fmt(bal.total, str(bal.unit))}; next: {first}", file=sys.stderr)
-    return _drive(args.session, skills, first=first, quiet=args.quiet,
-                  print_report=not args.no_report_print)
+        print(
+            f"resuming session {args.session}: spent {_fmt(bal.charged, str(bal.unit))} of "
+            f"{_fmt(bal.total, str(bal.unit))}; next: {first}",
+            file=sys.stderr,
+        )
+    return _drive(
+        args.session, skills, first=first, quiet=args.quiet, print_report=not args.no_report_print
+    )
 
 
 def _cassette_and_record(args: argparse.Namespace, provider: str) -> None:
@@ -511,8 +611,10 @@ def _cassette_and_record(args: argparse.Namespace, provider: str) -> None:
     if args.record:
         path = Path(args.record).expanduser().resolve()
         if provider not in MODEL_PROVIDERS:
-            raise LaunchError(f"--record records a model provider's calls; --provider {provider} "
-                              f"makes none (use one of {', '.join(MODEL_PROVIDERS)})")
+            raise LaunchError(
+                f"--record records a model provider's calls; --provider {provider} "
+                f"makes none (use one of {', '.join(MODEL_PROVIDERS)})"
+            )
         if path.exists():
             raise LaunchError(f"--record {path}: the file exists; record to a new file")
         os.environ["MOLE_RECORD"] = str(path)
@@ -531,8 +633,7 @@ def cmd_crossings(args: argparse.Namespace) -> int:
         if sess is None:
             raise CliError(f"no session {args.session!r}; `mole sessions` lists them")
         got = listing(store, args.session)
-        checks = ([(c.id, *reverify(store, c.id)) for c in got.crossings]
-                  if args.verify else [])
+        checks = [(c.id, *reverify(store, c.id)) for c in got.crossings] if args.verify else []
     finally:
         store.close()
     if not sess.data:
@@ -554,13 +655,21 @@ def _report_failure(result: Any, sid: str, command: str = "research") -> None:
             data = ev.asset_check_evaluation_data
             if not data.passed:
                 why = data.description or ""
-                print(escape_controls(f"mole {command}: check {data.check_name} failed"
-                                      f"{': ' + why if why else ''}"), file=sys.stderr)
+                print(
+                    escape_controls(
+                        f"mole {command}: check {data.check_name} failed{': ' + why if why else ''}"
+                    ),
+                    file=sys.stderr,
+                )
         if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
             err = ev.step_failure_data.error
             cause = err.cause or err
-            print(escape_controls(f"mole {command}: step {ev.step_key} failed: "
-                                  f"{cause.message.strip()}"), file=sys.stderr)
+            print(
+                escape_controls(
+                    f"mole {command}: step {ev.step_key} failed: {cause.message.strip()}"
+                ),
+                file=sys.stderr,
+            )
     print(f"session {sid}", file=sys.stderr)
 
 
@@ -584,12 +693,18 @@ def _print_outcome(sid: str, *, quiet: bool, print_report: bool) -> int:
     print(f"session {sid}")
     if not quiet:
         spend = ", ".join(f"{r['role']} {_fmt(int(r['spent']), str(bal.unit))}" for r in by_role)
-        over = (f", overrun {_fmt(bal.overrun, str(bal.unit))} included" if bal.overrun else "")
-        print(f"spent {_fmt(bal.charged, str(bal.unit))} of {_fmt(bal.total, str(bal.unit))} "
-              f"({spend}{over}); {check.explain()}")
+        over = f", overrun {_fmt(bal.overrun, str(bal.unit))} included" if bal.overrun else ""
+        print(
+            f"spent {_fmt(bal.charged, str(bal.unit))} of {_fmt(bal.total, str(bal.unit))} "
+            f"({spend}{over}); {check.explain()}"
+        )
     if bal.status == "exhausted" and not quiet:
-        why = ("a provider used more than its calls were allowed, so the session stopped "
-               "dispatching calls" if bal.overrun else "the budget ran out")
+        why = (
+            "a provider used more than its calls were allowed, so the session stopped "
+            "dispatching calls"
+            if bal.overrun
+            else "the budget ran out"
+        )
         print(f"status exhausted: {why}")
     # A broken ceiling is a failure the user must not miss, even when the books agree.
     return 0 if check.ok and not check.over_ceiling else EXIT_FAILED
@@ -604,16 +719,19 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if not rows:
-        print("no sessions yet; start one with `mole research \"question\" --usd 0.50`")
+        print('no sessions yet; start one with `mole research "question" --usd 0.50`')
         return 0
     for r in rows:
         # spent + overrun: what the session cost, against its total. The question as stored,
         # its controls shown as escapes (\\x1b, \\u202e), not obeyed.
         cost = int(r["spent"]) + int(r["overrun"])
-        print(escape_controls(
-            f"{r['id']}  {r['status']:<11}  {_fmt(cost, r['unit']):>16} of "
-            f"{_fmt(int(r['total']), r['unit']):<16}  {int(r['claims']):>4} claims  "
-            f"{'[maintenance] ' if r['kind'] == 'maintenance' else ''}{r['question'][:60]}"))
+        print(
+            escape_controls(
+                f"{r['id']}  {r['status']:<11}  {_fmt(cost, r['unit']):>16} of "
+                f"{_fmt(int(r['total']), r['unit']):<16}  {int(r['claims']):>4} claims  "
+                f"{'[maintenance] ' if r['kind'] == 'maintenance' else ''}{r['question'][:60]}"
+            )
+        )
     return 0
 
 
@@ -647,35 +765,55 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"question  {escape_controls(' '.join(sess.question.split()))}")
     print(f"status    {bal.status} after {sess.rounds} round(s), provider {sess.provider}")
     # spent includes the overrun: it is what the session cost, held against the total.
-    print(f"budget    {_fmt(bal.total, unit)}: spent {_fmt(bal.charged, unit)}, held "
-          f"{_fmt(bal.held, unit)}, escrow {_fmt(bal.escrow, unit)}"
-          + (f" (OVERRUN {_fmt(bal.overrun, unit)} included: a provider used more than its "
-             "calls were allowed)" if bal.overrun else ""))
+    print(
+        f"budget    {_fmt(bal.total, unit)}: spent {_fmt(bal.charged, unit)}, held "
+        f"{_fmt(bal.held, unit)}, escrow {_fmt(bal.escrow, unit)}"
+        + (
+            f" (OVERRUN {_fmt(bal.overrun, unit)} included: a provider used more than its "
+            "calls were allowed)"
+            if bal.overrun
+            else ""
+        )
+    )
     if sess.stop_reason:
         print(f"stopped   {escape_controls(' '.join(sess.stop_reason.split()))}")
     for r in by_role:
         print(f"  {r['role']:<9} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls")
     for r in by_model:
-        print(f"  {r['model']:<24} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls: "
-              f"{r['input_tokens']} in, {r['output_tokens']} out, {r['cache_read_tokens']} cache "
-              f"read, {r['cache_write_tokens']} cache write"
-              + (f", OVERRUN {_fmt(int(r['overrun']), unit)}" if r["overrun"] else ""))
+        print(
+            f"  {r['model']:<24} {_fmt(int(r['spent']), unit):>16} over {r['calls']} calls: "
+            f"{r['input_tokens']} in, {r['output_tokens']} out, {r['cache_read_tokens']} cache "
+            f"read, {r['cache_write_tokens']} cache write"
+            + (f", OVERRUN {_fmt(int(r['overrun']), unit)}" if r["overrun"] else "")
+        )
     print(f"ledger    {check.explain()}")
     print("counts    " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    print("by stage  " + "; ".join(
-        f"{r['stage']}/{r['role']} {_fmt(int(r['spent']), unit)} x{r['calls']}"
-        for r in stages))
+    print(
+        "by stage  "
+        + "; ".join(
+            f"{r['stage']}/{r['role']} {_fmt(int(r['spent']), unit)} x{r['calls']}" for r in stages
+        )
+    )
     if dead:
         print("dead ends " + ", ".join(f"{r['cause']} {r['n']}" for r in dead))
     internal = sum(int(r["n"]) for r in dead if r["cause"] == "internal_error")
     if internal:
         # Apart from the causes above: these are ours to fix, not the outside world failing.
-        print(f"internal errors {internal} (bugs in mole, not fetch failures; the tracebacks "
-              "are in the run's log)")
-    causes = {"quote_not_found": "quote not found", "quote_too_short": "quote too short",
-              "empty": "no quote", "not_a_claim": "not a claim (heading, menu, caption)"}
-    print("discarded " + (", ".join(f"{causes.get(r['cause'], r['cause'])} {r['n']}"
-                                    for r in discarded) or "none") + " (by the quote check)")
+        print(
+            f"internal errors {internal} (bugs in mole, not fetch failures; the tracebacks "
+            "are in the run's log)"
+        )
+    causes = {
+        "quote_not_found": "quote not found",
+        "quote_too_short": "quote too short",
+        "empty": "no quote",
+        "not_a_claim": "not a claim (heading, menu, caption)",
+    }
+    print(
+        "discarded "
+        + (", ".join(f"{causes.get(r['cause'], r['cause'])} {r['n']}" for r in discarded) or "none")
+        + " (by the quote check)"
+    )
     if rep:
         print(f"report    {rep['path'] or '(in the store only)'}")
         if args.html is not None:
@@ -691,8 +829,13 @@ def _write_html(rep: dict[str, Any], target: str, sid: str) -> Path:
     from mole_dag.output.html import render_html
     from mole_dag.paths import reports_dir
 
-    path = Path(target).expanduser() if target else (
-        Path(rep["path"]).with_suffix(".html") if rep["path"] else reports_dir() / f"{sid}.html")
+    path = (
+        Path(target).expanduser()
+        if target
+        else (
+            Path(rep["path"]).with_suffix(".html") if rep["path"] else reports_dir() / f"{sid}.html"
+        )
+    )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render_html(rep["markdown"], title=f"mole report {sid}"), "utf-8")
@@ -730,8 +873,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
     finally:
         store.close()
-    print(as_json(metrics, args.session) if args.json else as_text(metrics, args.session),
-          end="" if not args.json else "\n")
+    print(
+        as_json(metrics, args.session) if args.json else as_text(metrics, args.session),
+        end="" if not args.json else "\n",
+    )
     return 0
 
 
@@ -754,21 +899,29 @@ def cmd_models(args: argparse.Namespace) -> int:
         table = PriceTable.load(cfg.get("pricing"))
     except (ConfigError, PricingError) as exc:
         raise CliError(str(exc)) from None
-    print(f"priced models, USD per million tokens (shipped table checked {checked()}; "
-          "'config' = from your config file)")
+    print(
+        f"priced models, USD per million tokens (shipped table checked {checked()}; "
+        "'config' = from your config file)"
+    )
     width = max(len(m) for m in table.prices)
-    print(f"  {'model':<{width}}  {'input':>7}  {'output':>7}  {'cache rd':>8}  "
-          f"{'cache wr':>8}  as of")
+    print(
+        f"  {'model':<{width}}  {'input':>7}  {'output':>7}  {'cache rd':>8}  "
+        f"{'cache wr':>8}  as of"
+    )
     for model in sorted(table.prices):
         p = table.prices[model]
-        print(f"  {model:<{width}}  {usd(p.input):>7}  {usd(p.output):>7}  "
-              f"{usd(p.cache_read):>8}  {usd(p.cache_write):>8}  {p.as_of}")
+        print(
+            f"  {model:<{width}}  {usd(p.input):>7}  {usd(p.output):>7}  "
+            f"{usd(p.cache_read):>8}  {usd(p.cache_write):>8}  {p.as_of}"
+        )
         if p.long_prompt is not None:
             above, lp = p.long_prompt
-            print(f"  {'':<{width}}  {usd(lp.input):>7}  {usd(lp.output):>7}  "
-                  f"{usd(lp.cache_read):>8}  {usd(lp.cache_write):>8}  "
-                  f"(prompts over {above:,} tokens)")
-    print("default tiers (set others under \"<provider>\": {\"models\": {...}} in the config)")
+            print(
+                f"  {'':<{width}}  {usd(lp.input):>7}  {usd(lp.output):>7}  "
+                f"{usd(lp.cache_read):>8}  {usd(lp.cache_write):>8}  "
+                f"(prompts over {above:,} tokens)"
+            )
+    print('default tiers (set others under "<provider>": {"models": {...}} in the config)')
     for provider, tiers in DEFAULT_TIERS.items():
         mine = section(dict(cfg), provider).get("models") or {}
         for tier, model in tiers.items():

@@ -37,8 +37,13 @@ F = TypeVar("F")
 # A session in one of these has no next step: it ended, or (interrupted) waits for `mole resume`.
 # EXHAUSTED is set before any report only when the first plan could not be paid for (nothing to
 # report), and after the report when a provider overran: either way nothing is left to run.
-STOPPED = (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED,
-           SessionStatus.EXHAUSTED, SessionStatus.INTERRUPTED)
+STOPPED = (
+    SessionStatus.DONE,
+    SessionStatus.FAILED,
+    SessionStatus.ABANDONED,
+    SessionStatus.EXHAUSTED,
+    SessionStatus.INTERRUPTED,
+)
 
 
 class Interrupted(Exception):
@@ -157,6 +162,9 @@ def run_round(run: Run) -> RoundResult:
 def run_session(run: Run, *, report: bool = True) -> tuple[list[RoundResult], FinishResult | None]:
     """The session driven in this process without Dagster. `report=False`: rounds only."""
     got: Driven[RoundResult, FinishResult] = drive(
-        round=lambda: run_round(run), report=lambda: finish_session(run),
-        decide=lambda: next_step(run), with_report=report)
+        round=lambda: run_round(run),
+        report=lambda: finish_session(run),
+        decide=lambda: next_step(run),
+        with_report=report,
+    )
     return got.rounds, got.report

@@ -64,8 +64,10 @@ def _quiet(_line: str) -> None:
 
 def check_session_id(session_id: str, flag: str = "--") -> str:
     if not SESSION_ID.match(session_id):
-        raise LaunchError(f"{flag}session-id {session_id!r}: use letters, digits, '.', '_' or "
-                          "'-' (at most 64, starting with a letter or digit)")
+        raise LaunchError(
+            f"{flag}session-id {session_id!r}: use letters, digits, '.', '_' or "
+            "'-' (at most 64, starting with a letter or digit)"
+        )
     return session_id
 
 
@@ -91,8 +93,9 @@ def check_budget(usd: str | None, tokens: str | None, flag: str = "--") -> tuple
         if amount <= 0:
             raise LaunchError(f"{flag}usd must be positive, got {text}")
         if amount > MAX_USD:
-            raise LaunchError(f"{flag}usd {text} is over the maximum of ${MAX_USD:,}; "
-                              "pass a smaller amount")
+            raise LaunchError(
+                f"{flag}usd {text} is over the maximum of ${MAX_USD:,}; pass a smaller amount"
+            )
         micros = amount * 1_000_000
         if micros != micros.to_integral_value():
             raise LaunchError(f"{flag}usd {text} is finer than a micro-dollar")
@@ -106,8 +109,9 @@ def check_budget(usd: str | None, tokens: str | None, flag: str = "--") -> tuple
     # Compare lengths before int(): Python refuses to parse over 4300 digits, with a message
     # about its own limit rather than the budget's.
     if len(digits) > len(str(MAX_TOKENS)) or (digits and int(digits) > MAX_TOKENS):
-        raise LaunchError(f"{flag}tokens {text} is over the maximum of {MAX_TOKENS:,}; "
-                          "pass a smaller number")
+        raise LaunchError(
+            f"{flag}tokens {text} is over the maximum of {MAX_TOKENS:,}; pass a smaller number"
+        )
     if not digits:
         raise LaunchError(f"{flag}tokens must be positive, got {text}")
     return Unit.TOKENS, int(digits)
@@ -166,8 +170,9 @@ def usable_search(
     """Flags (or launch config) over the user's config; providers missing a key or URL are
     skipped with a note. Raises SettingsError when nothing usable is left."""
     config = read_config()
-    settings = resolve_settings(config, search=search, searxng_url=searxng_url,
-                                allow_hosts=allow_hosts)
+    settings = resolve_settings(
+        config, search=search, searxng_url=searxng_url, allow_hosts=allow_hosts
+    )
     avail = availability(settings, config)
     for line in avail.notes:
         (note or log.warning)(line)
@@ -210,8 +215,9 @@ def check_launch(
         before_skills(name)
     skills = choose_skills(name, unit)
     try:
-        settings, actors = usable_search(search=search, searxng_url=searxng_url,
-                                         allow_hosts=allow_hosts, note=note)
+        settings, actors = usable_search(
+            search=search, searxng_url=searxng_url, allow_hosts=allow_hosts, note=note
+        )
     except SettingsError as exc:
         raise LaunchError(str(exc)) from None
     root = Path(corpus).expanduser().resolve() if corpus else demo_corpus()

@@ -95,5 +95,6 @@ def dagster_home() -> Path:
 
 
 def demo_corpus() -> Path:
-    return (PROJECT_ROOT / "examples" / "corpus" if in_checkout()
-            else _packaged("demo_corpus")).resolve()
+    return (
+        PROJECT_ROOT / "examples" / "corpus" if in_checkout() else _packaged("demo_corpus")
+    ).resolve()

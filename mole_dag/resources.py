@@ -10,7 +10,6 @@ a held file ten times silently instead of waiting MOLE_LOCK_WAIT and saying so, 
 connection option that DuckDB counts as a different configuration, so its connections and the
 Store's cannot be open in one process at once."""
 
-
 import logging
 from collections.abc import Callable
 
@@ -45,8 +44,9 @@ class StoreResource(dg.ConfigurableResource):
         # Cheap after the first run in a process: the Store opens nothing until it is used, and
         # checks migrations and views once per process per file.
         log = context.log
-        self._store = Store(self.path, lock_wait_s=self.lock_wait_s,
-                            on_wait=(log.info if log else None))
+        self._store = Store(
+            self.path, lock_wait_s=self.lock_wait_s, on_wait=(log.info if log else None)
+        )
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         self._store = None

@@ -65,12 +65,18 @@ def create_session(
 
     def tx(cur: duckdb.DuckDBPyConnection) -> Balance:
         bal = ledger.create_session(
-            question, unit, total, session_id=session_id, provider=provider, corpus=corpus,
+            question,
+            unit,
+            total,
+            session_id=session_id,
+            provider=provider,
+            corpus=corpus,
             actors=actors,
         )
         if data:
-            cur.execute(q("session_set_data"), {"data": data, "now": utcnow(),
-                                                "session_id": bal.session_id})
+            cur.execute(
+                q("session_set_data"), {"data": data, "now": utcnow(), "session_id": bal.session_id}
+            )
         return bal
 
     return store.transact(tx)
@@ -125,17 +131,36 @@ def ensure_session(
             f"no session {session_id!r} in {store.path}; start it with `mole research`, or "
             "launch the `session` asset with config: question and one of usd / tokens"
         )
-    launch = check_launch(question, usd=usd, tokens=tokens, provider=provider,
-                          session_id=session_id, corpus=corpus, data=data, search=search,
-                          searxng_url=searxng_url, allow_hosts=allow_hosts,
-                          note=note or log.warning, flag="")
-    bal = create_session(store, launch.question, launch.unit, launch.total,
-                         corpus=str(launch.corpus), provider=launch.provider,
-                         session_id=session_id, actors=launch.actors, search=launch.search,
-                         data=launch.data)
+    launch = check_launch(
+        question,
+        usd=usd,
+        tokens=tokens,
+        provider=provider,
+        session_id=session_id,
+        corpus=corpus,
+        data=data,
+        search=search,
+        searxng_url=searxng_url,
+        allow_hosts=allow_hosts,
+        note=note or log.warning,
+        flag="",
+    )
+    bal = create_session(
+        store,
+        launch.question,
+        launch.unit,
+        launch.total,
+        corpus=str(launch.corpus),
+        provider=launch.provider,
+        session_id=session_id,
+        actors=launch.actors,
+        search=launch.search,
+        data=launch.data,
+    )
     # Launched from Dagster: its later rounds and report are the driver sensor's to start.
-    store.transact(lambda cur: cur.execute(q("session_driver_set"),
-                                           {"driver": "dagster", "session_id": bal.session_id}))
+    store.transact(
+        lambda cur: cur.execute(
+            q("session_driver_set"), {"driver": "dagster", "session_id": bal.session_id}
+        )
+    )
     return bal
-
-

@@ -93,8 +93,9 @@ def stem(word: str) -> str:
         return word[:-3] + "y"
     if word.endswith("ing") and len(word) >= 7:
         word = word[:-3]
-    elif (word.endswith("ed") and len(word) >= 6) or word.endswith(("xes", "zes", "sses", "shes",
-                                                                   "ches")):
+    elif (word.endswith("ed") and len(word) >= 6) or word.endswith(
+        ("xes", "zes", "sses", "shes", "ches")
+    ):
         word = word[:-2]
     elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
@@ -133,8 +134,9 @@ _ABBREVIATIONS = frozenset(
     ).split()
 )
 # Never the last word of a sentence.
-_NEVER_FINAL = frozenset({"e.g", "i.e", "cf", "vs", "viz", "mr", "mrs", "ms", "dr", "prof", "fig",
-                          "figs", "pp"})
+_NEVER_FINAL = frozenset(
+    {"e.g", "i.e", "cf", "vs", "viz", "mr", "mrs", "ms", "dr", "prof", "fig", "figs", "pp"}
+)
 # After an abbreviation, a capitalised word from this list starts a new sentence ("... Acme Inc.
 # The company ..."); any other word continues it ("Acme Inc. CEO", "St. Louis"). A guess, flagged
 # as one: sentences most often open on a determiner, pronoun, preposition or connective.
@@ -215,8 +217,9 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         if m.group("nl") is not None:
             if not _line_break_ends(text, m.start()):
                 continue
-        elif m.group("close") == "" and _abbreviation_continues(text[start : m.start()],
-                                                                 text[m.end() :]):
+        elif m.group("close") == "" and _abbreviation_continues(
+            text[start : m.start()], text[m.end() :]
+        ):
             continue
         # Closing quotes and brackets after a terminator belong to the sentence they close.
         closer = m.group("close") or m.group("cjkclose") or ""

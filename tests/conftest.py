@@ -25,8 +25,14 @@ def _isolated_home(
     monkeypatch.delenv("MOLE_PROVIDER", raising=False)
     # Search settings (issue 4): never the developer's own config file or API keys.
     monkeypatch.setenv("MOLE_CONFIG", str(home / "config.json"))
-    for var in ("BRAVE_API_KEY", "BRAVE_SEARCH_API_KEY", "TAVILY_API_KEY", "NCBI_API_KEY",
-                "OPENALEX_API_KEY", "MOLE_CONTACT_EMAIL"):
+    for var in (
+        "BRAVE_API_KEY",
+        "BRAVE_SEARCH_API_KEY",
+        "TAVILY_API_KEY",
+        "NCBI_API_KEY",
+        "OPENALEX_API_KEY",
+        "MOLE_CONTACT_EMAIL",
+    ):
         monkeypatch.delenv(var, raising=False)
     return home
 
@@ -49,30 +55,46 @@ def mini_corpus(tmp_path: Path) -> Path:
     root = tmp_path / "corpus"
     root.mkdir()
     docs = {
-        "a.md": ("https://www.alpha-news.com/tea", "2021-03-01",
-                 "Green tea and sleep. Drinking green tea in the evening raises the risk of "
-                 "poor sleep in adults who are sensitive to caffeine. Many people enjoy green "
-                 "tea with meals. The wire report said that green tea drinkers had a lower risk "
-                 "of stroke in a large cohort study of older adults."),
-        "b.md": ("https://www.beta-health.org/tea", "2021-06-01",
-                 "Evening tea. Drinking green tea in the evening does not raise the risk of poor "
-                 "sleep in adults who are sensitive to caffeine. The wire report said that green "
-                 "tea drinkers had a lower risk of stroke in a large cohort study of older "
-                 "adults."),
-        "c.txt": ("https://www.tea-agency.gov/classification", "2005-01-10",
-                  "Green tea extract is classified as a possible liver toxin because of reports "
-                  "of liver injury in green tea drinkers."),
-        "d.txt": ("https://www.tea-agency.gov/classification-2019", "2019-05-02",
-                  "Green tea extract is no longer classified as a possible liver toxin because "
-                  "the reports of liver injury in green tea drinkers were not confirmed."),
-        "e.md": ("https://gamma.github.io/tea", "2022-01-01",
-                 "Brewing notes. Green tea drinkers had a lower risk of stroke in a large cohort "
-                 "study of older adults, the wire report said. Water at eighty degrees makes a "
-                 "pleasant cup of green tea for most drinkers."),
+        "a.md": (
+            "https://www.alpha-news.com/tea",
+            "2021-03-01",
+            "Green tea and sleep. Drinking green tea in the evening raises the risk of "
+            "poor sleep in adults who are sensitive to caffeine. Many people enjoy green "
+            "tea with meals. The wire report said that green tea drinkers had a lower risk "
+            "of stroke in a large cohort study of older adults.",
+        ),
+        "b.md": (
+            "https://www.beta-health.org/tea",
+            "2021-06-01",
+            "Evening tea. Drinking green tea in the evening does not raise the risk of poor "
+            "sleep in adults who are sensitive to caffeine. The wire report said that green "
+            "tea drinkers had a lower risk of stroke in a large cohort study of older "
+            "adults.",
+        ),
+        "c.txt": (
+            "https://www.tea-agency.gov/classification",
+            "2005-01-10",
+            "Green tea extract is classified as a possible liver toxin because of reports "
+            "of liver injury in green tea drinkers.",
+        ),
+        "d.txt": (
+            "https://www.tea-agency.gov/classification-2019",
+            "2019-05-02",
+            "Green tea extract is no longer classified as a possible liver toxin because "
+            "the reports of liver injury in green tea drinkers were not confirmed.",
+        ),
+        "e.md": (
+            "https://gamma.github.io/tea",
+            "2022-01-01",
+            "Brewing notes. Green tea drinkers had a lower risk of stroke in a large cohort "
+            "study of older adults, the wire report said. Water at eighty degrees makes a "
+            "pleasant cup of green tea for most drinkers.",
+        ),
     }
     for name, (url, date, body) in docs.items():
         (root / name).write_text(
-            f"---\ntitle: {name}\nurl: {url}\npublished: {date}\n---\n{body}\n", "utf-8")
+            f"---\ntitle: {name}\nurl: {url}\npublished: {date}\n---\n{body}\n", "utf-8"
+        )
     return root
 
 
@@ -83,8 +105,15 @@ def _isolated_model_config(_isolated_home: Path, monkeypatch: pytest.MonkeyPatch
     fixture to the same path, so their order does not matter)."""
     monkeypatch.setenv("MOLE_CONFIG", str(_isolated_home / "config.json"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(_isolated_home / "xdg-config"))
-    for var in ("MOLE_CASSETTE", "MOLE_RECORD", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-                "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+    for var in (
+        "MOLE_CASSETTE",
+        "MOLE_RECORD",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 

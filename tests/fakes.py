@@ -40,13 +40,18 @@ class ScriptedSkills(ExtractiveSkills):
         out = [Verdict(i, fn(a, b, n), "scripted") for i, (a, b) in enumerate(pairs)]
         if self.drop_last_verdict and out:
             out = out[:-1]
-        return Metered(out, cost=self.price, usage=Usage(input_tokens=100, output_tokens=20),
-                       model="scripted-judge")
+        return Metered(
+            out,
+            cost=self.price,
+            usage=Usage(input_tokens=100, output_tokens=20),
+            model="scripted-judge",
+        )
 
     def estimate_ground(self, req: GroundRequest, unit: Unit) -> int:
         return self.price + self.estimate_margin
 
     def ground(self, req: GroundRequest, unit: Unit) -> Metered[GroundVerdict]:
         self.ground_calls.append(req)
-        return Metered(GroundVerdict(self.ground_verdict, "scripted"), cost=self.price,
-                       model="scripted-ground")
+        return Metered(
+            GroundVerdict(self.ground_verdict, "scripted"), cost=self.price, model="scripted-ground"
+        )

@@ -59,8 +59,15 @@ class FakeWeb:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
                 with web._lock:
-                    web.seen.append(Seen(self.command, parts.path, parse_qs(parts.query),
-                                         {k.lower(): v for k, v in self.headers.items()}, body))
+                    web.seen.append(
+                        Seen(
+                            self.command,
+                            parts.path,
+                            parse_qs(parts.query),
+                            {k.lower(): v for k, v in self.headers.items()},
+                            body,
+                        )
+                    )
                 handler = web.handlers.get(parts.path)
                 route = handler(web.seen[-1]) if handler else web.routes.get(parts.path)
                 if route is None:
@@ -110,9 +117,15 @@ class FakeWeb:
     def url(self, path: str, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
 
-    def route(self, path: str, body: Body = b"", status: int = 200,
-              content_type: str | None = "text/html; charset=utf-8",
-              headers: dict[str, str] | None = None, delay_s: float = 0.0) -> None:
+    def route(
+        self,
+        path: str,
+        body: Body = b"",
+        status: int = 200,
+        content_type: str | None = "text/html; charset=utf-8",
+        headers: dict[str, str] | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
         h = {} if content_type is None else {"Content-Type": content_type}
         h.update(headers or {})
         self.routes[path] = Route(body, status, h, delay_s)
@@ -124,8 +137,10 @@ class FakeWeb:
 
 def page(title: str, *paragraphs: str, head: str = "") -> bytes:
     body = "\n".join(f"<p>{p}</p>" for p in paragraphs)
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>{head}"
-            f"</head><body><article><h1>{title}</h1>{body}</article></body></html>").encode()
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>{head}"
+        f"</head><body><article><h1>{title}</h1>{body}</article></body></html>"
+    ).encode()
 
 
 def repeat(chunk: bytes, total: int) -> Callable[[], Iterator[bytes]]:
@@ -135,4 +150,5 @@ def repeat(chunk: bytes, total: int) -> Callable[[], Iterator[bytes]]:
             piece = chunk[: min(len(chunk), left)]
             left -= len(piece)
             yield piece
+
     return gen

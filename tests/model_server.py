@@ -60,14 +60,19 @@ class Received:
 
     @property
     def user(self) -> str:
-        return "\n".join(m.get("content", "") for m in self.json.get("messages", [])
-                         if m.get("role") == "user")
+        return "\n".join(
+            m.get("content", "") for m in self.json.get("messages", []) if m.get("role") == "user"
+        )
 
     @property
     def skill(self) -> str:
-        return {PLAN_SYSTEM: "plan", MINE_SYSTEM: "mine",
-                JUDGE_SYSTEM: "judge", WRITE_SYSTEM: "write",
-                GROUND_SYSTEM: "ground"}.get(self.system, "?")
+        return {
+            PLAN_SYSTEM: "plan",
+            MINE_SYSTEM: "mine",
+            JUDGE_SYSTEM: "judge",
+            WRITE_SYSTEM: "write",
+            GROUND_SYSTEM: "ground",
+        }.get(self.system, "?")
 
 
 Responder = Callable[[Received], Reply]
@@ -99,8 +104,12 @@ class ModelServer:
 
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 length = int(self.headers.get("content-length") or 0)
-                got = Received("POST", self.path, {k.lower(): v for k, v in self.headers.items()},
-                               self.rfile.read(length))
+                got = Received(
+                    "POST",
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    self.rfile.read(length),
+                )
                 with server._lock:
                     server.received.append(got)
                 try:
@@ -144,18 +153,36 @@ class ModelServer:
 # -- response bodies ------------------------------------------------------------------------------
 
 
-def claude_message(text: str | None, *, input_tokens: int = 10, output_tokens: int = 5,
-                   cache_read: int | None = None, cache_write: int | None = None,
-                   stop_reason: str = "end_turn", model: str = "claude-haiku-4-5",
-                   content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    blocks = content if content is not None else ([{"type": "text", "text": text}]
-                                                  if text is not None else [])
+def claude_message(
+    text: str | None,
+    *,
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    cache_read: int | None = None,
+    cache_write: int | None = None,
+    stop_reason: str = "end_turn",
+    model: str = "claude-haiku-4-5",
+    content: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    blocks = (
+        content
+        if content is not None
+        else ([{"type": "text", "text": text}] if text is not None else [])
+    )
     return {
-        "id": "msg_test", "type": "message", "role": "assistant", "model": model,
-        "content": blocks, "stop_reason": stop_reason, "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
-                  "cache_read_input_tokens": cache_read,
-                  "cache_creation_input_tokens": cache_write},
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cache_read_input_tokens": cache_read,
+            "cache_creation_input_tokens": cache_write,
+        },
     }
 
 
@@ -163,17 +190,34 @@ def claude_error(status: int, kind: str, message: str = "try again") -> Reply:
     return Reply(status, {"type": "error", "error": {"type": kind, "message": message}})
 
 
-def chat_completion(text: str | None, *, prompt_tokens: int = 10, completion_tokens: int = 5,
-                    cached: int | None = None, finish_reason: str = "stop",
-                    usage: bool = True, model: str = "local-model") -> dict[str, Any]:
+def chat_completion(
+    text: str | None,
+    *,
+    prompt_tokens: int = 10,
+    completion_tokens: int = 5,
+    cached: int | None = None,
+    finish_reason: str = "stop",
+    usage: bool = True,
+    model: str = "local-model",
+) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "id": "chatcmpl-test", "object": "chat.completion", "model": model,
-        "choices": [{"index": 0, "finish_reason": finish_reason,
-                     "message": {"role": "assistant", "content": text}}],
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": finish_reason,
+                "message": {"role": "assistant", "content": text},
+            }
+        ],
     }
     if usage:
-        body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                         "total_tokens": prompt_tokens + completion_tokens}
+        body["usage"] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
         if cached is not None:
             body["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
     return body
@@ -187,9 +231,9 @@ def scripted(replies: Iterable[Reply]) -> Responder:
     def respond(_got: Received) -> Reply:
         with lock:
             if not queue:
-                return Reply(500, {"error": {"type": "test_script",
-                                             "message": "script exhausted"}})
+                return Reply(500, {"error": {"type": "test_script", "message": "script exhausted"}})
             return queue.pop(0)
+
     return respond
 
 
@@ -213,9 +257,15 @@ class SimulatedModel:
     tokenizer of about four bytes a token would, with the system prompt billed as a cache
     read."""
 
-    def __init__(self, *, fabricate: bool = True, later_rounds: bool = True,
-                 throttle_first_mine: bool = False, output_factor: float | None = None,
-                 mine_delay_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        fabricate: bool = True,
+        later_rounds: bool = True,
+        throttle_first_mine: bool = False,
+        output_factor: float | None = None,
+        mine_delay_s: float = 0.0,
+    ) -> None:
         self.fabricate = fabricate
         self.later_rounds = later_rounds
         # A server that ignores the limit: report `output_factor` x the request's max_tokens
@@ -240,9 +290,13 @@ class SimulatedModel:
             if rnd == 1:
                 subs = [{"text": p.text, "query": p.query} for p in plan_questions(question)[:3]]
             elif rnd == 2 and self.later_rounds and _field(user, "Contradictions found") != "0":
-                subs = [{"text": f"Which newer studies settle the disagreement about "
-                                 f"{topic_of(question)}?",
-                         "query": f"{topic_of(question)} newer study"}]
+                subs = [
+                    {
+                        "text": f"Which newer studies settle the disagreement about "
+                        f"{topic_of(question)}?",
+                        "query": f"{topic_of(question)} newer study",
+                    }
+                ]
             else:
                 subs = []
             return json.dumps({"sub_questions": subs})
@@ -253,17 +307,22 @@ class SimulatedModel:
             claims = [{"text": d.text, "quote": d.quote} for d in mine_sentences(req)]
             if self.fabricate and claims:
                 first = claims[0]["quote"]
-                claims.append({"text": "A paraphrase the page never printed.",
-                               "quote": first.replace(" ", "  ").replace("e", "E", 1)
-                               + " and this was not in the page"})
+                claims.append(
+                    {
+                        "text": "A paraphrase the page never printed.",
+                        "quote": first.replace(" ", "  ").replace("e", "E", 1)
+                        + " and this was not in the page",
+                    }
+                )
                 claims.append({"text": "Too short to check.", "quote": first.split()[0]})
             return json.dumps({"claims": claims})
         if skill == "judge":
             verdicts = []
             for m in _PAIR.finditer(user):
                 v = judge_pair(m.group(2), m.group(3))
-                verdicts.append({"index": int(m.group(1)), "relation": v.relation,
-                                 "rationale": v.rationale})
+                verdicts.append(
+                    {"index": int(m.group(1)), "relation": v.relation, "rationale": v.rationale}
+                )
             return json.dumps({"verdicts": verdicts})
         if skill == "write":
             # Sentences bound to finding numbers, as the prompt asks: one paraphrase-like
@@ -293,9 +352,14 @@ class SimulatedModel:
             with self._lock:
                 throttle, self.throttle_first_mine = self.throttle_first_mine, False
             if throttle:
-                return Reply(429, {"type": "error", "error": {"type": "rate_limit_error",
-                                                              "message": "slow down"}},
-                             {"retry-after": "0"})
+                return Reply(
+                    429,
+                    {
+                        "type": "error",
+                        "error": {"type": "rate_limit_error", "message": "slow down"},
+                    },
+                    {"retry-after": "0"},
+                )
         text = self.answer(got)
         fresh, out, cached = self.usage(got, text)
         body = got.json
@@ -307,9 +371,24 @@ class SimulatedModel:
         with self._lock:
             self.usages.append((got.skill, body.get("model", ""), fresh, out, cached))
         if got.path.endswith("/chat/completions"):
-            return Reply(200, chat_completion(text, prompt_tokens=fresh + cached,
-                                              completion_tokens=out, cached=cached,
-                                              model=body.get("model", "")))
-        return Reply(200, claude_message(text, input_tokens=fresh, output_tokens=out,
-                                         cache_read=cached, cache_write=0,
-                                         model=body.get("model", "")))
+            return Reply(
+                200,
+                chat_completion(
+                    text,
+                    prompt_tokens=fresh + cached,
+                    completion_tokens=out,
+                    cached=cached,
+                    model=body.get("model", ""),
+                ),
+            )
+        return Reply(
+            200,
+            claude_message(
+                text,
+                input_tokens=fresh,
+                output_tokens=out,
+                cache_read=cached,
+                cache_write=0,
+                model=body.get("model", ""),
+            ),
+        )

@@ -27,8 +27,18 @@ RECORDING_KEY = "sk-ant-recording-not-a-real-key"
 
 
 def research_args(*extra: str) -> list[str]:
-    return ["research", QUESTION, "--usd", USD, "--corpus", str(CORPUS),
-            "--session-id", SESSION_ID, "--no-report-print", *extra]
+    return [
+        "research",
+        QUESTION,
+        "--usd",
+        USD,
+        "--corpus",
+        str(CORPUS),
+        "--session-id",
+        SESSION_ID,
+        "--no-report-print",
+        *extra,
+    ]
 
 
 def prepare_home(root: Path) -> None:
@@ -47,8 +57,10 @@ def main() -> int:
     from tests.model_server import ModelServer, SimulatedModel
 
     cwd = os.getcwd()
-    with tempfile.TemporaryDirectory() as tmp, \
-            ModelServer(SimulatedModel(throttle_first_mine=True)) as server:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        ModelServer(SimulatedModel(throttle_first_mine=True)) as server,
+    ):
         prepare_home(Path(tmp))
         os.environ["ANTHROPIC_API_KEY"] = RECORDING_KEY
         os.environ["ANTHROPIC_BASE_URL"] = server.url

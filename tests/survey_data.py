@@ -14,10 +14,22 @@ import random
 from pathlib import Path
 
 ROWS = 40_000
-BIG_REGIONS = {"north": 0.22, "south": 0.2, "east": 0.18, "west": 0.16, "central": 0.14,
-               "coast": 0.10}
-REGION_EFFECT = {"north": 6000.0, "south": -4000.0, "east": 2500.0, "west": 0.0,
-                 "central": 1000.0, "coast": -1500.0}
+BIG_REGIONS = {
+    "north": 0.22,
+    "south": 0.2,
+    "east": 0.18,
+    "west": 0.16,
+    "central": 0.14,
+    "coast": 0.10,
+}
+REGION_EFFECT = {
+    "north": 6000.0,
+    "south": -4000.0,
+    "east": 2500.0,
+    "west": 0.0,
+    "central": 1000.0,
+    "coast": -1500.0,
+}
 RARE_REGIONS = ["Isle of Rum", "Far Skerry", "Far Skerry", "Lone Atoll"]
 BIG_PLANS = {"basic": 0.5, "plus": 0.32, "pro": 0.18}
 PLAN_EFFECT = {"basic": 0.0, "plus": 5000.0, "pro": 12000.0, "legacy": 0.0, "trial": 0.0}
@@ -25,9 +37,30 @@ RENEW_RATE = {"basic": 0.55, "plus": 0.68, "pro": 0.81, "legacy": 0.5, "trial": 
 RARE_PLANS = ["legacy"] * 3 + ["trial"] * 4
 # The one income a single-row leak would reveal (the first rare region's row).
 RARE_INCOME = 123456.78
-_WORDS = ["service", "slow", "support", "friendly", "billing", "confusing", "app", "crashes",
-          "sometimes", "great", "value", "would", "recommend", "price", "too", "high",
-          "onboarding", "smooth", "delivery", "late", "quality", "fine"]
+_WORDS = [
+    "service",
+    "slow",
+    "support",
+    "friendly",
+    "billing",
+    "confusing",
+    "app",
+    "crashes",
+    "sometimes",
+    "great",
+    "value",
+    "would",
+    "recommend",
+    "price",
+    "too",
+    "high",
+    "onboarding",
+    "smooth",
+    "delivery",
+    "late",
+    "quality",
+    "fine",
+]
 
 
 def note_marker(i: int) -> str:
@@ -44,8 +77,11 @@ def phone_of(i: int) -> str:
 
 def write_survey(path: Path, rows: int = ROWS, seed: int = 7) -> Path:
     rng = random.Random(seed)
-    regions = rng.choices(list(BIG_REGIONS), weights=list(BIG_REGIONS.values()),
-                          k=rows - len(RARE_REGIONS) - len(RARE_PLANS))
+    regions = rng.choices(
+        list(BIG_REGIONS),
+        weights=list(BIG_REGIONS.values()),
+        k=rows - len(RARE_REGIONS) - len(RARE_PLANS),
+    )
     plans = rng.choices(list(BIG_PLANS), weights=list(BIG_PLANS.values()), k=len(regions))
     # Rare regions get a big plan, rare plans a big region, so each small group is small in
     # exactly one column.
@@ -57,23 +93,53 @@ def write_survey(path: Path, rows: int = ROWS, seed: int = 7) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["respondent_id", "email", "phone", "region", "plan", "age", "income",
-                    "satisfaction", "renewed", "signup_date", "notes"])
+        w.writerow(
+            [
+                "respondent_id",
+                "email",
+                "phone",
+                "region",
+                "plan",
+                "age",
+                "income",
+                "satisfaction",
+                "renewed",
+                "signup_date",
+                "notes",
+            ]
+        )
         for n, j in enumerate(order):
             i = n + 1
             region, plan = regions[j], plans[j]
             age = rng.randint(18, 90)
-            income = (42000 + REGION_EFFECT.get(region, 0.0) + PLAN_EFFECT[plan]
-                      + 150 * (age - 40) + rng.gauss(0, 9000))
+            income = (
+                42000
+                + REGION_EFFECT.get(region, 0.0)
+                + PLAN_EFFECT[plan]
+                + 150 * (age - 40)
+                + rng.gauss(0, 9000)
+            )
             if region == RARE_REGIONS[0]:
                 income = RARE_INCOME
             satisfaction = min(5, max(1, round(rng.gauss(3.4 + (plan == "pro") * 0.5, 1.0))))
             renewed = "yes" if rng.random() < RENEW_RATE[plan] else "no"
             words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 14)))
             note = f"{note_marker(i)} {words}, said {region} customer"
-            w.writerow([i, email_of(i), phone_of(i), region, plan, age, f"{income:.2f}",
-                        satisfaction, renewed, (start + dt.timedelta(days=j % 900)).isoformat(),
-                        note])
+            w.writerow(
+                [
+                    i,
+                    email_of(i),
+                    phone_of(i),
+                    region,
+                    plan,
+                    age,
+                    f"{income:.2f}",
+                    satisfaction,
+                    renewed,
+                    (start + dt.timedelta(days=j % 900)).isoformat(),
+                    note,
+                ]
+            )
     return path
 
 
@@ -104,6 +170,8 @@ def no_fold(guarded, result):  # noqa: ANN001, ANN201
     """A broken gate for falsification tests: every group named, whatever its size (stands in
     for gate.fold_rows)."""
     nk, nv = len(guarded.keys), len(guarded.values)
-    rows = [{"keys": list(r[:nk]), "n": int(r[nk + nv]), "values": list(r[nk:nk + nv])}
-            for r in result]
+    rows = [
+        {"keys": list(r[:nk]), "n": int(r[nk + nv]), "values": list(r[nk : nk + nv])}
+        for r in result
+    ]
     return rows, False, min(r["n"] for r in rows)

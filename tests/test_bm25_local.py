@@ -78,8 +78,12 @@ def test_bm25_property(docs: list[list[str]], query: list[str], k: int) -> None:
         assert (s > 0) == bool(set(doc) & set(query))
     top = bm.top(query, k)
     assert len(top) <= k
-    assert [i for i, _ in top] == [i for i, _ in sorted(
-        ((i, s) for i, s in enumerate(scores) if s > 0), key=lambda p: (-p[1], p[0]))][:k]
+    assert [i for i, _ in top] == [
+        i
+        for i, _ in sorted(
+            ((i, s) for i, s in enumerate(scores) if s > 0), key=lambda p: (-p[1], p[0])
+        )
+    ][:k]
 
 
 # --- corpus fixtures ---------------------------------------------------------------------------
@@ -123,10 +127,14 @@ population and track its decline over the decades.</p>
 </article></body></html>
 """
 
-LATIN1_DE = ("Die Straße führt über die Brücke zum Schloß. Müller und Größe sind häufige Wörter "
-             "im Deutschen, außerdem schöne Grüße aus München.\n")
-LATIN1_FR = ("Le café crème est servi très chaud dans la brasserie. La crème brûlée est "
-             "délicieuse après le dîner, et le gâteau à la française aussi.\n")
+LATIN1_DE = (
+    "Die Straße führt über die Brücke zum Schloß. Müller und Größe sind häufige Wörter "
+    "im Deutschen, außerdem schöne Grüße aus München.\n"
+)
+LATIN1_FR = (
+    "Le café crème est servi très chaud dans la brasserie. La crème brûlée est "
+    "délicieuse après le dîner, et le gâteau à la française aussi.\n"
+)
 
 
 @pytest.fixture
@@ -190,8 +198,11 @@ def test_open_folder_with_only_unreadable_documents(tmp_path: Path) -> None:
     root.mkdir()
     (root / "a.txt").write_bytes(b"\x00\x01\x02binary")
     (root / "b.md").write_text("---\ntitle: empty\n---\n\n", "utf-8")
-    with pytest.raises(CorpusError, match=r"all 2 documents were skipped \(binary content: 1, "
-                                          r"no text after extraction: 1\)"):
+    with pytest.raises(
+        CorpusError,
+        match=r"all 2 documents were skipped \(binary content: 1, "
+        r"no text after extraction: 1\)",
+    ):
         _open(root, tmp_path)
     assert not (tmp_path / "idx").exists() or not list((tmp_path / "idx").glob("*.json"))
 
@@ -251,9 +262,12 @@ def test_html_metadata(corpus_dir: Path, tmp_path: Path) -> None:
 def test_html_without_canonical_gets_corpus_url(tmp_path: Path) -> None:
     root = tmp_path / "h"
     root.mkdir()
-    (root / "page.htm").write_text(HTML.replace(
-        '<link rel="canonical" href="https://www.nature-notes.example.com/monarchs">', ""),
-        "utf-8")
+    (root / "page.htm").write_text(
+        HTML.replace(
+            '<link rel="canonical" href="https://www.nature-notes.example.com/monarchs">', ""
+        ),
+        "utf-8",
+    )
     doc = _open(root, tmp_path).documents[0]
     assert doc.url == "corpus:page.htm"
 
@@ -319,8 +333,9 @@ def _fail_build(root: Path) -> None:
     raise AssertionError("build_index called although the cache is fresh")
 
 
-def test_index_cached_and_reused(corpus_dir: Path, tmp_path: Path,
-                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_index_cached_and_reused(
+    corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first = _open(corpus_dir, tmp_path)
     caches = list((tmp_path / "idx").glob("corpus-*.json"))
     assert len(caches) == 1
@@ -332,12 +347,14 @@ def test_index_cached_and_reused(corpus_dir: Path, tmp_path: Path,
     assert [d.url for d in second.documents] == [d.url for d in first.documents]
     assert [d.published for d in second.documents] == [d.published for d in first.documents]
     assert [(s.path, s.reason) for s in second.skipped] == [
-        (s.path, s.reason) for s in first.skipped]
+        (s.path, s.reason) for s in first.skipped
+    ]
     assert second.search("turbine blades glass", 1)[0][0].metadata["path"] == "ash.md"
 
 
-def test_touching_a_file_triggers_rebuild(corpus_dir: Path, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_touching_a_file_triggers_rebuild(
+    corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _open(corpus_dir, tmp_path)
     target = corpus_dir / "tides.txt"
     st_ = target.stat()
@@ -397,7 +414,8 @@ def test_default_cache_dir_under_mole_home(corpus_dir: Path) -> None:
 
 
 def test_a_cache_from_other_indexing_code_is_rebuilt(
-        corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Seen: a demo-corpus cache written before a tokenizer change (INDEX_VERSION unchanged)
     kept its old terms, so the planner planned other facets than a fresh index gives and the
     demo lost its superseded finding. The cache now names the code that built it."""

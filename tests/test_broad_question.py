@@ -23,13 +23,18 @@ QUESTION = "What do the sources say?"
 
 def _report(tmp_path: Path, name: str) -> tuple[str, int]:
     store = Store(tmp_path / f"{name}.duckdb")
-    sid = create_session(store, QUESTION, Unit.TOKENS, 200_000,
-                         corpus=str(demo_corpus())).session_id
-    _, done = run_session(Run(store, Ledger(store), ExtractiveSkills(), sid,
-                              progress=lambda m: None))
+    sid = create_session(
+        store, QUESTION, Unit.TOKENS, 200_000, corpus=str(demo_corpus())
+    ).session_id
+    _, done = run_session(
+        Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None)
+    )
     store.close()
-    md = re.sub(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "generated <time>",
-                done.report.markdown.replace(sid, "<session>"))
+    md = re.sub(
+        r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC",
+        "generated <time>",
+        done.report.markdown.replace(sid, "<session>"),
+    )
     return md, done.report.findings
 
 

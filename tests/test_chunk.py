@@ -11,10 +11,41 @@ from mole_dag.chunk import DEFAULT_MAX_BYTES, MIN_FRACTION, chunk_bytes, chunk_t
 # Pieces that stress the boundary logic: CJK (3-byte), emoji (4-byte, ZWJ sequences, skin-tone
 # modifiers), combining marks, CRLF, blank lines, sentence ends, long runs without spaces.
 _PIECES = [
-    " ", "  ", "\t", "\n", "\r\n", "\n\n", "\r\n\r\n", "\n \n", ". ", "! ", "? ", ".\u201d ",
-    "。", "！", "？", "；", "…", "」", "中文字符", "日本語のテキスト", "한국어",
-    "😀", "👍🏽", "👨\u200d👩\u200d👧", "e\u0301", "a\u0308\u0323", "\u00a0", "\u3000",
-    "x" * 40, "ä" * 30, "漢" * 25, "🙂" * 12, "word", "Sentence", "Another one",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r\n",
+    "\n\n",
+    "\r\n\r\n",
+    "\n \n",
+    ". ",
+    "! ",
+    "? ",
+    ".\u201d ",
+    "。",
+    "！",
+    "？",
+    "；",
+    "…",
+    "」",
+    "中文字符",
+    "日本語のテキスト",
+    "한국어",
+    "😀",
+    "👍🏽",
+    "👨\u200d👩\u200d👧",
+    "e\u0301",
+    "a\u0308\u0323",
+    "\u00a0",
+    "\u3000",
+    "x" * 40,
+    "ä" * 30,
+    "漢" * 25,
+    "🙂" * 12,
+    "word",
+    "Sentence",
+    "Another one",
 ]
 
 _chars = st.characters(blacklist_categories=("Cs",))
@@ -109,8 +140,10 @@ def test_paragraph_break_preferred_over_sentence_end() -> None:
 
 
 def test_sentence_end_preferred_over_whitespace() -> None:
-    text = ("The first sentence ends right here. and then lowercase words continue "
-            "for a good while without any terminator at all in sight")
+    text = (
+        "The first sentence ends right here. and then lowercase words continue "
+        "for a good while without any terminator at all in sight"
+    )
     spans = chunk_text(text, 60)
     assert spans[0].text == "The first sentence ends right here. "
     _check_tiling(text, 60)

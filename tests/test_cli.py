@@ -94,8 +94,13 @@ def _env(tmp_path: Path) -> dict[str, str]:
     home.mkdir(exist_ok=True)
     shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
     env = dict(os.environ)
-    env.update({"MOLE_HOME": str(tmp_path / "mole-home"), "DAGSTER_HOME": str(home),
-                "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"})
+    env.update(
+        {
+            "MOLE_HOME": str(tmp_path / "mole-home"),
+            "DAGSTER_HOME": str(home),
+            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        }
+    )
     env.pop("MOLE_DB", None)
     return env
 
@@ -103,9 +108,21 @@ def _env(tmp_path: Path) -> dict[str, str]:
 def test_research_end_to_end_in_the_dagster_instance(tmp_path: Path, mini_corpus: Path) -> None:
     env = _env(tmp_path)
     out = subprocess.run(
-        [str(BIN / "mole"), "research", "Does green tea affect sleep and stroke risk?",
-         "--tokens", "20000", "--corpus", str(mini_corpus)],
-        capture_output=True, text=True, env=env, timeout=300, check=False)
+        [
+            str(BIN / "mole"),
+            "research",
+            "Does green tea affect sleep and stroke risk?",
+            "--tokens",
+            "20000",
+            "--corpus",
+            str(mini_corpus),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     sid = next(line.split()[1] for line in lines if line.startswith("session "))
@@ -118,20 +135,46 @@ def test_research_end_to_end_in_the_dagster_instance(tmp_path: Path, mini_corpus
     runs = list((tmp_path / "dagster-home" / "history" / "runs").iterdir())
     assert runs, "no run storage under DAGSTER_HOME"
 
-    shown = subprocess.run([str(BIN / "mole"), "show", sid], capture_output=True, text=True,
-                           env=env, timeout=120, check=False)
+    shown = subprocess.run(
+        [str(BIN / "mole"), "show", sid],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert shown.returncode == 0 and f"session {sid}" in shown.stdout
     assert "status    done" in shown.stdout
-    listed = subprocess.run([str(BIN / "mole"), "sessions"], capture_output=True, text=True,
-                            env=env, timeout=120, check=False)
+    listed = subprocess.run(
+        [str(BIN / "mole"), "sessions"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert sid in listed.stdout
 
     # Re-materialising the whole graph for the finished session works from Dagster's own CLI.
     again = subprocess.run(
-        [str(BIN / "dagster"), "asset", "materialize", "-m", "assets.definitions",
-         "--select", "*", "--partition", sid],
-        capture_output=True, text=True, env=env, cwd=env["DAGSTER_HOME"], timeout=300,
-        check=False)
+        [
+            str(BIN / "dagster"),
+            "asset",
+            "materialize",
+            "-m",
+            "assets.definitions",
+            "--select",
+            "*",
+            "--partition",
+            sid,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=env["DAGSTER_HOME"],
+        timeout=300,
+        check=False,
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     with Store(Path(env["MOLE_HOME"]) / "mole.duckdb") as st:
         assert st.scalar("SELECT count(*) FROM reports WHERE session_id = ?", [sid]) == 2
@@ -141,10 +184,24 @@ def test_research_end_to_end_in_the_dagster_instance(tmp_path: Path, mini_corpus
 
     # The README's form: the session's research assets only.
     research = subprocess.run(
-        [str(BIN / "dagster"), "asset", "materialize", "-m", "assets.definitions",
-         "--select", "group:research", "--partition", sid],
-        capture_output=True, text=True, env=env, cwd=env["DAGSTER_HOME"], timeout=300,
-        check=False)
+        [
+            str(BIN / "dagster"),
+            "asset",
+            "materialize",
+            "-m",
+            "assets.definitions",
+            "--select",
+            "group:research",
+            "--partition",
+            sid,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=env["DAGSTER_HOME"],
+        timeout=300,
+        check=False,
+    )
     assert research.returncode == 0, research.stderr[-2000:]
     assert "regrounding" not in research.stderr and "spend_by_role_stage" not in research.stderr
 
@@ -155,15 +212,31 @@ def test_materialize_of_an_unknown_session_is_refused_before_any_run(tmp_path: P
     names the partition."""
     env = _env(tmp_path)
     out = subprocess.run(
-        [str(BIN / "dagster"), "asset", "materialize", "-m", "assets.definitions",
-         "--select", "group:research", "--partition", "no-such-session"],
-        capture_output=True, text=True, env=env, cwd=env["DAGSTER_HOME"], timeout=120,
-        check=False)
+        [
+            str(BIN / "dagster"),
+            "asset",
+            "materialize",
+            "-m",
+            "assets.definitions",
+            "--select",
+            "group:research",
+            "--partition",
+            "no-such-session",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=env["DAGSTER_HOME"],
+        timeout=120,
+        check=False,
+    )
     assert out.returncode != 0
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("dagster._core.errors.DagsterInvalidSubsetError: All selected assets "
-                           "must have a PartitionsDefinition containing the passed partition "
-                           "key `no-such-session`"), last
+    assert last.startswith(
+        "dagster._core.errors.DagsterInvalidSubsetError: All selected assets "
+        "must have a PartitionsDefinition containing the passed partition "
+        "key `no-such-session`"
+    ), last
     assert not (Path(env["MOLE_HOME"]) / "mole.duckdb").exists(), "no asset ran"
 
 

@@ -29,6 +29,7 @@ def _one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str
 
 # -- budgets --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
@@ -83,8 +84,7 @@ def test_tool_arguments_are_worded_without_dashes() -> None:
 
 # -- the store: read-only commands never create or modify it ---------------------------------
 
-READ_COMMANDS = [["sessions"], ["show", "s1"], ["trace", "s1"], ["eval", "s1"],
-                 ["crossings", "s1"]]
+READ_COMMANDS = [["sessions"], ["show", "s1"], ["trace", "s1"], ["eval", "s1"], ["crossings", "s1"]]
 
 
 def _sha(path: Path) -> str:
@@ -100,8 +100,9 @@ def good_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # catalogue then lands at the end of the file, the layout the truncation cases below cut.
     with Store(db) as st, st.read() as pin:
         Ledger(st).create_session("q?", Unit.TOKENS, 1000, session_id="s1")
-        pin.execute("CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS h "
-                    "FROM range(200000)")
+        pin.execute(
+            "CREATE TABLE filler AS SELECT range AS i, md5(range::VARCHAR) AS h FROM range(200000)"
+        )
         pin.execute("CHECKPOINT")
     return db
 
@@ -123,8 +124,11 @@ def test_read_commands_do_not_create_a_store(
 @pytest.mark.parametrize("argv", READ_COMMANDS, ids=lambda a: a[0])
 @pytest.mark.parametrize("keep", [0.3, 0.8, 0.9])
 def test_truncated_store_is_one_line_and_left_unchanged(
-    argv: list[str], keep: float, good_store: Path, tmp_path: Path,
-    capsys: pytest.CaptureFixture[str]
+    argv: list[str],
+    keep: float,
+    good_store: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     _truncated_case(argv, keep, good_store, tmp_path, capsys)
 
@@ -136,8 +140,11 @@ def test_research_refuses_a_store_it_cannot_open(
 
 
 def _truncated_case(
-    argv: list[str], keep: float, good_store: Path, tmp_path: Path,
-    capsys: pytest.CaptureFixture[str]
+    argv: list[str],
+    keep: float,
+    good_store: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     data = good_store.read_bytes()
     db = tmp_path / "truncated.duckdb"
@@ -155,7 +162,7 @@ def test_damaged_block_is_reported_as_a_damaged_store(
     # Same length, garbage in the middle: only DuckDB's block checksums can tell.
     data = bytearray(good_store.read_bytes())
     mid = len(data) // 2 // 4096 * 4096
-    data[mid: mid + 65536] = b"\xa5" * 65536
+    data[mid : mid + 65536] = b"\xa5" * 65536
     db = tmp_path / "damaged.duckdb"
     db.write_bytes(bytes(data))
     before = _sha(db)
@@ -166,8 +173,10 @@ def test_damaged_block_is_reported_as_a_damaged_store(
             continue
         assert code == 2 and len(err.splitlines()) == 1, err
         assert f"{db} is not a readable mole store" in err
-    with pytest.raises(StoreError, match="not a readable mole store"), \
-            Store(db, read_only=True) as st:
+    with (
+        pytest.raises(StoreError, match="not a readable mole store"),
+        Store(db, read_only=True) as st,
+    ):
         st.scalar("SELECT sum(i), max(h) FROM filler")
     assert _sha(db) == before
 
@@ -203,8 +212,9 @@ def _no_raw_controls(text: str) -> None:
         assert ch not in text, repr(text)
 
 
-def test_listings_escape_controls_and_bidi(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_listings_escape_controls_and_bidi(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "hostile.duckdb"
     with Store(db) as st:
         Ledger(st).create_session(HOSTILE, Unit.TOKENS, 1000, session_id="s1")

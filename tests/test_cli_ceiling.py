@@ -41,8 +41,10 @@ class OverrunAfter(SimulatedModel):
 def real_spend(model: SimulatedModel) -> int:
     """What the provider would bill: every answer's logged usage, priced."""
     table = PriceTable.load()
-    return sum(table.cost(m, Usage(fresh, out, cached), Unit.USD_MICROS)
-               for _skill, m, fresh, out, cached in model.usages)
+    return sum(
+        table.cost(m, Usage(fresh, out, cached), Unit.USD_MICROS)
+        for _skill, m, fresh, out, cached in model.usages
+    )
 
 
 @pytest.fixture
@@ -50,16 +52,34 @@ def openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-ceiling")
 
 
-def _research(server: ModelServer, corpus: Path, usd: str, sid: str,
-              monkeypatch: pytest.MonkeyPatch) -> int:
+def _research(
+    server: ModelServer, corpus: Path, usd: str, sid: str, monkeypatch: pytest.MonkeyPatch
+) -> int:
     monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    return cli.main(["research", QUESTION, "--usd", usd, "--corpus", str(corpus),
-                     "--provider", "openai", "--session-id", sid, "--no-report-print"])
+    return cli.main(
+        [
+            "research",
+            QUESTION,
+            "--usd",
+            usd,
+            "--corpus",
+            str(corpus),
+            "--provider",
+            "openai",
+            "--session-id",
+            sid,
+            "--no-report-print",
+        ]
+    )
 
 
 def test_overrun_stops_dispatch_and_counts_everywhere(
-        dagster_home: Path, mini_corpus: Path, openai_env: None,
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    dagster_home: Path,
+    mini_corpus: Path,
+    openai_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     model = OverrunAfter(honest=2)
     with ModelServer(model) as server:
         code = _research(server, mini_corpus, "0.50", "s-over", monkeypatch)
@@ -73,8 +93,10 @@ def test_overrun_stops_dispatch_and_counts_everywhere(
     try:
         ledger = Ledger(store)
         bal = ledger.balance("s-over")
-        first_excess = store.scalar("SELECT overrun FROM tool_calls WHERE session_id = 's-over' "
-                                    "AND overrun > 0 ORDER BY completed_at LIMIT 1")
+        first_excess = store.scalar(
+            "SELECT overrun FROM tool_calls WHERE session_id = 's-over' "
+            "AND overrun > 0 ORDER BY completed_at LIMIT 1"
+        )
         real = real_spend(model)
         assert real == bal.spent + bal.overrun  # the ledger holds every micro-dollar billed
         assert real <= bal.total + first_excess
@@ -89,8 +111,9 @@ def test_overrun_stops_dispatch_and_counts_everywhere(
         md = store.scalar("SELECT markdown FROM reports WHERE session_id = 's-over'")
         assert "The writer could not be afforded" in md
         # spend_by_role_stage and the scorecard carry the overrun too.
-        view = store.scalar("SELECT sum(spent) FROM spend_by_role_stage "
-                            "WHERE session_id = 's-over'")
+        view = store.scalar(
+            "SELECT sum(spent) FROM spend_by_role_stage WHERE session_id = 's-over'"
+        )
         assert view == real
         over = next(m for m in scorecard(store, "s-over") if m.name == "budget_overshoot_pct")
         assert f"spent ${real / 1e6:.6f}" in over.detail
@@ -102,8 +125,12 @@ def test_overrun_stops_dispatch_and_counts_everywhere(
 
 
 def test_overrun_on_the_first_call_dispatches_nothing_more(
-        dagster_home: Path, mini_corpus: Path, openai_env: None,
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    dagster_home: Path,
+    mini_corpus: Path,
+    openai_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     model = SimulatedModel(output_factor=2.0)
     with ModelServer(model) as server:
         _research(server, mini_corpus, "0.50", "s-over1", monkeypatch)
@@ -119,8 +146,13 @@ def test_overrun_on_the_first_call_dispatches_nothing_more(
 
 @pytest.mark.parametrize("usd", ["0.01", "0.015"])  # the planner bound here is $0.0136
 def test_budget_too_small_for_the_first_call(
-        usd: str, dagster_home: Path, mini_corpus: Path, openai_env: None,
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    usd: str,
+    dagster_home: Path,
+    mini_corpus: Path,
+    openai_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     model = SimulatedModel()
     with ModelServer(model) as server:
         code = _research(server, mini_corpus, usd, "s-small", monkeypatch)
@@ -128,7 +160,8 @@ def test_budget_too_small_for_the_first_call(
     assert code == cli.EXIT_USAGE
     lines = [ln for ln in err.splitlines() if ln.startswith("mole")]
     assert len(lines) == 1 and lines[0].startswith(
-        "mole: budget too small: the planner needs at least $"), err
+        "mole: budget too small: the planner needs at least $"
+    ), err
     # Progress lines ("  · ...") may precede it; nothing else does.
     rest = [ln for ln in err.splitlines() if not ln.startswith(("  · ", "session ", "round "))]
     assert rest == lines, err

@@ -23,7 +23,8 @@ def _one_line(err: str) -> str:
 
 
 def test_an_unknown_session_is_one_line_and_nothing_runs(
-        dagster_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dagster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     Store(default_store_path()).close()  # a store with no such session
     code = cli.main(["materialize", "no-such-session"])
     err = capsys.readouterr().err
@@ -34,8 +35,9 @@ def test_an_unknown_session_is_one_line_and_nothing_runs(
     assert not list(dagster_home.glob("history/runs/*.db")), "no Dagster run was made"
 
 
-def test_a_missing_store_is_one_line(dagster_home: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_store_is_one_line(
+    dagster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = cli.main(["materialize", "s-1"])
     assert code == cli.EXIT_USAGE
     assert "no store" in _one_line(capsys.readouterr().err)
@@ -43,10 +45,12 @@ def test_a_missing_store_is_one_line(dagster_home: Path,
 
 
 def test_a_selection_that_matches_nothing_is_one_line(
-        dagster_home: Path, mini_corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dagster_home: Path, mini_corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with Store(default_store_path()) as st:
-        sid = create_session(st, "Does green tea affect sleep?", Unit.TOKENS, 10_000,
-                             corpus=str(mini_corpus)).session_id
+        sid = create_session(
+            st, "Does green tea affect sleep?", Unit.TOKENS, 10_000, corpus=str(mini_corpus)
+        ).session_id
     code = cli.main(["materialize", sid, "--select", "no_such_asset"])
     assert code == cli.EXIT_USAGE
     line = _one_line(capsys.readouterr().err)
@@ -54,13 +58,15 @@ def test_a_selection_that_matches_nothing_is_one_line(
 
 
 def test_a_known_session_gets_a_round_and_a_report(
-        dagster_home: Path, mini_corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dagster_home: Path, mini_corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A session the store knows but this instance does not (made outside Dagster): its
     partition is added and the research group materialised, as the README's Dagster command
     would after `mole research`."""
     with Store(default_store_path()) as st:
-        sid = create_session(st, "Does green tea affect sleep?", Unit.TOKENS, 10_000,
-                             corpus=str(mini_corpus)).session_id
+        sid = create_session(
+            st, "Does green tea affect sleep?", Unit.TOKENS, 10_000, corpus=str(mini_corpus)
+        ).session_id
     code = cli.main(["materialize", sid])
     out, err = capsys.readouterr()
     assert code == 0, err

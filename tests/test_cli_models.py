@@ -36,15 +36,20 @@ def _recorded_spend(path: Path) -> tuple[int, int]:
             continue
         model = json.loads(ex.body)["model"]
         u = json.loads(ex.response)["usage"]
-        usage = Usage(u["input_tokens"], u["output_tokens"], u.get("cache_read_input_tokens") or 0,
-                      u.get("cache_creation_input_tokens") or 0)
+        usage = Usage(
+            u["input_tokens"],
+            u["output_tokens"],
+            u.get("cache_read_input_tokens") or 0,
+            u.get("cache_creation_input_tokens") or 0,
+        )
         total += table.cost(model, usage, Unit.USD_MICROS)
         answers += 1
     return total, answers
 
 
 def test_recorded_claude_session_replays_through_dagster(
-        dagster_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dagster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert CASSETTE.is_file(), "record it with: .venv/bin/python -m tests.record_cassette"
     code = cli.main(research_args("--provider", "cassette", "--cassette", str(CASSETTE)))
     out, err = capsys.readouterr()
@@ -96,17 +101,21 @@ def test_recorded_claude_session_replays_through_dagster(
         instance.dispose()
 
 
-def test_replaying_under_another_session_id_misses(dagster_home: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_replaying_under_another_session_id_misses(
+    dagster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     args = research_args("--provider", "cassette", "--cassette", str(CASSETTE))
     args[args.index("--session-id") + 1] = "some-other-id"
     assert cli.main(args) == cli.EXIT_FAILED
     assert "record it again" in capsys.readouterr().err
 
 
-def test_record_via_cli_then_replay(dagster_home: Path, tmp_path: Path,
-                                    monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_record_via_cli_then_replay(
+    dagster_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     tape = tmp_path / "fresh.jsonl"
     with ModelServer(SimulatedModel()) as server:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-cli-test")
@@ -135,22 +144,30 @@ def _refused(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_usd_session_with_an_unpriced_model_is_refused_before_any_call(
-        dagster_home: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    dagster_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     with ModelServer(SimulatedModel()) as server:
         cfg = config_path()
         cfg.parent.mkdir(parents=True, exist_ok=True)
-        cfg.write_text(json.dumps({"openai": {"base_url": f"{server.url}/v1",
-                                              "models": {"cheap": "llama3.1:8b",
-                                                         "strong": "llama3.1:70b"}}}))
+        cfg.write_text(
+            json.dumps(
+                {
+                    "openai": {
+                        "base_url": f"{server.url}/v1",
+                        "models": {"cheap": "llama3.1:8b", "strong": "llama3.1:70b"},
+                    }
+                }
+            )
+        )
         cfg.chmod(0o600)
         err = _refused(["research", QUESTION, "--usd", "0.10", "--provider", "openai"], capsys)
         assert "'llama3.1:8b' has no price" in err and "--tokens" in err
     assert server.received == []
 
 
-def test_shared_config_file_is_refused(dagster_home: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_shared_config_file_is_refused(
+    dagster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = config_path()
     cfg.parent.mkdir(parents=True, exist_ok=True)
     cfg.write_text(json.dumps({"provider": "anthropic", "anthropic": {"api_key": "sk-x-1234"}}))
@@ -159,37 +176,58 @@ def test_shared_config_file_is_refused(dagster_home: Path,
     assert f"chmod 600 {cfg}" in err and "sk-x-1234" not in err
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--provider", "gemini"], "unknown provider 'gemini'"),
-    (["--provider", "anthropic"], "no Anthropic API key"),
-    (["--provider", "cassette"], "needs a recording"),
-    (["--provider", "cassette", "--cassette", "/nonexistent/tape.jsonl"], "no cassette at"),
-    (["--provider", "extractive", "--cassette", "x.jsonl"], "--cassette is the recording for"),
-    (["--provider", "extractive", "--record", "x.jsonl"], "makes none"),
-    (["--session-id", "../escape"], "--session-id"),
-])
-def test_bad_provider_arguments_are_refused(extra: list[str], message: str, dagster_home: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--provider", "gemini"], "unknown provider 'gemini'"),
+        (["--provider", "anthropic"], "no Anthropic API key"),
+        (["--provider", "cassette"], "needs a recording"),
+        (["--provider", "cassette", "--cassette", "/nonexistent/tape.jsonl"], "no cassette at"),
+        (["--provider", "extractive", "--cassette", "x.jsonl"], "--cassette is the recording for"),
+        (["--provider", "extractive", "--record", "x.jsonl"], "makes none"),
+        (["--session-id", "../escape"], "--session-id"),
+    ],
+)
+def test_bad_provider_arguments_are_refused(
+    extra: list[str], message: str, dagster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     err = _refused(["research", QUESTION, "--usd", "0.10", *extra], capsys)
     assert message in err
 
 
-def test_record_refuses_an_existing_file(dagster_home: Path, tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_record_refuses_an_existing_file(
+    dagster_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     existing = tmp_path / "old.jsonl"
     existing.write_text("keep me\n")
-    err = _refused(["research", QUESTION, "--usd", "0.10", "--provider", "anthropic",
-                    "--record", str(existing)], capsys)
+    err = _refused(
+        [
+            "research",
+            QUESTION,
+            "--usd",
+            "0.10",
+            "--provider",
+            "anthropic",
+            "--record",
+            str(existing),
+        ],
+        capsys,
+    )
     assert "the file exists" in err
     assert existing.read_text() == "keep me\n"
 
 
-def test_show_prints_discards_and_spend_by_model(dagster_home: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(research_args("--provider", "cassette", "--cassette", str(CASSETTE),
-                                  "--quiet")) == 0
+def test_show_prints_discards_and_spend_by_model(
+    dagster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        cli.main(research_args("--provider", "cassette", "--cassette", str(CASSETTE), "--quiet"))
+        == 0
+    )
     capsys.readouterr()
     assert cli.main(["show", SESSION_ID]) == 0
     out = capsys.readouterr().out
@@ -198,18 +236,35 @@ def test_show_prints_discards_and_spend_by_model(dagster_home: Path,
 
 
 def test_record_writes_nothing_when_refused_before_any_call(
-        dagster_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    dagster_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     tape = tmp_path / "never.jsonl"
-    err = _refused(["research", QUESTION, "--usd", "0.10", "--provider", "anthropic",
-                    "--record", str(tape), "--corpus", str(tmp_path / "no-such-folder")], capsys)
+    err = _refused(
+        [
+            "research",
+            QUESTION,
+            "--usd",
+            "0.10",
+            "--provider",
+            "anthropic",
+            "--record",
+            str(tape),
+            "--corpus",
+            str(tmp_path / "no-such-folder"),
+        ],
+        capsys,
+    )
     assert "no-such-folder" in err
     assert not tape.exists()
 
 
 def test_models_lists_prices_with_dates_and_the_default_tiers(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """`mole models`: every priced model with input and output per million tokens and the date
     its price was checked, a config price marked as such, and each provider's tier models."""
     from mole_dag.llm.pricing import checked
@@ -218,13 +273,22 @@ def test_models_lists_prices_with_dates_and_the_default_tiers(
 
     cfg = config_path()
     cfg.parent.mkdir(parents=True, exist_ok=True)
-    cfg.write_text(json.dumps({"pricing": {"llama3.1:8b": {"input": 0, "output": 0}},
-                               "openai": {"models": {"cheap": "llama3.1:8b"}}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "pricing": {"llama3.1:8b": {"input": 0, "output": 0}},
+                "openai": {"models": {"cheap": "llama3.1:8b"}},
+            }
+        )
+    )
     cfg.chmod(0o600)
     assert cli.main(["models"]) == 0
     out = capsys.readouterr().out
-    rows = {line.split()[0]: line.split() for line in out.splitlines()
-            if line.startswith("  ") and line.split()[0] in PriceTable.load().prices}
+    rows = {
+        line.split()[0]: line.split()
+        for line in out.splitlines()
+        if line.startswith("  ") and line.split()[0] in PriceTable.load().prices
+    }
     assert set(PriceTable.load().prices) <= set(rows)  # every shipped model is listed
     assert rows["claude-sonnet-5-5"][1:3] == ["2.00", "10.00"]
     assert rows["claude-sonnet-5-5"][-1] == checked()

@@ -54,9 +54,24 @@ def env(dagster_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def _start(server: ModelServer, corpus: Path, sid: str) -> subprocess.Popen[str]:
     os.environ["OPENAI_BASE_URL"] = server.url + "/v1"
     return subprocess.Popen(
-        [MOLE, "research", QUESTION, "--usd", "0.50", "--corpus", str(corpus), "--provider",
-         "openai", "--session-id", sid, "--no-report-print"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            MOLE,
+            "research",
+            QUESTION,
+            "--usd",
+            "0.50",
+            "--corpus",
+            str(corpus),
+            "--provider",
+            "openai",
+            "--session-id",
+            sid,
+            "--no-report-print",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _resume(sid: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -66,17 +81,26 @@ def _resume(sid: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str
 
 
 def _no_duplicate_claims(store: Store, sid: str) -> None:
-    dup = store.scalar("SELECT count(*) FROM (SELECT source_id, quote_byte_start, quote_byte_end "
-                       "FROM claims WHERE session_id = ? GROUP BY ALL HAVING count(*) > 1)", [sid])
+    dup = store.scalar(
+        "SELECT count(*) FROM (SELECT source_id, quote_byte_start, quote_byte_end "
+        "FROM claims WHERE session_id = ? GROUP BY ALL HAVING count(*) > 1)",
+        [sid],
+    )
     assert dup == 0
-    dup_text = store.scalar("SELECT count(*) FROM (SELECT source_id, text FROM claims "
-                            "WHERE session_id = ? GROUP BY ALL HAVING count(*) > 1)", [sid])
+    dup_text = store.scalar(
+        "SELECT count(*) FROM (SELECT source_id, text FROM claims "
+        "WHERE session_id = ? GROUP BY ALL HAVING count(*) > 1)",
+        [sid],
+    )
     assert dup_text == 0
 
 
-def test_sigkill_mid_mining_then_resume(env: Path, mini_corpus: Path,
-                                        monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_sigkill_mid_mining_then_resume(
+    env: Path,
+    mini_corpus: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     started = time.monotonic()
     model = KillOnMine(nth=2)
     with ModelServer(model) as server:
@@ -97,8 +121,9 @@ def test_sigkill_mid_mining_then_resume(env: Path, mini_corpus: Path,
         bal = ledger.balance("s-kill")
         assert bal.status == "done" and bal.held == 0
         # The call answered but never settled was charged at its reservation, not dropped.
-        assumed = store.rows("SELECT stage, reserved, actual FROM tool_calls "
-                             "WHERE session_id = 's-kill' AND assumed")
+        assumed = store.rows(
+            "SELECT stage, reserved, actual FROM tool_calls WHERE session_id = 's-kill' AND assumed"
+        )
         assert len(assumed) == 1 and assumed[0]["stage"] == "mined_claims"
         assert bal.spent + bal.overrun >= real_spend(model) >= billed_before
         _no_duplicate_claims(store, "s-kill")
@@ -108,9 +133,12 @@ def test_sigkill_mid_mining_then_resume(env: Path, mini_corpus: Path,
     print(f"SIGKILL + resume took {time.monotonic() - started:.1f}s", file=sys.__stderr__)
 
 
-def test_sigint_stops_cleanly_and_resume_finishes(env: Path, mini_corpus: Path,
-                                                  monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_sigint_stops_cleanly_and_resume_finishes(
+    env: Path,
+    mini_corpus: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     model = SimulatedModel(mine_delay_s=1.5)
     with ModelServer(model) as server:
         proc = _start(server, mini_corpus, "s-int")
@@ -126,7 +154,8 @@ def test_sigint_stops_cleanly_and_resume_finishes(env: Path, mini_corpus: Path,
         # guess which one it was.
         assert len(tail) == 1 and tail[0] in (
             "mole: interrupted by SIGINT; continue with `mole resume s-int`",
-            "mole: interrupted by a signal; continue with `mole resume s-int`"), err
+            "mole: interrupted by a signal; continue with `mole resume s-int`",
+        ), err
         assert "Traceback" not in err and "Dagster" not in err
         store = Store(env)
         try:

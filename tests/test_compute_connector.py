@@ -39,8 +39,13 @@ def test_profile_of_the_survey(survey: Dataset) -> None:
     cols = {c.name: c for c in survey.columns}
     assert [c.name for c in survey.columns][:3] == ["respondent_id", "email", "phone"]
     withheld = {c.name: c.withheld for c in survey.columns if c.withheld}
-    assert withheld == {"respondent_id": "identifier", "email": "email", "phone": "phone",
-                        "signup_date": "date", "notes": "free_text"}
+    assert withheld == {
+        "respondent_id": "identifier",
+        "email": "email",
+        "phone": "phone",
+        "signup_date": "date",
+        "notes": "free_text",
+    }
     assert cols["region"].roles == (GROUP,) and cols["region"].distinct == 9
     assert MEASURE in cols["income"].roles and GROUP not in cols["income"].roles
     assert set(cols["satisfaction"].roles) == {MEASURE, GROUP}
@@ -72,8 +77,13 @@ def test_lookup_is_case_insensitive_like_duckdb(survey: Dataset) -> None:
 
 def test_sandbox_blocks_files_even_without_the_guard(survey: Dataset) -> None:
     # Defence in depth: the guard refuses these, and the database itself cannot do them.
-    for sql in ["SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM glob('/*')",
-                "COPY data TO 'leak.csv'", "ATTACH 'other.duckdb'", "INSTALL httpfs"]:
+    for sql in [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM glob('/*')",
+        "COPY data TO 'leak.csv'",
+        "ATTACH 'other.duckdb'",
+        "INSTALL httpfs",
+    ]:
         with pytest.raises(duckdb.PermissionException):
             survey.con.execute(sql)
     with pytest.raises(duckdb.CatalogException):  # no replacement scan of a file path either
@@ -105,13 +115,16 @@ def test_types_are_sniffed_over_the_whole_file(tmp_path: Path) -> None:
         ({"h.csv": "a,b\n"}, "header but no rows"),
         ({"few.csv": "a,b\n1,2\n3,4\n"}, f"no aggregate over fewer than {FLOOR} rows"),
         ({"ragged.csv": "a,b\n1,x\n2,y,SECRET-VALUE\n3,z\n"}, "number of fields"),
-        ({"bad.csv": b"a,b\n1,caf\xe9\n2,SECRET-VALUE\n"},
-         "not UTF-8: invalid byte at offset 9 (line 2)"),
+        (
+            {"bad.csv": b"a,b\n1,caf\xe9\n2,SECRET-VALUE\n"},
+            "not UTF-8: invalid byte at offset 9 (line 2)",
+        ),
         ({"cut.csv": b"a,b\n1,caf\xc3"}, "ends inside a multi-byte character"),
     ],
 )
-def test_bad_files_get_clear_errors(tmp_path: Path, files: dict[str, str | bytes],
-                                    expect: str) -> None:
+def test_bad_files_get_clear_errors(
+    tmp_path: Path, files: dict[str, str | bytes], expect: str
+) -> None:
     for name, body in files.items():
         _csv(tmp_path / name, body)
     target = tmp_path / next(iter(files))
@@ -169,16 +182,20 @@ def test_unreadable_file(tmp_path: Path) -> None:
     [
         ("contact", [f"person{i}@example.com" for i in range(60)], "email"),
         ("mobile", [f"+1 (555) 010-{i:04d}" for i in range(60)], "phone"),
-        ("comment", [f"this is a long free text comment number {i}" for i in range(60)],
-         "free_text"),
+        (
+            "comment",
+            [f"this is a long free text comment number {i}" for i in range(60)],
+            "free_text",
+        ),
         ("surname", [f"Name{i}" for i in range(60)], "identifier"),
         ("customer_id", [str(1000 + i // 2) for i in range(120)], "identifier"),
         ("ticket", [str(7000 + i) for i in range(60)], "identifier"),
     ],
 )
-def test_identifier_like_columns_are_withheld(tmp_path: Path, header: str, values: list[str],
-                                              reason: str) -> None:
-    body = f"kind,{header}\n" + "".join(f"{'ab'[i % 2]},\"{v}\"\n" for i, v in enumerate(values))
+def test_identifier_like_columns_are_withheld(
+    tmp_path: Path, header: str, values: list[str], reason: str
+) -> None:
+    body = f"kind,{header}\n" + "".join(f'{"ab"[i % 2]},"{v}"\n' for i, v in enumerate(values))
     with Dataset.open(_csv(tmp_path / "w.csv", body)) as ds:
         assert ds.column(header).withheld == reason  # type: ignore[union-attr]
         assert ds.column("kind").withheld is None  # type: ignore[union-attr]

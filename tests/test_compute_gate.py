@@ -136,8 +136,12 @@ def test_a_figure_resting_on_one_non_null_value_does_not_leave(small: Dataset) -
     assert _ask(small, "SELECT corr(val, sparse) FROM data").min_rows == 7
     # And the exfil check, recounting per aggregate, refuses a forged row for A.
     g = guard("SELECT grp, avg(sparse) AS mean FROM data GROUP BY grp", small)
-    forged = {"rows": [{"keys": ["A"], "n": 10, "values": [4242.5]},
-                       {"keys": ["B"], "n": 6, "values": [8.5]}]}
+    forged = {
+        "rows": [
+            {"keys": ["A"], "n": 10, "values": [4242.5]},
+            {"keys": ["B"], "n": 6, "values": [8.5]},
+        ]
+    }
     with pytest.raises(Refused) as leak:
         exfil.verify_no_leak(small, g, forged)
     assert leak.value.reason == Reason.LEAK_UNDER_FLOOR
@@ -145,8 +149,11 @@ def test_a_figure_resting_on_one_non_null_value_does_not_leave(small: Dataset) -
 
 def test_every_group_small_leaves_nothing(small: Dataset) -> None:
     with pytest.raises(Refused) as got:
-        _ask(small, "SELECT grp, count(*) FROM data WHERE grp IN ('D', 'E', 'C') AND val > 1000 "
-                    "GROUP BY grp")
+        _ask(
+            small,
+            "SELECT grp, count(*) FROM data WHERE grp IN ('D', 'E', 'C') AND val > 1000 "
+            "GROUP BY grp",
+        )
     assert got.value.reason == Reason.BELOW_FLOOR
 
 
@@ -159,8 +166,10 @@ def test_multi_key_groups_fold_per_combination(small: Dataset) -> None:
 def test_execution_errors_name_only_the_error_class(small: Dataset) -> None:
     # DuckDB's message would quote the value it could not convert.
     with pytest.raises(Refused) as got:
-        _ask(small, "SELECT CAST(tiny AS INTEGER) AS t, count(*) FROM data "
-                    "GROUP BY CAST(tiny AS INTEGER)")
+        _ask(
+            small,
+            "SELECT CAST(tiny AS INTEGER) AS t, count(*) FROM data GROUP BY CAST(tiny AS INTEGER)",
+        )
     assert got.value.reason == Reason.EXECUTION_ERROR
     assert "ConversionException" in got.value.detail
     assert "'X'" not in got.value.detail and "X" not in got.value.detail.replace("Exception", "")
@@ -179,13 +188,22 @@ def test_envelopes_are_deterministic(survey: Dataset) -> None:
 
 
 def test_welch_tests_match_scipy_and_are_holm_corrected(survey: Dataset) -> None:
-    c = boundary.ask_template(survey, HypothesisChoice(
-        "mean_by_group", {"group": "plan", "value": "income"}))
+    c = boundary.ask_template(
+        survey, HypothesisChoice("mean_by_group", {"group": "plan", "value": "income"})
+    )
     tests = c.envelope["tests"]
     assert tests["correction"] == "holm" and tests["m"] == 3
-    raw = {r[0]: np.array([x[0] for x in survey.con.execute(
-        "SELECT income FROM data WHERE plan = $p", {"p": r[0]}).fetchall()])
-        for r in [("basic",), ("plus",), ("pro",)]}
+    raw = {
+        r[0]: np.array(
+            [
+                x[0]
+                for x in survey.con.execute(
+                    "SELECT income FROM data WHERE plan = $p", {"p": r[0]}
+                ).fetchall()
+            ]
+        )
+        for r in [("basic",), ("plus",), ("pro",)]
+    }
     for t in tests["results"]:
         expect = sps.ttest_ind(raw[t["a"]], raw[t["b"]], equal_var=False)
         assert t["statistic"] == pytest.approx(float(expect.statistic), rel=1e-5)
@@ -195,18 +213,26 @@ def test_welch_tests_match_scipy_and_are_holm_corrected(survey: Dataset) -> None
     assert [t["p_holm"] for t in tests["results"]] == pytest.approx(holm(ps), rel=1e-3)
     # "other" (legacy + trial, 7 rows) is never a side of a comparison.
     assert {t["a"] for t in tests["results"]} | {t["b"] for t in tests["results"]} == {
-        "basic", "plus", "pro"}
+        "basic",
+        "plus",
+        "pro",
+    }
 
 
 def test_proportions_are_tested_per_complete_cells(survey: Dataset) -> None:
-    c = boundary.ask_template(survey, HypothesisChoice(
-        "proportion_by_group", {"group": "plan", "outcome": "renewed"}))
+    c = boundary.ask_template(
+        survey, HypothesisChoice("proportion_by_group", {"group": "plan", "outcome": "renewed"})
+    )
     env = c.envelope
     assert env["level"] is True
     cells = {tuple(r["keys"]): r["n"] for r in env["rows"] if not r.get("other")}
     t = next(t for t in env["tests"]["results"] if {t["a"], t["b"]} == {"basic", "pro"})
-    expect = sps.fisher_exact([[cells[(t["a"], True)], cells[(t["a"], False)]],
-                               [cells[(t["b"], True)], cells[(t["b"], False)]]])
+    expect = sps.fisher_exact(
+        [
+            [cells[(t["a"], True)], cells[(t["a"], False)]],
+            [cells[(t["b"], True)], cells[(t["b"], False)]],
+        ]
+    )
     assert t["p"] == pytest.approx(float(expect.pvalue), abs=1e-300)
     assert t["significant"] is True  # planted: pro renews far more than basic
 
@@ -215,8 +241,9 @@ def test_correlation_and_distribution(survey: Dataset) -> None:
     c = boundary.ask_template(survey, HypothesisChoice("correlation", {"x": "age", "y": "income"}))
     tests = {t["test"]: t for t in c.envelope["tests"]["results"]}
     assert set(tests) == {"pearson_r", "spearman_rho"} and tests["pearson_r"]["statistic"] > 0.2
-    d = boundary.ask_template(survey, HypothesisChoice("distribution", {"value": "income"},
-                                                       buckets=4))
+    d = boundary.ask_template(
+        survey, HypothesisChoice("distribution", {"value": "income"}, buckets=4)
+    )
     rows = d.envelope["rows"]
     assert len(rows) == 4 and sum(r["n"] for r in rows) == survey.rows
     assert rows[0]["keys"][0].startswith("1: below ") and "and above" in rows[-1]["keys"][0]
@@ -239,24 +266,38 @@ def test_exfil_passes_what_the_gate_made(small: Dataset) -> None:
     ("forge", "reason"),
     [
         # a single-row statistic with its label
-        (lambda e: e["rows"].insert(0, {"keys": ["D"], "n": 1, "values": [1]}),
-         Reason.LEAK_UNDER_FLOOR),
+        (
+            lambda e: e["rows"].insert(0, {"keys": ["D"], "n": 1, "values": [1]}),
+            Reason.LEAK_UNDER_FLOOR,
+        ),
         # a small group's label passed off as big
-        (lambda e: e["rows"].insert(0, {"keys": ["C"], "n": 5, "values": [5]}),
-         Reason.LEAK_UNDER_FLOOR),
+        (
+            lambda e: e["rows"].insert(0, {"keys": ["C"], "n": 5, "values": [5]}),
+            Reason.LEAK_UNDER_FLOOR,
+        ),
         # a count the data does not support
         (lambda e: e["rows"][0].update(n=11), Reason.LEAK_COUNT_MISMATCH),
         (lambda e: e["rows"][-1].update(n=6), Reason.LEAK_COUNT_MISMATCH),
         # a label that is not in the data at all
-        (lambda e: e["rows"].insert(0, {"keys": ["Q"], "n": 9, "values": [9]}),
-         Reason.LEAK_UNKNOWN_LABEL),
-        (lambda e: e.update(tests={"results": [{"a": "A", "b": "D", "n_a": 10, "n_b": 5}]}),
-         Reason.LEAK_UNKNOWN_LABEL),
+        (
+            lambda e: e["rows"].insert(0, {"keys": ["Q"], "n": 9, "values": [9]}),
+            Reason.LEAK_UNKNOWN_LABEL,
+        ),
+        (
+            lambda e: e.update(tests={"results": [{"a": "A", "b": "D", "n_a": 10, "n_b": 5}]}),
+            Reason.LEAK_UNKNOWN_LABEL,
+        ),
         # a withheld value smuggled into a figure
-        (lambda e: e["rows"][0]["values"].append(
-            "free text number 3 that is long enough to be prose"), Reason.LEAK_WITHHELD_VALUE),
-        (lambda e: e.update(level="free text number 4 that is long enough to be prose"),
-         Reason.LEAK_WITHHELD_VALUE),
+        (
+            lambda e: e["rows"][0]["values"].append(
+                "free text number 3 that is long enough to be prose"
+            ),
+            Reason.LEAK_WITHHELD_VALUE,
+        ),
+        (
+            lambda e: e.update(level="free text number 4 that is long enough to be prose"),
+            Reason.LEAK_WITHHELD_VALUE,
+        ),
     ],
 )
 def test_exfil_withholds_forged_envelopes(small: Dataset, forge, reason: Reason) -> None:  # noqa: ANN001
@@ -269,15 +310,16 @@ def test_exfil_withholds_forged_envelopes(small: Dataset, forge, reason: Reason)
         assert value not in got.value.detail
 
 
-def test_exfil_catches_a_gate_that_stops_folding(small: Dataset,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exfil_catches_a_gate_that_stops_folding(
+    small: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Revert the gate's fold (every group named, whatever its size): the exfil check, which
     recounts from the rows, still withholds the envelope."""
+
     def no_floor_sql(dataset, guarded):  # noqa: ANN001, ANN202
         keys = ", ".join(e.sql(dialect="duckdb") for _, e in guarded.keys)
         vals = ", ".join(e.sql(dialect="duckdb") for _, e in guarded.values) or "1"
-        return (f"SELECT {keys}, {vals}, count(*), true FROM data GROUP BY {keys}",
-                "b", "n")
+        return (f"SELECT {keys}, {vals}, count(*), true FROM data GROUP BY {keys}", "b", "n")
 
     monkeypatch.setattr(gate, "fold_rows", no_fold)
     monkeypatch.setattr(gate, "fold_sql", no_floor_sql)
@@ -287,8 +329,9 @@ def test_exfil_catches_a_gate_that_stops_folding(small: Dataset,
     assert got.value.envelope_sha256 and len(got.value.envelope_sha256) == 64
 
 
-def test_exfil_catches_a_gate_that_ignores_null_values(small: Dataset,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exfil_catches_a_gate_that_ignores_null_values(
+    small: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The gate's per-aggregate counts reverted to count(*) only: group A (ten rows, one value
     of `sparse`) would be named with that one value. The exfil check counts independently."""
     monkeypatch.setattr(gate, "supports", lambda guarded: ["count(*)"])

@@ -39,8 +39,9 @@ GOOD = [
 
 
 @pytest.mark.parametrize("choice", GOOD, ids=lambda c: c.template)
-def test_every_template_renders_sql_the_guard_accepts(survey: Dataset,
-                                                      choice: HypothesisChoice) -> None:
+def test_every_template_renders_sql_the_guard_accepts(
+    survey: Dataset, choice: HypothesisChoice
+) -> None:
     rendered = hypothesis.render(choice, survey)
     g = guard(rendered.sql, survey)
     assert g.sql == rendered.sql  # templates already render canonical SQL
@@ -51,21 +52,33 @@ def test_every_template_renders_sql_the_guard_accepts(survey: Dataset,
 REFUSED = [
     (HypothesisChoice("select_star", {"group": "region"}), Reason.UNKNOWN_TEMPLATE),
     (HypothesisChoice("count_by_group", {"grp": "region"}), Reason.BAD_ARGUMENTS),
-    (HypothesisChoice("count_by_group", {"group": "region", "extra": "plan"}),
-     Reason.BAD_ARGUMENTS),
-    (HypothesisChoice("count_by_group", {"group": 'region"; DROP TABLE data; --'}),
-     Reason.UNKNOWN_COLUMN),
-    (HypothesisChoice("count_by_group", {"group": "region FROM data UNION SELECT notes"}),
-     Reason.UNKNOWN_COLUMN),
-    (HypothesisChoice("mean_by_group", {"group": "notes", "value": "income"}),
-     Reason.WITHHELD_COLUMN),
+    (
+        HypothesisChoice("count_by_group", {"group": "region", "extra": "plan"}),
+        Reason.BAD_ARGUMENTS,
+    ),
+    (
+        HypothesisChoice("count_by_group", {"group": 'region"; DROP TABLE data; --'}),
+        Reason.UNKNOWN_COLUMN,
+    ),
+    (
+        HypothesisChoice("count_by_group", {"group": "region FROM data UNION SELECT notes"}),
+        Reason.UNKNOWN_COLUMN,
+    ),
+    (
+        HypothesisChoice("mean_by_group", {"group": "notes", "value": "income"}),
+        Reason.WITHHELD_COLUMN,
+    ),
     (HypothesisChoice("count_by_group", {"group": "respondent_id"}), Reason.WITHHELD_COLUMN),
     (HypothesisChoice("count_by_group", {"group": "EMAIL"}), Reason.WITHHELD_COLUMN),
     (HypothesisChoice("count_by_group", {"group": "income"}), Reason.WRONG_COLUMN_ROLE),
-    (HypothesisChoice("mean_by_group", {"group": "region", "value": "plan"}),
-     Reason.WRONG_COLUMN_ROLE),
-    (HypothesisChoice("proportion_by_group", {"group": "region", "outcome": "plan"}),
-     Reason.WRONG_COLUMN_ROLE),
+    (
+        HypothesisChoice("mean_by_group", {"group": "region", "value": "plan"}),
+        Reason.WRONG_COLUMN_ROLE,
+    ),
+    (
+        HypothesisChoice("proportion_by_group", {"group": "region", "outcome": "plan"}),
+        Reason.WRONG_COLUMN_ROLE,
+    ),
     (HypothesisChoice("correlation", {"x": "income", "y": "income"}), Reason.BAD_ARGUMENTS),
     (HypothesisChoice("distribution", {"value": "income"}, buckets=500), Reason.BAD_ARGUMENTS),
     (HypothesisChoice("count_by_group", {"group": "region"}, buckets=3), Reason.BAD_ARGUMENTS),
@@ -73,8 +86,9 @@ REFUSED = [
 
 
 @pytest.mark.parametrize(("choice", "reason"), REFUSED, ids=lambda x: str(x)[:50])
-def test_bad_choices_are_refused_with_the_right_reason(survey: Dataset, choice: HypothesisChoice,
-                                                       reason: Reason) -> None:
+def test_bad_choices_are_refused_with_the_right_reason(
+    survey: Dataset, choice: HypothesisChoice, reason: Reason
+) -> None:
     with pytest.raises(Refused) as got:
         hypothesis.render(choice, survey)
     assert (got.value.stage, got.value.reason) == (Stage.HYPOTHESIS, reason)
@@ -88,8 +102,7 @@ def test_names_are_looked_up_never_interpolated(survey: Dataset, name: str) -> N
     try:
         rendered = hypothesis.render(choice, survey)
     except Refused as r:
-        assert r.reason in {Reason.UNKNOWN_COLUMN, Reason.WITHHELD_COLUMN,
-                            Reason.WRONG_COLUMN_ROLE}
+        assert r.reason in {Reason.UNKNOWN_COLUMN, Reason.WITHHELD_COLUMN, Reason.WRONG_COLUMN_ROLE}
         return
     col = survey.column(name)
     assert col is not None
@@ -99,14 +112,14 @@ def test_names_are_looked_up_never_interpolated(survey: Dataset, name: str) -> N
 
 
 def test_model_free_chooser(survey: Dataset) -> None:
-    view = survey.view("Does income differ between plans, and who renews?",
-                       hypothesis.CATALOGUE, 6)
+    view = survey.view("Does income differ between plans, and who renews?", hypothesis.CATALOGUE, 6)
     picked = choose_hypotheses(view)
     assert picked == choose_hypotheses(view)  # deterministic
     assert 1 <= len(picked) <= 6
     assert picked[0] == HypothesisChoice("mean_by_group", {"group": "plan", "value": "income"})
-    assert HypothesisChoice("proportion_by_group",
-                            {"group": "plan", "outcome": "renewed"}) in picked
+    assert (
+        HypothesisChoice("proportion_by_group", {"group": "plan", "outcome": "renewed"}) in picked
+    )
     withheld = {c.name for c in survey.columns if c.withheld}
     for choice in picked:
         assert not set(choice.columns.values()) & withheld

@@ -44,8 +44,10 @@ REFUSED = [
     # withheld anywhere, in any spelling DuckDB would accept
     ("SELECT count(*) FROM data WHERE notes LIKE '%refund%'", Reason.WITHHELD_COLUMN),
     ('SELECT count(DISTINCT "EMAIL") FROM data', Reason.WITHHELD_COLUMN),
-    ("SELECT region, count(*) FROM data WHERE Phone IS NOT NULL GROUP BY region",
-     Reason.WITHHELD_COLUMN),
+    (
+        "SELECT region, count(*) FROM data WHERE Phone IS NOT NULL GROUP BY region",
+        Reason.WITHHELD_COLUMN,
+    ),
     # the rest of the structure
     ("DROP TABLE data", Reason.NOT_SELECT),
     ("PRAGMA show_tables", Reason.NOT_SELECT),
@@ -61,8 +63,7 @@ REFUSED = [
     ("SELECT count(*) OVER () FROM data", Reason.WINDOW_FUNCTION),
     ("SELECT region, avg(income) OVER (PARTITION BY region) FROM data", Reason.WINDOW_FUNCTION),
     ("SELECT count(*) FROM data WHERE nosuch = 1", Reason.UNKNOWN_COLUMN),
-    ('SELECT count(*) FROM data WHERE "region""; DROP TABLE data; --" = 1',
-     Reason.UNKNOWN_COLUMN),
+    ('SELECT count(*) FROM data WHERE "region""; DROP TABLE data; --" = 1', Reason.UNKNOWN_COLUMN),
     ("SELECT min(income) FROM data", Reason.FUNCTION_NOT_ALLOWED),
     ("SELECT max(income), region FROM data GROUP BY region", Reason.FUNCTION_NOT_ALLOWED),
     ("SELECT list(region) FROM data", Reason.FUNCTION_NOT_ALLOWED),
@@ -72,8 +73,11 @@ REFUSED = [
     ("SELECT first(income) FROM data", Reason.FUNCTION_NOT_ALLOWED),
     ("SELECT count(*) FROM data WHERE regexp_matches(region, 'n')", Reason.FUNCTION_NOT_ALLOWED),
     # an expression inside an aggregate singles out a row within a big group
-    ("SELECT region, sum(CASE WHEN age = 90 AND income > 120000 THEN income ELSE 0 END) "
-     "FROM data GROUP BY region", Reason.AGGREGATE_ARGUMENT),
+    (
+        "SELECT region, sum(CASE WHEN age = 90 AND income > 120000 THEN income ELSE 0 END) "
+        "FROM data GROUP BY region",
+        Reason.AGGREGATE_ARGUMENT,
+    ),
     ("SELECT avg(income * (age = 90)::INT) FROM data", Reason.AGGREGATE_ARGUMENT),
     ("SELECT count(*) FILTER (WHERE age = 90) FROM data", Reason.AGGREGATE_ARGUMENT),
     ("SELECT avg(region) FROM data", Reason.AGGREGATE_ARGUMENT),
@@ -85,10 +89,14 @@ REFUSED = [
     ("SELECT 1 FROM data", Reason.ROW_VALUES),
     ("SELECT income + avg(age) FROM data", Reason.ROW_VALUES),
     # clauses the gate does not need
-    ("SELECT region, count(*) FROM data GROUP BY region ORDER BY 2 DESC",
-     Reason.CLAUSE_NOT_ALLOWED),
-    ("SELECT region, count(*) FROM data GROUP BY region HAVING count(*) < 5",
-     Reason.CLAUSE_NOT_ALLOWED),
+    (
+        "SELECT region, count(*) FROM data GROUP BY region ORDER BY 2 DESC",
+        Reason.CLAUSE_NOT_ALLOWED,
+    ),
+    (
+        "SELECT region, count(*) FROM data GROUP BY region HAVING count(*) < 5",
+        Reason.CLAUSE_NOT_ALLOWED,
+    ),
     ("SELECT count(*) FROM data LIMIT 1", Reason.CLAUSE_NOT_ALLOWED),
     ("SELECT region, count(*) FROM data GROUP BY ALL", Reason.CLAUSE_NOT_ALLOWED),
     ("SELECT region, count(*) FROM data GROUP BY 1", Reason.CLAUSE_NOT_ALLOWED),
@@ -157,28 +165,55 @@ def test_refusal_lists_every_problem_but_leads_with_the_most_fundamental(ds: Dat
 
 # --- property: what passes is safe to run -----------------------------------------------------
 
-_GOOD_OUTPUTS = ["count(*)", "avg(income)", "median(age)", "count(DISTINCT plan)",
-                 "round(avg(income), 0)", "stddev_samp(income)"]
-_BAD_OUTPUTS = ["income", "notes", "min(income)", "sum(CASE WHEN age = 90 THEN income END)",
-                "*", "count(*) OVER ()", "(SELECT 1)", "read_csv('x')"]
+_GOOD_OUTPUTS = [
+    "count(*)",
+    "avg(income)",
+    "median(age)",
+    "count(DISTINCT plan)",
+    "round(avg(income), 0)",
+    "stddev_samp(income)",
+]
+_BAD_OUTPUTS = [
+    "income",
+    "notes",
+    "min(income)",
+    "sum(CASE WHEN age = 90 THEN income END)",
+    "*",
+    "count(*) OVER ()",
+    "(SELECT 1)",
+    "read_csv('x')",
+]
 _GROUPS = [None, "region", "plan", "satisfaction", "age", "region, plan", "respondent_id"]
-_WHERES = [None, "age > 80", "income > 123456 AND income < 123457", "region = 'north'",
-           "notes IS NULL", "age IN (SELECT age FROM data)"]
+_WHERES = [
+    None,
+    "age > 80",
+    "income > 123456 AND income < 123457",
+    "region = 'north'",
+    "notes IS NULL",
+    "age IN (SELECT age FROM data)",
+]
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.lists(st.sampled_from(_GOOD_OUTPUTS + _BAD_OUTPUTS), min_size=1, max_size=3),
-       st.sampled_from(_GROUPS), st.sampled_from(_WHERES))
+@given(
+    st.lists(st.sampled_from(_GOOD_OUTPUTS + _BAD_OUTPUTS), min_size=1, max_size=3),
+    st.sampled_from(_GROUPS),
+    st.sampled_from(_WHERES),
+)
 def test_property_guard_then_gate_never_releases_a_small_group(
-        ds: Dataset, outputs: list[str], group: str | None, where: str | None) -> None:
+    ds: Dataset, outputs: list[str], group: str | None, where: str | None
+) -> None:
     select = ([group] if group else []) + outputs
     sql = f"SELECT {', '.join(select)} FROM data"
     if where:
         sql += f" WHERE {where}"
     if group:
         sql += f" GROUP BY {group}"
-    bad = (any(o in _BAD_OUTPUTS for o in outputs) or group == "respondent_id"
-           or where in {"notes IS NULL", "age IN (SELECT age FROM data)"})
+    bad = (
+        any(o in _BAD_OUTPUTS for o in outputs)
+        or group == "respondent_id"
+        or where in {"notes IS NULL", "age IN (SELECT age FROM data)"}
+    )
     try:
         g = guard(sql, ds)
     except Refused:

@@ -17,8 +17,9 @@ def test_hostile_labels_cannot_forge_citations_or_controls(tmp_path: Path) -> No
     p = tmp_path / "h.csv"
     p.write_text(body, "utf-8")
     with Dataset.open(p) as ds:
-        c = boundary.ask_template(ds, HypothesisChoice("mean_by_group",
-                                                       {"group": "grp", "value": "val"}))
+        c = boundary.ask_template(
+            ds, HypothesisChoice("mean_by_group", {"group": "grp", "value": "val"})
+        )
     lines = statements(c.envelope, "h.csv")
     assert lines
     for line in lines:
@@ -32,11 +33,15 @@ def test_one_named_group_says_nothing_was_compared(tmp_path: Path) -> None:
     p = tmp_path / "one.csv"
     # a (20 rows) and b (6) are named, c (2) is suppressed; a alone would leave c to a
     # subtraction from the total, so b is suppressed too (issue 11): one named group.
-    p.write_text("grp,val\n" + "".join(f"{'a' if i < 20 else 'b' if i < 26 else 'c'},{i % 7}\n"
-                                       for i in range(28)), "utf-8")
+    p.write_text(
+        "grp,val\n"
+        + "".join(f"{'a' if i < 20 else 'b' if i < 26 else 'c'},{i % 7}\n" for i in range(28)),
+        "utf-8",
+    )
     with Dataset.open(p) as ds:
-        c = boundary.ask_template(ds, HypothesisChoice("mean_by_group",
-                                                       {"group": "grp", "value": "val"}))
+        c = boundary.ask_template(
+            ds, HypothesisChoice("mean_by_group", {"group": "grp", "value": "val"})
+        )
     (headline,) = statements(c.envelope, "one.csv")
     assert "no two named groups could be compared" in headline
     assert "a remainder under 5 rows was suppressed" in headline
@@ -45,8 +50,7 @@ def test_one_named_group_says_nothing_was_compared(tmp_path: Path) -> None:
 
 def test_many_groups_stay_under_the_claim_cap(tmp_path: Path) -> None:
     p = tmp_path / "many.csv"
-    p.write_text("grp,val\n" + "".join(f"group-{i % 40:02d},{i}\n" for i in range(4000)),
-                 "utf-8")
+    p.write_text("grp,val\n" + "".join(f"group-{i % 40:02d},{i}\n" for i in range(4000)), "utf-8")
     with Dataset.open(p) as ds:
         c = boundary.ask_template(ds, HypothesisChoice("count_by_group", {"group": "grp"}))
     (headline,) = statements(c.envelope, "many.csv")

@@ -40,8 +40,9 @@ def test_path_defaults_to_dot_config(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert config_path() == tmp_path / ".config" / "mole" / "config.json"
 
 
-def test_relative_xdg_config_home_is_ignored(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_relative_xdg_config_home_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("MOLE_CONFIG")
     monkeypatch.setenv("XDG_CONFIG_HOME", "relative/dir")
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -110,8 +111,13 @@ def test_anthropic_without_a_key_says_where_to_put_one() -> None:
 def test_key_from_file_and_environment_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     from mole_dag.llm.registry import _settings
 
-    cfg = {"anthropic": {"api_key": "from-file", "base_url": "http://file.invalid",
-                         "models": {"cheap": "claude-3-5-haiku"}}}
+    cfg = {
+        "anthropic": {
+            "api_key": "from-file",
+            "base_url": "http://file.invalid",
+            "models": {"cheap": "claude-3-5-haiku"},
+        }
+    }
     got = _settings("anthropic", cfg)
     assert got["api_key"] == "from-file" and got["base_url"] == "http://file.invalid"
     assert got["models"] == {Tier.CHEAP: "claude-3-5-haiku"}
@@ -122,8 +128,15 @@ def test_key_from_file_and_environment_wins(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_tier_models_are_configurable_and_checked() -> None:
-    sk = skills_for("anthropic", {"anthropic": {"api_key": "k", "models": {
-        "cheap": "claude-3-5-haiku", "strong": "claude-opus-4-1"}}})
+    sk = skills_for(
+        "anthropic",
+        {
+            "anthropic": {
+                "api_key": "k",
+                "models": {"cheap": "claude-3-5-haiku", "strong": "claude-opus-4-1"},
+            }
+        },
+    )
     assert sk.models() == {Tier.CHEAP: "claude-3-5-haiku", Tier.STRONG: "claude-opus-4-1"}
     with pytest.raises(ConfigError, match="unknown tier 'fast'"):
         skills_for("anthropic", {"anthropic": {"api_key": "k", "models": {"fast": "x"}}})
@@ -139,7 +152,8 @@ def test_openai_json_mode_setting() -> None:
 
 
 def test_session_launched_without_a_provider_takes_the_default(
-        store: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The UI path: a session created from launch config that names no provider gets
     MOLE_PROVIDER, else the config file's provider, else extractive."""
     from mole_dag.session import ensure_session
@@ -161,8 +175,13 @@ def test_session_launched_without_a_provider_takes_the_default(
     # A cassette session needs its recording, from the UI as from the command line.
     tape = Path(__file__).parent / "fixtures" / "cassettes" / "claude_session.jsonl"
     monkeypatch.setenv("MOLE_CASSETTE", str(tape))
-    ensure_session(store, "s-named", question="q?", usd="0.10",  # type: ignore[arg-type]
-                   provider="cassette")
+    ensure_session(
+        store,
+        "s-named",
+        question="q?",
+        usd="0.10",  # type: ignore[arg-type]
+        provider="cassette",
+    )
     assert provider_of("s-named") == "cassette"
     # An existing session is found without reading the config at all.
     os.chmod(config_path(), 0o644)

@@ -32,19 +32,32 @@ def _metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
 def test_definitions_load_with_jobs_and_in_process_executor() -> None:
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"research_round", "research_report"}
     keys = {k.to_user_string() for k in defs.resolve_all_asset_keys()}
-    assert keys >= {"session", "sub_questions", "fetched_chunks", "mined_claims", "claim_edges",
-                    "confidence_scores", "report"}
+    assert keys >= {
+        "session",
+        "sub_questions",
+        "fetched_chunks",
+        "mined_claims",
+        "claim_edges",
+        "confidence_scores",
+        "report",
+    }
 
 
 def test_one_partition_end_to_end(tmp_path: Path, mini_corpus: Path) -> None:
     db = tmp_path / "g.duckdb"
     with Store(db) as st:
-        sid = create_session(st, "Does green tea affect sleep and stroke risk?", Unit.TOKENS,
-                             10_000, corpus=str(mini_corpus)).session_id
+        sid = create_session(
+            st,
+            "Does green tea affect sleep and stroke risk?",
+            Unit.TOKENS,
+            10_000,
+            corpus=str(mini_corpus),
+        ).session_id
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(SESSIONS, [sid])
-        result = dg.materialize(ALL_ASSETS, instance=instance, partition_key=sid,
-                                resources=_resources(db))
+        result = dg.materialize(
+            ALL_ASSETS, instance=instance, partition_key=sid, resources=_resources(db)
+        )
         assert result.success
         session_md = _metadata(result, "session")
         assert session_md["budget_total_tokens"] == 10_000
@@ -70,8 +83,13 @@ def test_one_partition_end_to_end(tmp_path: Path, mini_corpus: Path) -> None:
 def test_partition_without_session_fails_with_a_reason(tmp_path: Path) -> None:
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(SESSIONS, ["nope"])
-        result = dg.materialize(ALL_ASSETS[:1], instance=instance, partition_key="nope",
-                                resources=_resources(tmp_path / "e.duckdb"), raise_on_error=False)
+        result = dg.materialize(
+            ALL_ASSETS[:1],
+            instance=instance,
+            partition_key="nope",
+            resources=_resources(tmp_path / "e.duckdb"),
+            raise_on_error=False,
+        )
         assert not result.success
         failure = next(e for e in result.all_events if e.is_step_failure)
         # A dagster.Failure: the UI shows this one line as the reason, not a traceback.
@@ -83,10 +101,24 @@ def test_session_can_be_started_from_launch_config(tmp_path: Path, mini_corpus: 
     db = tmp_path / "ui.duckdb"
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(SESSIONS, ["ui-1"])
-        cfg = {"ops": {"session": {"config": {"question": "Is green tea good for sleep?",
-                                              "tokens": "5000", "corpus": str(mini_corpus)}}}}
-        result = dg.materialize(ALL_ASSETS, instance=instance, partition_key="ui-1",
-                                resources=_resources(db), run_config=cfg)
+        cfg = {
+            "ops": {
+                "session": {
+                    "config": {
+                        "question": "Is green tea good for sleep?",
+                        "tokens": "5000",
+                        "corpus": str(mini_corpus),
+                    }
+                }
+            }
+        }
+        result = dg.materialize(
+            ALL_ASSETS,
+            instance=instance,
+            partition_key="ui-1",
+            resources=_resources(db),
+            run_config=cfg,
+        )
         assert result.success
     with Store(db) as st:
         assert Ledger(st).balance("ui-1").total == 5000
@@ -98,7 +130,12 @@ def test_launch_config_needs_exactly_one_budget(tmp_path: Path, budget: dict) ->
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(SESSIONS, ["ui-2"])
         cfg = {"ops": {"session": {"config": {"question": "q?", **budget}}}}
-        result = dg.materialize(ALL_ASSETS[:1], instance=instance, partition_key="ui-2",
-                                resources=_resources(tmp_path / "b.duckdb"), run_config=cfg,
-                                raise_on_error=False)
+        result = dg.materialize(
+            ALL_ASSETS[:1],
+            instance=instance,
+            partition_key="ui-2",
+            resources=_resources(tmp_path / "b.duckdb"),
+            run_config=cfg,
+            raise_on_error=False,
+        )
         assert not result.success

@@ -49,10 +49,16 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
 def _demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     store = Store(tmp_path_factory.mktemp("demo") / "demo.duckdb")
     before = store.commits  # opening migrates and recovers: not the session's
-    sid = create_session(store, "What are the health effects of drinking coffee?",
-                         Unit.USD_MICROS, 500_000, corpus=str(demo_corpus())).session_id
-    _, done = run_session(Run(store, Ledger(store), ExtractiveSkills(), sid,
-                              progress=lambda m: None))
+    sid = create_session(
+        store,
+        "What are the health effects of drinking coffee?",
+        Unit.USD_MICROS,
+        500_000,
+        corpus=str(demo_corpus()),
+    ).session_id
+    _, done = run_session(
+        Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None)
+    )
     yield Demo(store, sid, done, store.commits - before)
     store.close()
 
@@ -85,7 +91,11 @@ def test_demo_ledger_is_exact_and_records_every_call(demo: Demo) -> None:
     v = ledger.verify(demo.session_id)
     assert v.ok, v.explain()
     assert v.spent == 0 and v.held == 0 and v.calls > 0
-    by_status = {r["status"]: r["n"] for r in demo.store.rows(
-        "SELECT status, count(*) AS n FROM tool_calls WHERE session_id = $s GROUP BY status",
-        {"s": demo.session_id})}
+    by_status = {
+        r["status"]: r["n"]
+        for r in demo.store.rows(
+            "SELECT status, count(*) AS n FROM tool_calls WHERE session_id = $s GROUP BY status",
+            {"s": demo.session_id},
+        )
+    }
     assert by_status == {"settled": v.calls}

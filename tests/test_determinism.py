@@ -16,8 +16,18 @@ import pytest
 
 from mole_dag.paths import PROJECT_ROOT
 
-STORE_PARTS = ("sub_questions", "claims", "sources_per_lead", "sources", "edges", "verdicts",
-               "confidence", "clusters", "relevance", "dead_ends")
+STORE_PARTS = (
+    "sub_questions",
+    "claims",
+    "sources_per_lead",
+    "sources",
+    "edges",
+    "verdicts",
+    "confidence",
+    "clusters",
+    "relevance",
+    "dead_ends",
+)
 
 # The demo run has no dead ends, and relevance is not scored on every branch yet.
 MAY_BE_EMPTY = {"dead_ends"}
@@ -28,13 +38,23 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     procs = []
     for seed in ("1", "2"):
         home = tmp_path_factory.mktemp(f"det-{seed}")
-        env = {**os.environ, "PYTHONHASHSEED": seed, "MOLE_HOME": str(home),
-               "MOLE_CONFIG": str(home / "config.json")}
+        env = {
+            **os.environ,
+            "PYTHONHASHSEED": seed,
+            "MOLE_HOME": str(home),
+            "MOLE_CONFIG": str(home / "config.json"),
+        }
         env.pop("MOLE_DB", None)
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "tests.determinism_run", str(home / "mole.duckdb")],
-            cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.determinism_run", str(home / "mole.duckdb")],
+                cwd=PROJECT_ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     out = []
     for p in procs:
         stdout, stderr = p.communicate(timeout=240)
@@ -45,8 +65,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("part", STORE_PARTS)
-def test_identical_runs_store_identical_results(two_runs: list[dict[str, Any]],
-                                                part: str) -> None:
+def test_identical_runs_store_identical_results(two_runs: list[dict[str, Any]], part: str) -> None:
     a, b = (run[part] for run in two_runs)
     if part not in MAY_BE_EMPTY:
         assert a, f"the run stored no {part}"  # an empty comparison proves nothing

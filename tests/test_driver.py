@@ -16,23 +16,32 @@ from mole_dag.session import create_session, ensure_session
 from mole_dag.store import Store
 
 
-def test_driver_runs_ui_sessions_to_the_report(tmp_path: Path, mini_corpus: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_driver_runs_ui_sessions_to_the_report(
+    tmp_path: Path, mini_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "drive.duckdb"
     monkeypatch.setenv("MOLE_DB", str(db))
     with Store(db) as st:
-        ui = ensure_session(st, "ui-1", question="Does green tea affect sleep?", tokens="20000",
-                            corpus=str(mini_corpus)).session_id
-        cli = create_session(st, "Does green tea affect stroke?", Unit.TOKENS, 20_000,
-                             corpus=str(mini_corpus)).session_id
+        ui = ensure_session(
+            st,
+            "ui-1",
+            question="Does green tea affect sleep?",
+            tokens="20000",
+            corpus=str(mini_corpus),
+        ).session_id
+        cli = create_session(
+            st, "Does green tea affect stroke?", Unit.TOKENS, 20_000, corpus=str(mini_corpus)
+        ).session_id
     sensor = defs.resolve_sensor_def("research_driver")
     jobs_run: list[str] = []
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(SESSIONS, [ui, cli])
         for _ in range(8):  # bounded: a session needs a few rounds and a report at most
             with dg.build_sensor_context(
-                    instance=instance, definitions=defs,
-                    resources={"store": StoreResource(database=str(db))}) as ctx:
+                instance=instance,
+                definitions=defs,
+                resources={"store": StoreResource(database=str(db))},
+            ) as ctx:
                 got = sensor(ctx)
                 requests = [r for r in (got or []) if isinstance(r, dg.RunRequest)]
             if not requests:
@@ -41,7 +50,8 @@ def test_driver_runs_ui_sessions_to_the_report(tmp_path: Path, mini_corpus: Path
                 assert req.partition_key == ui  # never the CLI's session
                 jobs_run.append(req.job_name)
                 result = defs.resolve_job_def(req.job_name).execute_in_process(
-                    instance=instance, partition_key=req.partition_key)
+                    instance=instance, partition_key=req.partition_key
+                )
                 assert result.success
     assert jobs_run[0] == "research_round" and jobs_run[-1] == "research_report"
     assert jobs_run.count("research_report") == 1

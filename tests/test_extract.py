@@ -9,8 +9,10 @@ from datetime import date
 from mole_dag.actors.extract import from_html
 from mole_dag.text import sentence_spans
 
-_FILLER = ("The survey team walked the whole valley twice over the summer and counted every "
-           "nesting pair it could find along the river banks and the old stone walls.")
+_FILLER = (
+    "The survey team walked the whole valley twice over the summer and counted every "
+    "nesting pair it could find along the river banks and the old stone walls."
+)
 
 PAGE = f"""<!doctype html><html><head><title>Valley birds</title>
 <meta name="citation_doi" content="10.1234/birds.2020.7">
@@ -69,13 +71,17 @@ def test_metadata_is_unchanged() -> None:
 
 
 def test_preformatted_code_keeps_its_lines() -> None:
-    page = (f"<html><body><article><p>{_FILLER}</p><pre><code>x = 1\ny = 2</code></pre>"
-            f"<p>{_FILLER}</p></article></body></html>")
+    page = (
+        f"<html><body><article><p>{_FILLER}</p><pre><code>x = 1\ny = 2</code></pre>"
+        f"<p>{_FILLER}</p></article></body></html>"
+    )
     text = from_html(page).text
     assert "x = 1\ny = 2" in text
 
 
 def test_entities_are_unescaped() -> None:
-    page = (f"<html><body><article><p>{_FILLER}</p><p>Salt &amp; pepper cost 3 &lt; 4 "
-            f"euros.</p></article></body></html>")
+    page = (
+        f"<html><body><article><p>{_FILLER}</p><p>Salt &amp; pepper cost 3 &lt; 4 "
+        f"euros.</p></article></body></html>"
+    )
     assert "Salt & pepper cost 3 < 4 euros." in from_html(page).text

@@ -46,12 +46,18 @@ def test_no_longer_counts_as_negation() -> None:
 @pytest.mark.parametrize(
     ("a", "b"),
     [
-        ("Coffee may raise the risk of heart disease in adults.",
-         "Coffee may lower the risk of heart disease in adults."),
-        ("The vaccine is safe for pregnant women according to the review.",
-         "The vaccine is unsafe for pregnant women according to the review."),
-        ("The treatment is effective for chronic back pain in older adults.",
-         "The treatment is ineffective for chronic back pain in older adults."),
+        (
+            "Coffee may raise the risk of heart disease in adults.",
+            "Coffee may lower the risk of heart disease in adults.",
+        ),
+        (
+            "The vaccine is safe for pregnant women according to the review.",
+            "The vaccine is unsafe for pregnant women according to the review.",
+        ),
+        (
+            "The treatment is effective for chronic back pain in older adults.",
+            "The treatment is ineffective for chronic back pain in older adults.",
+        ),
     ],
 )
 def test_antonym_pair_contradicts(a: str, b: str) -> None:
@@ -63,12 +69,18 @@ def test_antonym_pair_contradicts(a: str, b: str) -> None:
 @pytest.mark.parametrize(
     ("a", "b"),
     [
-        ("Coffee raises the risk of heart disease in adults.",
-         "Coffee lowers the risk of heart disease in adults."),
-        ("Coffee increases the risk of heart disease in adults.",
-         "Coffee decreases the risk of heart disease in adults."),
-        ("Coffee increased the risk of heart disease in adults.",
-         "Coffee decreased the risk of heart disease in adults."),
+        (
+            "Coffee raises the risk of heart disease in adults.",
+            "Coffee lowers the risk of heart disease in adults.",
+        ),
+        (
+            "Coffee increases the risk of heart disease in adults.",
+            "Coffee decreases the risk of heart disease in adults.",
+        ),
+        (
+            "Coffee increased the risk of heart disease in adults.",
+            "Coffee decreased the risk of heart disease in adults.",
+        ),
     ],
 )
 def test_inflected_antonym_pair_contradicts(a: str, b: str) -> None:
@@ -78,10 +90,14 @@ def test_inflected_antonym_pair_contradicts(a: str, b: str) -> None:
 @pytest.mark.parametrize(
     ("a", "b"),
     [
-        ("Blood pressure stayed above the safe threshold in treated adults.",
-         "Blood pressure stayed below the safe threshold in treated adults."),
-        ("Children who drink soda get more cavities than other children.",
-         "Children who drink soda get less cavities than other children."),
+        (
+            "Blood pressure stayed above the safe threshold in treated adults.",
+            "Blood pressure stayed below the safe threshold in treated adults.",
+        ),
+        (
+            "Children who drink soda get more cavities than other children.",
+            "Children who drink soda get less cavities than other children.",
+        ),
     ],
 )
 def test_stopword_antonym_pair_contradicts(a: str, b: str) -> None:
@@ -106,10 +122,14 @@ def test_same_numbers_do_not_contradict() -> None:
 @pytest.mark.parametrize(
     ("a", "b"),
     [
-        ("Green tea drinkers had a lower risk of stroke in a large cohort study.",
-         "Green tea drinkers had a lower risk of stroke in a large cohort study!"),
-        ("Green tea drinkers had a lower risk of stroke in a large cohort study.",
-         "green tea drinkers had a lower risk of stroke in the large cohort study"),
+        (
+            "Green tea drinkers had a lower risk of stroke in a large cohort study.",
+            "Green tea drinkers had a lower risk of stroke in a large cohort study!",
+        ),
+        (
+            "Green tea drinkers had a lower risk of stroke in a large cohort study.",
+            "green tea drinkers had a lower risk of stroke in the large cohort study",
+        ),
     ],
 )
 def test_near_identical_is_duplicate(a: str, b: str) -> None:
@@ -153,8 +173,11 @@ CHUNK = (
 )
 
 
-def _req(chunk: str, question: str = "Does green tea affect sleep or stroke risk?",
-         sub: str = "green tea sleep stroke risk") -> MineRequest:
+def _req(
+    chunk: str,
+    question: str = "Does green tea affect sleep or stroke risk?",
+    sub: str = "green tea sleep stroke risk",
+) -> MineRequest:
     return MineRequest(question=question, sub_question=sub, chunk=chunk)
 
 
@@ -164,8 +187,7 @@ def test_mine_quotes_verbatim_relevant_sentences() -> None:
     assert quotes == [
         "Drinking green tea in the evening raises the risk of poor sleep in adults who are "
         "sensitive to caffeine.",
-        "A large cohort study found that green tea drinkers had a 20 percent lower risk of "
-        "stroke.",
+        "A large cohort study found that green tea drinkers had a 20 percent lower risk of stroke.",
     ]
     for d in drafts:
         assert d.quote in CHUNK
@@ -175,9 +197,11 @@ def test_mine_quotes_verbatim_relevant_sentences() -> None:
 
 
 def test_mine_off_topic_chunk_gives_nothing() -> None:
-    chunk = ("The weather in the valley was pleasant for most of the year. Farmers planted "
-             "wheat and barley in the northern fields. The harvest festival drew large crowds "
-             "from nearby towns every autumn.")
+    chunk = (
+        "The weather in the valley was pleasant for most of the year. Farmers planted "
+        "wheat and barley in the northern fields. The harvest festival drew large crowds "
+        "from nearby towns every autumn."
+    )
     assert mine_sentences(_req(chunk)) == []
 
 
@@ -188,8 +212,9 @@ def test_mine_caps_claims_per_chunk_and_keeps_order() -> None:
     ]
     chunk = " ".join(sentences)
     # Weights from a session's pages, where these words are not on every line.
-    stats = TermStats.from_sentences([*sentences, *(f"Unrelated line {i} about weather and "
-                                                    "sleep." for i in range(40))])
+    stats = TermStats.from_sentences(
+        [*sentences, *(f"Unrelated line {i} about weather and sleep." for i in range(40))]
+    )
     drafts = mine_sentences(replace(_req(chunk), stats=stats))
     assert len(drafts) == MAX_CLAIMS_PER_CHUNK
     positions = [chunk.index(d.quote) for d in drafts]
@@ -201,8 +226,9 @@ def test_mine_collapses_whitespace_in_text_not_in_quote() -> None:
     drafts = mine_sentences(_req(chunk))
     assert len(drafts) == 1
     assert drafts[0].quote == chunk
-    assert drafts[0].text == ("Drinking green tea in the evening raises the risk of poor sleep "
-                              "in adults.")
+    assert drafts[0].text == (
+        "Drinking green tea in the evening raises the risk of poor sleep in adults."
+    )
 
 
 def test_mine_never_proposes_a_quote_too_short_to_check() -> None:
@@ -211,15 +237,44 @@ def test_mine_never_proposes_a_quote_too_short_to_check() -> None:
     assert all(len(d.quote) >= MIN_QUOTE_CHARS for d in drafts)
 
 
-_VOCAB = ["green", "tea", "risk", "stroke", "sleep", "adults", "the", "of", "in", "a", "20",
-          "percent", "lower", "weather", "valley", "farmers", "wheat", "study", "found",
-          "caffeine", "evening", "cup", "3.5", "raises", "not", "绿茶", "😀"]
+_VOCAB = [
+    "green",
+    "tea",
+    "risk",
+    "stroke",
+    "sleep",
+    "adults",
+    "the",
+    "of",
+    "in",
+    "a",
+    "20",
+    "percent",
+    "lower",
+    "weather",
+    "valley",
+    "farmers",
+    "wheat",
+    "study",
+    "found",
+    "caffeine",
+    "evening",
+    "cup",
+    "3.5",
+    "raises",
+    "not",
+    "绿茶",
+    "😀",
+]
 
 
 @st.composite
 def _chunk(draw: st.DrawFn) -> str:
-    sentences = draw(st.lists(
-        st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=20), min_size=1, max_size=15))
+    sentences = draw(
+        st.lists(
+            st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=20), min_size=1, max_size=15
+        )
+    )
     seps = [". ", ".\n\n", "! ", "。", "? ", ", ", ".\n"]
     out = []
     for words_ in sentences:
@@ -262,8 +317,10 @@ def test_plan_is_the_question_with_no_fixed_facets() -> None:
 
 
 def test_plan_splits_a_two_part_question_into_its_parts() -> None:
-    q = ("Which Python release did the project choose as its minimum, and which release did the "
-         "blog announce as the newest major release of the language?")
+    q = (
+        "Which Python release did the project choose as its minimum, and which release did the "
+        "blog announce as the newest major release of the language?"
+    )
     plan = plan_questions(q)
     assert [p.text for p in plan] == [
         q,
@@ -272,11 +329,14 @@ def test_plan_splits_a_two_part_question_into_its_parts() -> None:
     ]
 
 
-@pytest.mark.parametrize("q", [
-    "Who is the general secretary of the Union, which reported on casual labour?",
-    "Which cats and dogs are friendliest to children?",
-    "Who founded Acme and when?",
-])
+@pytest.mark.parametrize(
+    "q",
+    [
+        "Who is the general secretary of the Union, which reported on casual labour?",
+        "Which cats and dogs are friendliest to children?",
+        "Who founded Acme and when?",
+    ],
+)
 def test_plan_keeps_relative_clauses_and_short_tails_whole(q: str) -> None:
     assert [p.text for p in plan_questions(q)] == [q]
 
@@ -296,11 +356,14 @@ def test_wide_question_is_planned_from_the_facets_of_its_documents() -> None:
     assert is_wide("What are the health effects of drinking coffee?")
     assert not is_wide("Who developed the algorithm?")
     assert not is_wide("How many rooms does the resort have?")
-    plan = plan_questions("What are the health effects of drinking coffee?",
-                          ("blood pressure", "pregnancy"))
-    assert [p.query for p in plan] == ["health effect drink coffe",
-                                       "health effect drink coffe blood pressure",
-                                       "health effect drink coffe pregnancy"]
+    plan = plan_questions(
+        "What are the health effects of drinking coffee?", ("blood pressure", "pregnancy")
+    )
+    assert [p.query for p in plan] == [
+        "health effect drink coffe",
+        "health effect drink coffe blood pressure",
+        "health effect drink coffe pregnancy",
+    ]
 
 
 def test_plan_is_deterministic() -> None:
@@ -336,17 +399,25 @@ def test_extractive_skills_cost_nothing() -> None:
     assert sk.name == "extractive"
     digest = Digest(question="Does green tea affect sleep?", round=1)
     req = _req(CHUNK)
-    pairs = [("a b c", "a b c"), (
-        "X raises the risk of high blood pressure in adults.",
-        "X does not raise the risk of high blood pressure in adults.")]
+    pairs = [
+        ("a b c", "a b c"),
+        (
+            "X raises the risk of high blood pressure in adults.",
+            "X does not raise the risk of high blood pressure in adults.",
+        ),
+    ]
     wreq = _write_req((FindingForWriter(1, "Tea helps.", 0.5),))
     for unit in Unit:
         assert sk.estimate_plan(digest, unit) == 0
         assert sk.estimate_mine(req, unit) == 0
         assert sk.estimate_judge(pairs, unit) == 0
         assert sk.estimate_write(wreq, unit) == 0
-        for got in (sk.plan(digest, unit), sk.mine(req, unit), sk.judge(pairs, unit),
-                    sk.write(wreq, unit)):
+        for got in (
+            sk.plan(digest, unit),
+            sk.mine(req, unit),
+            sk.judge(pairs, unit),
+            sk.write(wreq, unit),
+        ):
             assert got.cost == 0
             assert got.model == "extractive"
     assert sk.plan(digest, Unit.TOKENS).value == plan_questions(digest.question)
@@ -383,21 +454,29 @@ def test_write_body_quotes_the_most_relevant_one_per_sub_question() -> None:
 
 
 def test_write_body_fills_from_one_part_and_uses_superseded_last() -> None:
-    findings = (FindingForWriter(1, "Old claim.", 0.3, 0.9, "q", superseded=True),
-                FindingForWriter(2, "New claim.", 0.3, 0.2, "q"))
+    findings = (
+        FindingForWriter(1, "Old claim.", 0.3, 0.9, "q", superseded=True),
+        FindingForWriter(2, "New claim.", 0.3, 0.2, "q"),
+    )
     got = write_body(_write_req(findings))
     assert [s.findings for s in got.sentences] == [(2,), (1,)]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(
-    st.tuples(
-        st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40),
-        st.floats(0, 1), st.floats(0, 1), st.sampled_from(["a", "b", "c", "d"]),
-        st.booleans(), st.booleans(),
-    ),
-    min_size=1, max_size=8,
-))
+@given(
+    st.lists(
+        st.tuples(
+            st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40),
+            st.floats(0, 1),
+            st.floats(0, 1),
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.booleans(),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
 def test_write_body_binds_each_sentence_to_one_given_finding(rows: list) -> None:
     findings = tuple(
         FindingForWriter(i + 1, text, conf, rel, sq, disputed=d, superseded=s)
@@ -415,8 +494,10 @@ def test_write_body_binds_each_sentence_to_one_given_finding(rows: list) -> None
 def test_mine_refuses_a_lone_unpunctuated_line_in_any_language() -> None:
     # Seen: headings glued to or mined as sentences ("Short-term effects In people who…"); the
     # filter's word lists are English, so German headings got through.
-    chunk = ("Das Wahrzeichen von Montauk und der alte Leuchtturm\n\n"
-             "Green tea drinkers had a lower risk of stroke in a large cohort study.\n\n"
-             "Green tea lowers stroke risk in older adults")
+    chunk = (
+        "Das Wahrzeichen von Montauk und der alte Leuchtturm\n\n"
+        "Green tea drinkers had a lower risk of stroke in a large cohort study.\n\n"
+        "Green tea lowers stroke risk in older adults"
+    )
     quotes = [d.quote for d in mine_sentences(_req(chunk))]
     assert quotes == ["Green tea drinkers had a lower risk of stroke in a large cohort study."]

@@ -51,15 +51,20 @@ REFUSED = [
     ("[edit]", "markup"),
     ("History[edit]", "markup"),
     ("* * *", "markup"),
-    ("Brown A, Green BC, White D. Coffee and sleep in shift workers. J Sleep Res. 2011;20(3):"
-     "412-9.", "reference_entry"),
-    ("Doe, J., Roe, R. (2014). Tea drinking in older adults. Nutrition 30, 11-17.",
-     "reference_entry"),
+    (
+        "Brown A, Green BC, White D. Coffee and sleep in shift workers. J Sleep Res. 2011;20(3):"
+        "412-9.",
+        "reference_entry",
+    ),
+    (
+        "Doe, J., Roe, R. (2014). Tea drinking in older adults. Nutrition 30, 11-17.",
+        "reference_entry",
+    ),
     ("Okafor N, et al. Caffeine metabolism. Proc Natl Acad Sci USA. 2009.", "reference_entry"),
     ("Hypertension in pregnancy. doi:10.1000/xyz123", "reference_entry"),
     ("Retrieved 12 March 2021.", "reference_entry"),
     ("^ Marsh, Ada; Quill, Tom (2016-10-13).", "reference_entry"),
-    ("^ \"Coffee in the modern kitchen\".", "reference_entry"),
+    ('^ "Coffee in the modern kitchen".', "reference_entry"),
     ("Outcomes of late-onset asthma in 42 adults.", "reference_entry"),
     ("Short-term effects", "heading"),
     ("World News In Pictures", "heading"),

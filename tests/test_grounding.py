@@ -25,8 +25,13 @@ from mole_dag.verifier.grounding import ground_session
 
 def _researched(tmp_path: Path, corpus: Path, skills, total: int = 100_000) -> Run:  # type: ignore[no-untyped-def]
     store = Store(tmp_path / "g.duckdb")
-    sid = create_session(store, "Does green tea affect sleep and stroke risk?", Unit.TOKENS,
-                         total, corpus=str(corpus)).session_id
+    sid = create_session(
+        store,
+        "Does green tea affect sleep and stroke risk?",
+        Unit.TOKENS,
+        total,
+        corpus=str(corpus),
+    ).session_id
     run = Run(store, Ledger(store), skills, sid, progress=lambda m: None)
     run_round(run)
     run.ledger.release_escrow(sid)
@@ -34,8 +39,12 @@ def _researched(tmp_path: Path, corpus: Path, skills, total: int = 100_000) -> R
 
 
 def _outcomes(run: Run) -> dict[str, str]:
-    return {r["claim_id"]: r["outcome"] for r in run.store.rows(
-        "SELECT claim_id, outcome FROM grounding_checks WHERE session_id = ?", [run.session_id])}
+    return {
+        r["claim_id"]: r["outcome"]
+        for r in run.store.rows(
+            "SELECT claim_id, outcome FROM grounding_checks WHERE session_id = ?", [run.session_id]
+        )
+    }
 
 
 def test_confirmed_when_the_page_still_says_it(tmp_path: Path, mini_corpus: Path) -> None:
@@ -49,27 +58,39 @@ def test_confirmed_when_the_page_still_says_it(tmp_path: Path, mini_corpus: Path
 
 def test_vanished_and_unreachable_teach_nothing(tmp_path: Path, mini_corpus: Path) -> None:
     run = _researched(tmp_path, mini_corpus, ExtractiveSkills())
-    before = {r["claim_id"]: r["confidence"] for r in run.store.rows(
-        "SELECT claim_id, confidence FROM confidence_scores")}
+    before = {
+        r["claim_id"]: r["confidence"]
+        for r in run.store.rows("SELECT claim_id, confidence FROM confidence_scores")
+    }
     # The page changed under one source, and another disappeared.
     (mini_corpus / "a.md").write_text("---\nurl: https://www.alpha-news.com/tea\n---\nGone.\n")
     (mini_corpus / "b.md").unlink()
     rep = ground_session(run.store, run.ledger, run.skills, run.session_id, 0, max_checks=50)
     out = _outcomes(run)
-    a_claims = {r["id"] for r in run.store.rows(
-        "SELECT c.id FROM claims c JOIN sources s ON s.id = c.source_id "
-        "WHERE s.url LIKE '%alpha-news%'")}
-    b_claims = {r["id"] for r in run.store.rows(
-        "SELECT c.id FROM claims c JOIN sources s ON s.id = c.source_id "
-        "WHERE s.url LIKE '%beta-health%'")}
+    a_claims = {
+        r["id"]
+        for r in run.store.rows(
+            "SELECT c.id FROM claims c JOIN sources s ON s.id = c.source_id "
+            "WHERE s.url LIKE '%alpha-news%'"
+        )
+    }
+    b_claims = {
+        r["id"]
+        for r in run.store.rows(
+            "SELECT c.id FROM claims c JOIN sources s ON s.id = c.source_id "
+            "WHERE s.url LIKE '%beta-health%'"
+        )
+    }
     checked_a = [out[c] for c in a_claims if c in out]
     checked_b = [out[c] for c in b_claims if c in out]
     assert checked_a and set(checked_a) == {"vanished"}
     assert checked_b and set(checked_b) == {"unreachable"}
     assert rep.count("vanished") and rep.count("unreachable")
     score_session(run)
-    after = {r["claim_id"]: r["confidence"] for r in run.store.rows(
-        "SELECT claim_id, confidence FROM confidence_scores")}
+    after = {
+        r["claim_id"]: r["confidence"]
+        for r in run.store.rows("SELECT claim_id, confidence FROM confidence_scores")
+    }
     for c in a_claims | b_claims:
         assert after[c] == before[c]  # not evidence against the claim
     run.store.close()
@@ -81,17 +102,23 @@ def test_unsupported_is_near_fatal_and_provider_pages_are_not_refetched(
     skills = ScriptedSkills(ground_verdict="unsupported")
     run = _researched(tmp_path, mini_corpus, skills)
     # One source came from a provider that supplied its text.
-    run.store.transact(lambda cur: cur.execute(
-        "UPDATE sources SET provider_supplied = true, locator = NULL WHERE url LIKE '%gamma%'"))
-    before = {r["claim_id"]: r["confidence"] for r in run.store.rows(
-        "SELECT claim_id, confidence FROM confidence_scores")}
+    run.store.transact(
+        lambda cur: cur.execute(
+            "UPDATE sources SET provider_supplied = true, locator = NULL WHERE url LIKE '%gamma%'"
+        )
+    )
+    before = {
+        r["claim_id"]: r["confidence"]
+        for r in run.store.rows("SELECT claim_id, confidence FROM confidence_scores")
+    }
     rep = ground_session(run.store, run.ledger, skills, run.session_id, 10_000, max_checks=50)
     assert rep.count("unsupported") >= 1 and rep.count("not_refetchable") >= 1
     score_session(run)
     out = _outcomes(run)
     for cid, outcome in out.items():
-        conf = run.store.scalar("SELECT confidence FROM confidence_scores WHERE claim_id = ?",
-                                [cid])
+        conf = run.store.scalar(
+            "SELECT confidence FROM confidence_scores WHERE claim_id = ?", [cid]
+        )
         if outcome == "unsupported":
             assert conf < before[cid] * 0.2
         elif outcome == "not_refetchable":
@@ -109,8 +136,9 @@ def test_allowance_bounds_grounding_spend(tmp_path: Path, mini_corpus: Path) -> 
 
 def test_finish_grounds_then_reports_with_the_outcome(tmp_path: Path, mini_corpus: Path) -> None:
     store = Store(tmp_path / "f.duckdb")
-    sid = create_session(store, "Does green tea affect sleep?", Unit.TOKENS, 10_000,
-                         corpus=str(mini_corpus)).session_id
+    sid = create_session(
+        store, "Does green tea affect sleep?", Unit.TOKENS, 10_000, corpus=str(mini_corpus)
+    ).session_id
     run = Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None)
     run_round(run)
     done = finish_session(run)
@@ -138,10 +166,13 @@ def test_reground_schedule_runs_in_a_test_instance(tmp_path: Path, mini_corpus: 
         result = job.execute_in_process(
             instance=instance,
             run_config={"ops": {"regrounding": {"config": {"tokens": "500", "max_checks": 3}}}},
-            resources={"store": StoreResource(database=str(tmp_path / "g.duckdb"))})
+            resources={"store": StoreResource(database=str(tmp_path / "g.duckdb"))},
+        )
         assert result.success
-        md = {k: v.value for k, v in result.asset_materializations_for_node("regrounding")[0]
-              .metadata.items()}
+        md = {
+            k: v.value
+            for k, v in result.asset_materializations_for_node("regrounding")[0].metadata.items()
+        }
         assert md["grounding_checked"] == 3
     with Store(tmp_path / "g.duckdb") as st:
         rows = st.rows("SELECT session_id, paid_by FROM grounding_checks")

@@ -13,14 +13,27 @@ from mole_dag.paths import PROJECT_ROOT
 
 # Not yet listed: sqlglot (~0.1 s), which the report still loads through
 # compute.statements -> compute.connector for a few constants.
-HEAVY = ("scipy", "numpy", "trafilatura", "httpx", "mole_dag.local_data.boundary",
-         "mole_dag.local_data.gate", "mole_dag.actors.search.base", "mole_dag.actors.fetch.fetcher")
+HEAVY = (
+    "scipy",
+    "numpy",
+    "trafilatura",
+    "httpx",
+    "mole_dag.local_data.boundary",
+    "mole_dag.local_data.gate",
+    "mole_dag.actors.search.base",
+    "mole_dag.actors.fetch.fetcher",
+)
 
 
 def _loaded_after(code: str) -> set[str]:
     out = subprocess.run(
         [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, check=True, timeout=120)
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return set(json.loads(out.stdout.splitlines()[-1]))
 
 
@@ -30,8 +43,10 @@ def test_the_pipeline_and_the_cli_load_nothing_heavy() -> None:
 
 
 def test_the_heavy_parts_still_load_when_used() -> None:
-    loaded = _loaded_after("from mole_dag.local_data.stats import welch\n"
-                           "welch('a', [1.0, 2.0, 3.0], 'b', [2.0, 3.0, 5.0])\n"
-                           "from mole_dag.actors.search import Api, SPECS\n"
-                           "from mole_dag.actors.fetch import Fetcher")
+    loaded = _loaded_after(
+        "from mole_dag.local_data.stats import welch\n"
+        "welch('a', [1.0, 2.0, 3.0], 'b', [2.0, 3.0, 5.0])\n"
+        "from mole_dag.actors.search import Api, SPECS\n"
+        "from mole_dag.actors.fetch import Fetcher"
+    )
     assert {"scipy", "numpy", "httpx", "mole_dag.actors.fetch.fetcher"} <= loaded

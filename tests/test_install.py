@@ -42,7 +42,8 @@ def test_installed_data_goes_to_the_user_data_folder(installed: Path) -> None:
 
 
 def test_without_xdg_data_home_the_default_is_dot_local_share(
-        installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("XDG_DATA_HOME")
     assert paths.mole_home() == tmp_path / "home" / ".local" / "share" / "mole"
@@ -51,8 +52,9 @@ def test_without_xdg_data_home_the_default_is_dot_local_share(
     assert paths.mole_home() == tmp_path / "home" / ".local" / "share" / "mole"
 
 
-def test_mole_home_still_wins(installed: Path, tmp_path: Path,
-                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mole_home_still_wins(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MOLE_HOME", str(tmp_path / "mine"))
     assert paths.mole_home() == tmp_path / "mine"
     assert paths.dagster_home() == tmp_path / "mine" / "dagster"
@@ -72,9 +74,11 @@ def test_installed_reads_sql_and_demo_corpus_from_the_package(installed: Path) -
     # top-level sql/ and examples/corpus/ stay the one source of truth.
     assert _names(paths.PACKAGE_DIR / "_shipped" / "sql") == _names(PROJECT_ROOT / "sql")
     assert _names(paths.PACKAGE_DIR / "_shipped" / "demo_corpus") == _names(
-        PROJECT_ROOT / "examples" / "corpus")
+        PROJECT_ROOT / "examples" / "corpus"
+    )
     assert (paths.PACKAGE_DIR / "_shipped" / "dagster.yaml").read_bytes() == (
-        PROJECT_ROOT / "dagster.yaml").read_bytes()
+        PROJECT_ROOT / "dagster.yaml"
+    ).read_bytes()
     assert any((sql / "migrations").glob("0001_*.sql"))
     assert len(list(paths.demo_corpus().iterdir())) >= 30
 
@@ -90,8 +94,9 @@ def test_default_dagster_home_gets_the_project_config(installed: Path) -> None:
     assert (home / "dagster.yaml").read_text("utf-8") == wanted
 
 
-def test_a_user_dagster_home_is_left_alone(installed: Path, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_user_dagster_home_is_left_alone(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     mine = tmp_path / "their-dagster"
     monkeypatch.setenv("DAGSTER_HOME", str(mine))
     assert paths.dagster_home() == mine
@@ -112,16 +117,38 @@ def _names(folder: Path) -> set[str]:
 
 # -- the wheel ------------------------------------------------------------------------------
 
+
 def _build_wheel(tmp_path: Path) -> Path:
     """Build the project's wheel offline from a copy of the checkout (symlinks kept, so the
     build shows they are dereferenced), leaving the checkout itself untouched."""
     src = tmp_path / "src"
-    shutil.copytree(PROJECT_ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
-        ".venv", ".git", ".mole", "__pycache__", "*.egg-info", "build", "dist", ".*_cache"))
+    shutil.copytree(
+        PROJECT_ROOT,
+        src,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", ".mole", "__pycache__", "*.egg-info", "build", "dist", ".*_cache"
+        ),
+    )
     out = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--no-index", "-q", "-w", str(tmp_path / "dist"), str(src)],
-        capture_output=True, text=True, timeout=300, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     (wheel,) = (tmp_path / "dist").glob("mole_dag-*.whl")
     return wheel
@@ -134,8 +161,9 @@ def test_wheel_ships_sql_and_demo_corpus_and_runs_from_another_folder(tmp_path: 
         names = set(z.namelist())
         meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
         requires = z.read(meta).decode()
-    shipped = {n.removeprefix("mole_dag/_shipped/") for n in names
-               if n.startswith("mole_dag/_shipped/")}
+    shipped = {
+        n.removeprefix("mole_dag/_shipped/") for n in names if n.startswith("mole_dag/_shipped/")
+    }
     assert {f"sql/{n}" for n in _names(PROJECT_ROOT / "sql")} <= shipped
     assert {f"demo_corpus/{n}" for n in _names(PROJECT_ROOT / "examples" / "corpus")} <= shipped
     assert "dagster.yaml" in shipped
@@ -148,23 +176,55 @@ def test_wheel_ships_sql_and_demo_corpus_and_runs_from_another_folder(tmp_path: 
         z.extractall(site)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MOLE_HOME", "MOLE_DB", "MOLE_SQL_DIR", "DAGSTER_HOME", "PYTHONPATH")}
-    env.update({"PYTHONPATH": str(site), "XDG_DATA_HOME": str(tmp_path / "xdg"),
-                "HOME": str(tmp_path / "home"), "MOLE_CONFIG": str(tmp_path / "config.json")})
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MOLE_HOME", "MOLE_DB", "MOLE_SQL_DIR", "DAGSTER_HOME", "PYTHONPATH")
+    }
+    env.update(
+        {
+            "PYTHONPATH": str(site),
+            "XDG_DATA_HOME": str(tmp_path / "xdg"),
+            "HOME": str(tmp_path / "home"),
+            "MOLE_CONFIG": str(tmp_path / "config.json"),
+        }
+    )
     probe = subprocess.run(
-        [sys.executable, "-c", "import mole_dag.paths as p; print(p.PACKAGE_DIR); "
-         "print(p.in_checkout()); print(p.sql_dir()); print(p.demo_corpus())"],
-        capture_output=True, text=True, env=env, cwd=elsewhere, timeout=60, check=True)
+        [
+            sys.executable,
+            "-c",
+            "import mole_dag.paths as p; print(p.PACKAGE_DIR); "
+            "print(p.in_checkout()); print(p.sql_dir()); print(p.demo_corpus())",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=elsewhere,
+        timeout=60,
+        check=True,
+    )
     pkg, checkout, sql, corpus = probe.stdout.split("\n")[:4]
     assert Path(pkg) == (site / "mole_dag").resolve() and checkout == "False"
     assert Path(sql) == (site / "mole_dag" / "_shipped" / "sql").resolve()
     assert Path(corpus) == (site / "mole_dag" / "_shipped" / "demo_corpus").resolve()
 
     run = subprocess.run(
-        [sys.executable, "-c", "import sys; from mole_dag.cli import main; sys.exit(main())",
-         "research", "Does coffee affect blood pressure?", "--tokens", "20000"],
-        capture_output=True, text=True, env=env, cwd=elsewhere, timeout=600, check=False)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from mole_dag.cli import main; sys.exit(main())",
+            "research",
+            "Does coffee affect blood pressure?",
+            "--tokens",
+            "20000",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=elsewhere,
+        timeout=600,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "ledger consistent" in run.stdout
     data = tmp_path / "xdg" / "mole"
@@ -178,9 +238,15 @@ def test_wheel_ships_sql_and_demo_corpus_and_runs_from_another_folder(tmp_path: 
 
 # -- make dev -------------------------------------------------------------------------------
 
+
 def _git_status() -> set[str]:
-    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
-                         cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return set(out.stdout.splitlines())
 
 
@@ -208,10 +274,13 @@ def test_make_dev_writes_only_under_mole_home(tmp_path: Path) -> None:
     # The real Makefile target; -o keeps make from reinstalling the venv (no network), and BIN
     # points it at the interpreter running the tests.
     proc = subprocess.Popen(
-        ["make", "-o", ".venv/.installed", "dev", f"BIN={BIN}",
-         f"DEV_ARGS=-p {port} -h 127.0.0.1"],
-        cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True)
+        ["make", "-o", ".venv/.installed", "dev", f"BIN={BIN}", f"DEV_ARGS=-p {port} -h 127.0.0.1"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 180
         up = False

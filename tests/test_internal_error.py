@@ -39,28 +39,36 @@ class _Raises:
         raise self.exc
 
 
-def _round_with(store: Store, corpus: Path, exc: BaseException,
-                monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[str]]:
+def _round_with(
+    store: Store, corpus: Path, exc: BaseException, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, list[str]]:
     sid = create_session(store, QUESTION, Unit.TOKENS, 50_000, corpus=str(corpus)).session_id
     run = Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None)
     plan_round(run)
     monkeypatch.setattr(executor_run, "actors_for", lambda sess, st: {"local": _Raises(exc)})
     got = execute_leads(run, workers=2)
     assert got.leads_run > 0
-    causes = [r["cause"] for r in store.rows(
-        "SELECT cause FROM dead_ends WHERE session_id = ? ORDER BY id", [sid])]
+    causes = [
+        r["cause"]
+        for r in store.rows("SELECT cause FROM dead_ends WHERE session_id = ? ORDER BY id", [sid])
+    ]
     return sid, causes
 
 
 def test_a_bug_is_an_internal_error_with_its_traceback(
-        tmp_path: Path, mini_corpus: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path,
+    mini_corpus: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     db = tmp_path / "bug.duckdb"
     store = Store(db)
     try:
         with caplog.at_level(logging.WARNING, logger="mole.executor"):
-            sid, causes = _round_with(store, mini_corpus, ZeroDivisionError("division by zero"),
-                                      monkeypatch)
+            sid, causes = _round_with(
+                store, mini_corpus, ZeroDivisionError("division by zero"), monkeypatch
+            )
         detail = store.scalar("SELECT detail FROM dead_ends WHERE session_id = ? LIMIT 1", [sid])
     finally:
         store.close()
@@ -68,8 +76,7 @@ def test_a_bug_is_an_internal_error_with_its_traceback(
     assert "ZeroDivisionError" in detail
     logged = [r for r in caplog.records if r.exc_info]
     assert len(logged) == len(causes)  # one traceback per lead, at ERROR
-    assert all(r.levelno == logging.ERROR and r.exc_info[0] is ZeroDivisionError
-               for r in logged)
+    assert all(r.levelno == logging.ERROR and r.exc_info[0] is ZeroDivisionError for r in logged)
     capsys.readouterr()
     assert main(["--db", str(db), "show", sid]) == 0
     out = capsys.readouterr().out
@@ -77,17 +84,25 @@ def test_a_bug_is_an_internal_error_with_its_traceback(
     assert f"internal_error {len(causes)}" in out  # and among the dead ends by cause
 
 
-@pytest.mark.parametrize("exc", [
-    httpx.ConnectError("connection refused"),
-    httpx.ReadTimeout("timed out"),
-    TimeoutError("timed out"),
-    ConnectionResetError("reset by peer"),
-    FetchFailed(DeadEndCause.FETCH_FAILED, "HTTP 503", "https://example.org/"),
-], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "exc",
+    [
+        httpx.ConnectError("connection refused"),
+        httpx.ReadTimeout("timed out"),
+        TimeoutError("timed out"),
+        ConnectionResetError("reset by peer"),
+        FetchFailed(DeadEndCause.FETCH_FAILED, "HTTP 503", "https://example.org/"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
 def test_the_outside_world_failing_stays_fetch_failed(
-        tmp_path: Path, mini_corpus: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
-        exc: BaseException) -> None:
+    tmp_path: Path,
+    mini_corpus: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    exc: BaseException,
+) -> None:
     db = tmp_path / "net.duckdb"
     store = Store(db)
     try:
@@ -118,8 +133,10 @@ def test_the_migration_keeps_existing_dead_ends_and_admits_the_new_cause(tmp_pat
     conn = duckdb.connect(str(tmp_path / "old.duckdb"))
     try:
         apply(conn, mdir)
-        insert = ("INSERT INTO dead_ends (id, session_id, cause, detail, created_at) "
-                  "VALUES (?, 's', ?, 'd', now())")
+        insert = (
+            "INSERT INTO dead_ends (id, session_id, cause, detail, created_at) "
+            "VALUES (?, 's', ?, 'd', now())"
+        )
         conn.execute(insert, ["d1", "fetch_failed"])
         with pytest.raises(duckdb.ConstraintException):
             conn.execute(insert, ["d2", "internal_error"])  # what the old schema refused
@@ -130,6 +147,8 @@ def test_the_migration_keeps_existing_dead_ends_and_admits_the_new_cause(tmp_pat
         with pytest.raises(duckdb.ConstraintException):
             conn.execute(insert, ["d3", "a_cause_nobody_named"])
         assert conn.execute("SELECT id, cause FROM dead_ends ORDER BY id").fetchall() == [
-            ("d1", "fetch_failed"), ("d2", "internal_error")]
+            ("d1", "fetch_failed"),
+            ("d2", "internal_error"),
+        ]
     finally:
         conn.close()

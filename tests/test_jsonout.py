@@ -21,15 +21,18 @@ from mole_dag.verifier.prompts import (
     parse_judge,
 )
 
-_claim = st.fixed_dictionaries({
-    "text": st.text(max_size=40),
-    "quote": st.text(max_size=40),
-})
+_claim = st.fixed_dictionaries(
+    {
+        "text": st.text(max_size=40),
+        "quote": st.text(max_size=40),
+    }
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(_claim, max_size=6), st.sampled_from([", ", ",\n  ", ","]), st.booleans(),
-       st.data())
+@given(
+    st.lists(_claim, max_size=6), st.sampled_from([", ", ",\n  ", ","]), st.booleans(), st.data()
+)
 def test_every_truncation_keeps_exactly_the_complete_items(
     claims: list[dict], sep: str, ascii_only: bool, data: st.DataObject
 ) -> None:
@@ -62,7 +65,8 @@ def test_bare_array_and_wrong_key() -> None:
 
 def test_non_objects_and_garbage_are_dropped() -> None:
     assert parse_items('{"claims": [1, "two", {"text": "ok"}, null]}', "claims").items == [
-        {"text": "ok"}]
+        {"text": "ok"}
+    ]
     assert parse_items("I could not find any claims.", "claims").items == []
     assert parse_items("", "claims").items == []
 
@@ -76,12 +80,16 @@ def test_truncated_inside_a_string_with_braces() -> None:
 
 def test_parse_mine_caps_text_and_uses_quote_when_text_missing() -> None:
     long = "word " * 200
-    text = json.dumps({"claims": [
-        {"text": long, "quote": "a quote that is long enough to check"},
-        {"quote": "only a quote given by the model here"},
-        {"text": "no quote at all"},
-        {"text": 42, "quote": None},
-    ]})
+    text = json.dumps(
+        {
+            "claims": [
+                {"text": long, "quote": "a quote that is long enough to check"},
+                {"quote": "only a quote given by the model here"},
+                {"text": "no quote at all"},
+                {"text": 42, "quote": None},
+            ]
+        }
+    )
     drafts = parse_mine(text)
     assert len(drafts[0].text) == MAX_CLAIM_CHARS
     assert drafts[1].text == "only a quote given by the model here"
@@ -90,41 +98,58 @@ def test_parse_mine_caps_text_and_uses_quote_when_text_missing() -> None:
 
 
 def test_parse_judge_keeps_valid_first_indices() -> None:
-    text = json.dumps({"verdicts": [
-        {"index": 0, "relation": "contradicts", "rationale": "opposite"},
-        {"index": "1", "relation": "supports"},
-        {"index": 0, "relation": "neither"},  # a second verdict for 0 is ignored
-        {"index": 7, "relation": "neither"},  # out of range
-        {"index": True, "relation": "neither"},
-        {"relation": "neither"},
-        {"index": 2},
-    ]})
+    text = json.dumps(
+        {
+            "verdicts": [
+                {"index": 0, "relation": "contradicts", "rationale": "opposite"},
+                {"index": "1", "relation": "supports"},
+                {"index": 0, "relation": "neither"},  # a second verdict for 0 is ignored
+                {"index": 7, "relation": "neither"},  # out of range
+                {"index": True, "relation": "neither"},
+                {"relation": "neither"},
+                {"index": 2},
+            ]
+        }
+    )
     got = parse_judge(text, 3)
     assert [(v.index, v.relation) for v in got] == [(0, "contradicts"), (1, "supports")]
 
 
 def test_parse_plan_dedupes_caps_and_defaults_query() -> None:
     digest = Digest(question="q", round=2, sub_questions=(("Old one?", 3),))
-    text = json.dumps({"sub_questions": [
-        {"text": "old ONE?", "query": "x"},
-        {"text": "New one?"},
-        {"text": "New one?", "query": "dup"},
-        {"text": "  "},
-        {"text": "Second?", "query": "second"},
-        {"text": "Third?", "query": "third"},
-        {"text": "Fourth?", "query": "fourth"},
-    ]})
+    text = json.dumps(
+        {
+            "sub_questions": [
+                {"text": "old ONE?", "query": "x"},
+                {"text": "New one?"},
+                {"text": "New one?", "query": "dup"},
+                {"text": "  "},
+                {"text": "Second?", "query": "second"},
+                {"text": "Third?", "query": "third"},
+                {"text": "Fourth?", "query": "fourth"},
+            ]
+        }
+    )
     got = parse_plan(text, digest)
     assert [(p.text, p.query) for p in got] == [
-        ("New one?", "New one?"), ("Second?", "second"), ("Third?", "third")]
+        ("New one?", "New one?"),
+        ("Second?", "second"),
+        ("Third?", "third"),
+    ]
     assert len(got) == LATER_ROUND_SUB_QUESTIONS
 
 
 def test_plan_prompt_carries_counts_and_dead_ends_by_sub_question() -> None:
-    digest = Digest(question="Does tea help?", round=2, sub_questions=(("Tea and sleep?", 0),),
-                    dead_ends=(("no_results", 2),), contradictions=1, budget_left=12_345,
-                    unit="usd_micros",
-                    dead_ends_by_sub_question=(("Tea and sleep?", "no_results", 2),))
+    digest = Digest(
+        question="Does tea help?",
+        round=2,
+        sub_questions=(("Tea and sleep?", 0),),
+        dead_ends=(("no_results", 2),),
+        contradictions=1,
+        budget_left=12_345,
+        unit="usd_micros",
+        dead_ends_by_sub_question=(("Tea and sleep?", "no_results", 2),),
+    )
     user = plan_call(digest).messages[0].content
     assert "- Tea and sleep? (0 claims)" in user
     assert "- no_results: 2" in user
@@ -132,15 +157,18 @@ def test_plan_prompt_carries_counts_and_dead_ends_by_sub_question() -> None:
     assert "Contradictions found: 1" in user and "$0.0123" in user
 
 
-@pytest.mark.parametrize(("text", "verdict"), [
-    ('{"verdict": "supported", "rationale": "same figures"}', "supported"),
-    ('```json\n{"verdict": "Unsupported", "rationale": "different year"}\n```', "unsupported"),
-    ('Sure. {"verdict": "undecided"}', "undecided"),
-    ('{"verdict": "supported", "rationale": "the passage sa', "supported"),  # cut off
-    ('{"verdict": "maybe"}', "undecided"),
-    ("The passage supports it.", "undecided"),
-    ("", "undecided"),
-])
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ('{"verdict": "supported", "rationale": "same figures"}', "supported"),
+        ('```json\n{"verdict": "Unsupported", "rationale": "different year"}\n```', "unsupported"),
+        ('Sure. {"verdict": "undecided"}', "undecided"),
+        ('{"verdict": "supported", "rationale": "the passage sa', "supported"),  # cut off
+        ('{"verdict": "maybe"}', "undecided"),
+        ("The passage supports it.", "undecided"),
+        ("", "undecided"),
+    ],
+)
 def test_parse_ground(text: str, verdict: str) -> None:
     assert parse_ground(text).verdict == verdict
 

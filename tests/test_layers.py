@@ -36,8 +36,16 @@ def test_no_package_imports_one_above_it() -> None:
     # In a child process: import-linter configures logging with dictConfig, which disables every
     # logger already created, and later tests read the library's log messages.
     run = subprocess.run(
-        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
-         "sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True))",
-         str(ROOT / "pyproject.toml")],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports; "
+            "sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True))",
+            str(ROOT / "pyproject.toml"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stdout + run.stderr

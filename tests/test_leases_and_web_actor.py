@@ -22,22 +22,43 @@ from mole_dag.session import create_session
 from mole_dag.store import Store, q, utcnow
 from tests.fakeweb import FakeWeb, page
 
-PROSE = ("Green tea in the evening raises the risk of poor sleep in adults who are sensitive "
-         "to caffeine, the survey of four hundred nurses found.")
+PROSE = (
+    "Green tea in the evening raises the risk of poor sleep in adults who are sensitive "
+    "to caffeine, the survey of four hundred nurses found."
+)
 
 
 def _session_with_leads(store: Store, n: int) -> str:
     sid = create_session(store, "q?", Unit.TOKENS, 1000).session_id
     now = utcnow()
     with store.write() as cur:
-        cur.execute(q("sub_question_insert"), {"id": "sq1", "session_id": sid, "round": 1,
-                                               "ordinal": 0, "text": "q?", "query": "q",
-                                               "now": now})
+        cur.execute(
+            q("sub_question_insert"),
+            {
+                "id": "sq1",
+                "session_id": sid,
+                "round": 1,
+                "ordinal": 0,
+                "text": "q?",
+                "query": "q",
+                "now": now,
+            },
+        )
         for i in range(n):
-            cur.execute(q("lead_insert"), {"id": f"lead-{i}", "session_id": sid,
-                                           "sub_question_id": "sq1", "actor": "local",
-                                           "query": "q", "depth": 0, "root_claim_id": None,
-                                           "because": None, "now": now})
+            cur.execute(
+                q("lead_insert"),
+                {
+                    "id": f"lead-{i}",
+                    "session_id": sid,
+                    "sub_question_id": "sq1",
+                    "actor": "local",
+                    "query": "q",
+                    "depth": 0,
+                    "root_claim_id": None,
+                    "because": None,
+                    "now": now,
+                },
+            )
     return sid
 
 
@@ -113,6 +134,7 @@ def test_one_heartbeat_keeps_every_lease_of_its_owner(store: Store) -> None:
 
 # --- the web actor --------------------------------------------------------------------------
 
+
 class Listed:
     name = "stub"
 
@@ -133,20 +155,33 @@ def web() -> Iterator[FakeWeb]:
 
 
 def _fetcher(tmp_path: Path) -> Fetcher:
-    return Fetcher(Policy.of(["127.0.0.1"]), FetchLimits(interval_s=0.0),
-                   limiter=DomainLimiter(tmp_path / "rl"), robots=RobotsCache())
+    return Fetcher(
+        Policy.of(["127.0.0.1"]),
+        FetchLimits(interval_s=0.0),
+        limiter=DomainLimiter(tmp_path / "rl"),
+        robots=RobotsCache(),
+    )
 
 
 def test_actor_yields_documents_and_dead_ends_in_rank_order(tmp_path: Path, web: FakeWeb) -> None:
     web.route("/ok", page("OK", PROSE))
     web.route("/gone", b"gone", 404)
     web.route("/ok2", page("OK 2", PROSE))
-    hits = [Hit(web.url("/ok"), "OK"), Hit(web.url("/gone")), Hit(web.url("/ok")),
-            Hit("http://169.254.169.254/"), Hit(web.url("/ok2"), "OK 2", doi="10.1/x")]
+    hits = [
+        Hit(web.url("/ok"), "OK"),
+        Hit(web.url("/gone")),
+        Hit(web.url("/ok")),
+        Hit("http://169.254.169.254/"),
+        Hit(web.url("/ok2"), "OK 2", doi="10.1/x"),
+    ]
     items = list(WebActor(Listed(hits), _fetcher(tmp_path)).gather("q", 10))
     kinds = [(type(i).__name__, getattr(i, "cause", None)) for i in items]
-    assert kinds == [("Found", None), ("DeadEnd", DeadEndCause.FETCH_FAILED),
-                     ("DeadEnd", DeadEndCause.SSRF_REFUSED), ("Found", None)]
+    assert kinds == [
+        ("Found", None),
+        ("DeadEnd", DeadEndCause.FETCH_FAILED),
+        ("DeadEnd", DeadEndCause.SSRF_REFUSED),
+        ("Found", None),
+    ]
     last = items[-1]
     assert isinstance(last, Found) and last.rank == 4 and last.document.doi == "10.1/x"
 
@@ -161,16 +196,20 @@ def test_provider_text_is_used_without_fetching(tmp_path: Path, web: FakeWeb) ->
 
 
 def test_provider_text_loses_its_controls(tmp_path: Path) -> None:
-    hit = Hit("https://example.org/p", "T\u202eitle\x1b[1m",
-              content=f"\u202e{PROSE}\x1b]0;pwned\x07 {PROSE}")
+    hit = Hit(
+        "https://example.org/p",
+        "T\u202eitle\x1b[1m",
+        content=f"\u202e{PROSE}\x1b]0;pwned\x07 {PROSE}",
+    )
     (found,) = list(WebActor(Listed([hit]), _fetcher(tmp_path)).gather("q", 5))
     assert isinstance(found, Found)
     for bad in ("\u202e", "\x1b", "\x07"):
         assert bad not in found.document.text and bad not in found.document.title
 
 
-def test_short_provider_text_is_a_snippet_and_the_page_is_fetched(tmp_path: Path,
-                                                                   web: FakeWeb) -> None:
+def test_short_provider_text_is_a_snippet_and_the_page_is_fetched(
+    tmp_path: Path, web: FakeWeb
+) -> None:
     web.route("/page", page("Page", PROSE))
     hit = Hit(web.url("/page"), "Page", content="Too short to be the page.")
     (found,) = list(WebActor(Listed([hit]), _fetcher(tmp_path)).gather("q", 5))
@@ -180,16 +219,20 @@ def test_short_provider_text_is_a_snippet_and_the_page_is_fetched(tmp_path: Path
 
 def test_known_url_is_linked_not_fetched(tmp_path: Path, web: FakeWeb) -> None:
     web.route("/page", page("Page", PROSE))
-    actor = WebActor(Listed([Hit(web.url("/page"), "Page")]), _fetcher(tmp_path),
-                     known=lambda url: True)
+    actor = WebActor(
+        Listed([Hit(web.url("/page"), "Page")]), _fetcher(tmp_path), known=lambda url: True
+    )
     (found,) = list(actor.gather("q", 5))
     assert isinstance(found, Found) and found.document.text == ""
     assert web.requests_to("/page") == []
 
 
 def test_search_failure_and_no_results_are_dead_ends(tmp_path: Path) -> None:
-    failed = list(WebActor(Listed(SearchFailed(DeadEndCause.RATE_LIMITED, "stub: HTTP 429")),
-                           _fetcher(tmp_path)).gather("q", 5))
+    failed = list(
+        WebActor(
+            Listed(SearchFailed(DeadEndCause.RATE_LIMITED, "stub: HTTP 429")), _fetcher(tmp_path)
+        ).gather("q", 5)
+    )
     assert failed == [DeadEnd(DeadEndCause.RATE_LIMITED, None, "stub: HTTP 429")]
     (none,) = list(WebActor(Listed([]), _fetcher(tmp_path)).gather("q", 5))
     assert isinstance(none, DeadEnd) and none.cause == DeadEndCause.NO_RESULTS

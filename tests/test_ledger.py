@@ -39,8 +39,10 @@ def test_reserve_settle_moves_held_to_spent(ledger: Ledger) -> None:
 def test_unaffordable_reservation_is_refused_before_the_call(ledger: Ledger) -> None:
     sid = ledger.create_session("q?", Unit.TOKENS, 1000).session_id  # 850 outside escrow
     calls = []
-    with pytest.raises(BudgetExhausted) as exc, \
-            ledger.hold(sid, Role.PLANNER, 851, tool="llm:x", stage="plan") as h:
+    with (
+        pytest.raises(BudgetExhausted) as exc,
+        ledger.hold(sid, Role.PLANNER, 851, tool="llm:x", stage="plan") as h,
+    ):
         calls.append("dispatched")  # must never run
         h.settle(1)
     assert calls == []
@@ -67,8 +69,10 @@ def test_escrow_is_not_available_until_released(ledger: Ledger) -> None:
 
 def test_failed_call_releases_its_hold(ledger: Ledger) -> None:
     sid = ledger.create_session("q?", Unit.TOKENS, 1000).session_id
-    with pytest.raises(RuntimeError), \
-            ledger.hold(sid, Role.EXECUTOR, 300, tool="llm:x", stage="mine"):
+    with (
+        pytest.raises(RuntimeError),
+        ledger.hold(sid, Role.EXECUTOR, 300, tool="llm:x", stage="mine"),
+    ):
         raise RuntimeError("provider 529")
     bal = ledger.balance(sid)
     assert bal.held == 0 and bal.spent == 0
@@ -79,8 +83,10 @@ def test_failed_call_releases_its_hold(ledger: Ledger) -> None:
 
 def test_hold_closed_without_settle_is_an_error_and_releases(ledger: Ledger) -> None:
     sid = ledger.create_session("q?", Unit.TOKENS, 1000).session_id
-    with pytest.raises(LedgerError, match="neither settled nor released"), \
-            ledger.hold(sid, Role.EXECUTOR, 10, tool="t", stage="s"):
+    with (
+        pytest.raises(LedgerError, match="neither settled nor released"),
+        ledger.hold(sid, Role.EXECUTOR, 10, tool="t", stage="s"),
+    ):
         pass
     assert ledger.balance(sid).held == 0
 
@@ -187,8 +193,9 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(total=st.integers(min_value=1, max_value=2000), script=ops)
 def test_invariants_hold_under_any_sequence(tmp_path: Path, total: int, script: list) -> None:
     now = [utcnow()]

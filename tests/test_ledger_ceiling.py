@@ -55,12 +55,16 @@ def test_verify_counts_overrun_against_the_ceiling(ledger: Ledger) -> None:
 
 def test_interrupted_hold_is_settled_at_its_reservation(ledger: Ledger) -> None:
     sid = ledger.create_session("q?", Unit.TOKENS, 1000).session_id
-    with pytest.raises(KeyboardInterrupt), ledger.hold(sid, Role.EXECUTOR, 120, tool="t",
-                                                       stage="s"):
+    with (
+        pytest.raises(KeyboardInterrupt),
+        ledger.hold(sid, Role.EXECUTOR, 120, tool="t", stage="s"),
+    ):
         raise KeyboardInterrupt  # the call may have been answered: we cannot know
     assert ledger.balance(sid).spent == 120
-    assert ledger.store.row("SELECT assumed, actual FROM tool_calls") == {"assumed": True,
-                                                                          "actual": 120}
+    assert ledger.store.row("SELECT assumed, actual FROM tool_calls") == {
+        "assumed": True,
+        "actual": 120,
+    }
     # An ordinary failure is still released.
     with pytest.raises(RuntimeError), ledger.hold(sid, Role.EXECUTOR, 50, tool="t", stage="s"):
         raise RuntimeError("refused before it was sent")
@@ -83,21 +87,31 @@ def test_opening_the_store_recovers_a_dead_process(tmp_path: Path) -> None:
         now = utcnow()
         with store.write() as cur:
             cur.execute("UPDATE tool_calls SET owner = ? WHERE session_id = ?", [dead, live])
-            cur.execute("UPDATE tool_calls SET owner = 'elsewhere:1' WHERE session_id = ?",
-                        [done])
+            cur.execute("UPDATE tool_calls SET owner = 'elsewhere:1' WHERE session_id = ?", [done])
             cur.execute(q("session_set_owner"), {"owner": dead, "now": now, "session_id": live})
             cur.execute("UPDATE sessions SET status = 'running' WHERE id = ?", [live])
             cur.execute("UPDATE sessions SET status = 'done' WHERE id = ?", [done])
-            cur.execute("INSERT INTO leads (id, session_id, sub_question_id, actor, query, status,"
-                        " lease_owner, lease_expires_at, created_at) VALUES ('l1', ?, 'sq', "
-                        "'local', 'q', 'leased', 'worker-x', ?, ?)", [live, now, now])
+            cur.execute(
+                "INSERT INTO leads (id, session_id, sub_question_id, actor, query, status,"
+                " lease_owner, lease_expires_at, created_at) VALUES ('l1', ?, 'sq', "
+                "'local', 'q', 'leased', 'worker-x', ?, ?)",
+                [live, now, now],
+            )
         # This process is alive, so its own open reservation stays open.
         mine = ledger.reserve(live, Role.EXECUTOR, 10, tool="t", stage="mine")
 
     # The next process to open it: recovery runs once per process per store, at its first
     # writing open (this process has had its turn).
-    subprocess.run([sys.executable, "-c", "import sys; from mole_dag.store import Store; "
-                    "Store(sys.argv[1])", str(path)], check=True, timeout=120)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from mole_dag.store import Store; Store(sys.argv[1])",
+            str(path),
+        ],
+        check=True,
+        timeout=120,
+    )
     with Store(path) as store:
         ledger = Ledger(store)
         for sid, amount in [("s-live", 300 + 0), ("s-done", 200)]:
@@ -106,12 +120,19 @@ def test_opening_the_store_recovers_a_dead_process(tmp_path: Path) -> None:
             assert ledger.verify(sid).ok
         assert ledger.balance("s-live").held == 10  # still ours, and we are alive
         assert ledger.balance("s-done").held == 0
-        assumed = store.rows("SELECT session_id, reserved FROM tool_calls WHERE assumed "
-                             "ORDER BY session_id")
-        assert assumed == [{"session_id": "s-done", "reserved": 200},
-                           {"session_id": "s-live", "reserved": 300}]
+        assumed = store.rows(
+            "SELECT session_id, reserved FROM tool_calls WHERE assumed ORDER BY session_id"
+        )
+        assert assumed == [
+            {"session_id": "s-done", "reserved": 200},
+            {"session_id": "s-live", "reserved": 300},
+        ]
         assert ledger.balance("s-live").status == SessionStatus.INTERRUPTED
         assert store.scalar("SELECT status FROM leads WHERE id = 'l1'") == "pending"
         ledger.settle(mine, 10)
-        assert store.scalar("SELECT count(*) FROM tool_calls WHERE status = ?",
-                            [str(CallStatus.RESERVED)]) == 0
+        assert (
+            store.scalar(
+                "SELECT count(*) FROM tool_calls WHERE status = ?", [str(CallStatus.RESERVED)]
+            )
+            == 0
+        )

@@ -30,8 +30,9 @@ def _hammer(stores: list[Store], sid: str, total: int, escrow: int) -> dict[str,
             for _ in range(OPS_PER_WORKER):
                 estimate = rng.randint(1, 4000)
                 try:
-                    with ledger.hold(sid, rng.choice(list(Role)), estimate, tool="llm:stress",
-                                     stage="stress") as h:
+                    with ledger.hold(
+                        sid, rng.choice(list(Role)), estimate, tool="llm:stress", stage="stress"
+                    ) as h:
                         with lock:
                             counts["calls_made"] += 1
                         if rng.random() < 0.15:
@@ -98,8 +99,9 @@ def test_sixteen_workers_never_exceed_the_total(
         assert counts["refused"] > 0 and counts["settled"] > 0 and counts["released"] > 0
         assert counts["samples"] > 0
         # Every call that was made has exactly one ledger row; refused ones have none.
-        rows = stores[0].scalar("SELECT count(*) FROM tool_calls WHERE session_id = ?",
-                                [bal.session_id])
+        rows = stores[0].scalar(
+            "SELECT count(*) FROM tool_calls WHERE session_id = ?", [bal.session_id]
+        )
         assert rows == counts["calls_made"] == counts["settled"] + counts["released"]
         assert counts["calls_made"] + counts["refused"] == WORKERS * OPS_PER_WORKER
     finally:

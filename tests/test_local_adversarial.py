@@ -28,15 +28,23 @@ SQL_IN_A_NAME = "region\" FROM data; SELECT * FROM read_csv('/etc/passwd') --"
 
 # (what the scripted model answers, the stage and reason it must be refused for)
 HOSTILE_CHOICES: list[tuple[Any, tuple[str, str] | None]] = [
-    (HypothesisChoice("mean_by_group", {"group": "notes", "value": "income"}),
-     ("hypothesis", "withheld_column")),
-    (HypothesisChoice("count_by_group", {"group": SQL_IN_A_NAME}),
-     ("hypothesis", "unknown_column")),
-    (HypothesisChoice("count_by_group", {"group": "respondent_id"}),
-     ("hypothesis", "withheld_column")),
+    (
+        HypothesisChoice("mean_by_group", {"group": "notes", "value": "income"}),
+        ("hypothesis", "withheld_column"),
+    ),
+    (
+        HypothesisChoice("count_by_group", {"group": SQL_IN_A_NAME}),
+        ("hypothesis", "unknown_column"),
+    ),
+    (
+        HypothesisChoice("count_by_group", {"group": "respondent_id"}),
+        ("hypothesis", "withheld_column"),
+    ),
     (HypothesisChoice("SELECT * FROM data", {}), ("hypothesis", "unknown_template")),
-    ({"template": "count_by_group", "columns": {"group": "region"}},
-     ("hypothesis", "bad_arguments")),
+    (
+        {"template": "count_by_group", "columns": {"group": "region"}},
+        ("hypothesis", "bad_arguments"),
+    ),
     # A bucket of 1 (and 2, and 1): the regions under the floor are folded, and their
     # remainder (4 rows) is still under it: suppressed, recorded, the rest leaves. The profile
     # told the total, so the smallest named region goes too (issue 11): a second refusal,
@@ -52,15 +60,22 @@ HOSTILE_SQL = [
     ("SELECT respondent_id, count(*) FROM data GROUP BY respondent_id", "withheld_column"),
     ("SELECT income FROM data LIMIT 1", "row_values"),
     ("SELECT count(*) FROM data UNION SELECT count(*) FROM data", "set_operation"),
-    ("SELECT count(*) FROM data /* nothing to see */; SELECT notes FROM data",
-     "multiple_statements"),
+    (
+        "SELECT count(*) FROM data /* nothing to see */; SELECT notes FROM data",
+        "multiple_statements",
+    ),
     ("SELECT count(*) FROM data -- ;\n; SELECT email FROM data", "multiple_statements"),
     # a bucket of 1 by WHERE: one row's income
-    ("SELECT avg(income), count(*) FROM data WHERE income > 123456 AND income < 123457",
-     "below_floor"),
+    (
+        "SELECT avg(income), count(*) FROM data WHERE income > 123456 AND income < 123457",
+        "below_floor",
+    ),
     # one row's income hidden inside a big group's aggregate
-    ("SELECT region, sum(CASE WHEN income > 123456 THEN income ELSE 0 END) FROM data "
-     "GROUP BY region", "aggregate_argument"),
+    (
+        "SELECT region, sum(CASE WHEN income > 123456 THEN income ELSE 0 END) FROM data "
+        "GROUP BY region",
+        "aggregate_argument",
+    ),
     ('SELECT count(DISTINCT "EMAIL") FROM data', "withheld_column"),
     ("SELECT plan, count(*) FROM data GROUP BY plan", None),  # allowed: 'other' = 7 rows
 ]
@@ -82,18 +97,30 @@ class ScriptedSkills(ExtractiveSkills):
 
 @pytest.fixture
 def session(store: Store, survey_csv: Path) -> str:  # noqa: F811
-    bal = create_session(store, "Does income differ by region and plan?", Unit.USD_MICROS,
-                         500_000, data=str(survey_csv))
+    bal = create_session(
+        store,
+        "Does income differ by region and plan?",
+        Unit.USD_MICROS,
+        500_000,
+        data=str(survey_csv),
+    )
     return bal.session_id
 
 
 def _everything_that_left(store: Store, sid: str) -> str:
     """Every stored text a reader, a model or a log could see for this session."""
     parts: list[str] = []
-    for sql in ["SELECT * FROM local_crossings", "SELECT * FROM local_refusals",
-                "SELECT * FROM claims", "SELECT * FROM chunks", "SELECT * FROM sources",
-                "SELECT * FROM local_findings", "SELECT * FROM dead_ends",
-                "SELECT * FROM tool_calls", "SELECT * FROM sub_questions"]:
+    for sql in [
+        "SELECT * FROM local_crossings",
+        "SELECT * FROM local_refusals",
+        "SELECT * FROM claims",
+        "SELECT * FROM chunks",
+        "SELECT * FROM sources",
+        "SELECT * FROM local_findings",
+        "SELECT * FROM dead_ends",
+        "SELECT * FROM tool_calls",
+        "SELECT * FROM sub_questions",
+    ]:
         for row in store.rows(sql + " WHERE session_id = $s", {"s": sid}):
             parts.extend(str(v) for v in row.values())
     parts.append(format_listing(sid, listing(store, sid)))
@@ -102,8 +129,8 @@ def _everything_that_left(store: Store, sid: str) -> str:
 
 
 def test_hostile_choices_and_statements_are_refused_and_recorded(
-        store: Store, session: str, caplog: pytest.LogCaptureFixture,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    store: Store, session: str, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
     caplog.set_level(logging.DEBUG)
     skills = ScriptedSkills([c for c, _ in HOSTILE_CHOICES])
     run = Run(store, Ledger(store), skills, session)
@@ -124,7 +151,9 @@ def test_hostile_choices_and_statements_are_refused_and_recorded(
     choices.insert(at, ("gate", "secondary_suppression"))
     expected = choices + [
         ("gate", "below_floor") if r == "below_floor" else ("sqlguard", r)
-        for _, r in HOSTILE_SQL if r]
+        for _, r in HOSTILE_SQL
+        if r
+    ]
     assert [(r.stage, r.reason) for r in got.refusals] == expected
     for r in got.refusals:
         assert r.detail.strip() and r.request.strip()
@@ -147,9 +176,11 @@ def test_hostile_choices_and_statements_are_refused_and_recorded(
 
 
 def test_an_envelope_the_exfil_check_stops_is_not_kept(
-        store: Store, session: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: Store, session: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Break the gate (no folding, no floor): the exfil check withholds the envelope, records the
     refusal with the envelope's hash only, and the rare labels reach no table."""
+
     def no_floor_sql(dataset, guarded):  # noqa: ANN001, ANN202
         keys = ", ".join(e.sql(dialect="duckdb") for _, e in guarded.keys)
         return f"SELECT {keys}, count(*), true FROM data GROUP BY {keys}", "b", "n"

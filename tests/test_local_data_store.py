@@ -26,8 +26,13 @@ from mole_dag.store import Store, utcnow
 
 
 def _session(store: Store, data: Path | None, total: int = 500_000) -> str:
-    return create_session(store, "Does income differ by plan?", Unit.USD_MICROS, total,
-                          data=str(data) if data else None).session_id
+    return create_session(
+        store,
+        "Does income differ by plan?",
+        Unit.USD_MICROS,
+        total,
+        data=str(data) if data else None,
+    ).session_id
 
 
 def _run(store: Store, sid: str, skills: Any = None) -> Run:
@@ -38,14 +43,28 @@ def _run(store: Store, sid: str, skills: Any = None) -> Run:
 
 
 def _crossing(cur: Any, **over: Any) -> None:
-    row = {"id": "x1", "session_id": "s", "seq": 0, "kind": "template", "template": "t",
-           "columns": "{}", "sql": "SELECT 1", "executed_sql": None, "envelope": "{\"a\":1}",
-           "envelope_sha256": "a" * 64, "dataset_sha256": "b" * 64, "floor": 5, "min_rows": 5,
-           "now": utcnow()} | over
+    row = {
+        "id": "x1",
+        "session_id": "s",
+        "seq": 0,
+        "kind": "template",
+        "template": "t",
+        "columns": "{}",
+        "sql": "SELECT 1",
+        "executed_sql": None,
+        "envelope": '{"a":1}',
+        "envelope_sha256": "a" * 64,
+        "dataset_sha256": "b" * 64,
+        "floor": 5,
+        "min_rows": 5,
+        "now": utcnow(),
+    } | over
     cur.execute(
         "INSERT INTO local_crossings VALUES ($id, $session_id, $seq, $kind, $template, $columns, "
         "$sql, $executed_sql, $envelope, $envelope_sha256, $dataset_sha256, $floor, $min_rows, "
-        "$now)", row)
+        "$now)",
+        row,
+    )
 
 
 def test_schema_accepts_a_crossing_at_the_floor(store: Store) -> None:
@@ -53,15 +72,18 @@ def test_schema_accepts_a_crossing_at_the_floor(store: Store) -> None:
         _crossing(cur)
 
 
-@pytest.mark.parametrize("over", [
-    {"min_rows": 1},  # a single-row figure: the floor is a constraint
-    {"min_rows": 4},
-    {"floor": 3, "min_rows": 3},  # nor may the floor itself be lowered
-    {"kind": "profile"},  # a profile has no SQL
-    {"kind": "sql", "template": "t"},
-    {"envelope_sha256": "short"},
-    {"kind": "dump"},
-])
+@pytest.mark.parametrize(
+    "over",
+    [
+        {"min_rows": 1},  # a single-row figure: the floor is a constraint
+        {"min_rows": 4},
+        {"floor": 3, "min_rows": 3},  # nor may the floor itself be lowered
+        {"kind": "profile"},  # a profile has no SQL
+        {"kind": "sql", "template": "t"},
+        {"envelope_sha256": "short"},
+        {"kind": "dump"},
+    ],
+)
 def test_schema_refuses_crossings_that_break_the_rules(store: Store, over: dict) -> None:
     with pytest.raises(duckdb.ConstraintException), store.write() as cur:
         _crossing(cur, **over)
@@ -71,7 +93,8 @@ def _refusal(cur: Any, reason: str, stage: str = "sqlguard", seq: int = 0) -> No
     cur.execute(
         "INSERT INTO local_refusals (id, session_id, seq, stage, reason, kind, request, detail, "
         "created_at) VALUES ($id, 's', $seq, $stage, $reason, 'sql', 'q', 'why', $now)",
-        {"id": f"r{seq}", "seq": seq, "stage": stage, "reason": reason, "now": utcnow()})
+        {"id": f"r{seq}", "seq": seq, "stage": stage, "reason": reason, "now": utcnow()},
+    )
 
 
 def test_refusal_vocabulary_is_the_schemas(store: Store) -> None:
@@ -89,28 +112,39 @@ def test_refusal_vocabulary_is_the_schemas(store: Store) -> None:
 # --- the stage ----------------------------------------------------------------------------------
 
 
-def test_findings_become_claims_that_pass_the_quote_check(store: Store,
-                                                          survey_csv: Path) -> None:  # noqa: F811
+def test_findings_become_claims_that_pass_the_quote_check(store: Store, survey_csv: Path) -> None:
     sid = _session(store, survey_csv)
     res = analyse_local_data(_run(store, sid))
     assert res.attached and res.crossings >= 4 and res.claims >= res.crossings
     claims = store.rows(
         "SELECT c.*, s.url, s.publisher, s.source_class, s.actor FROM claims c "
-        "JOIN sources s ON s.id = c.source_id WHERE c.session_id = $s", {"s": sid})
+        "JOIN sources s ON s.id = c.source_id WHERE c.session_id = $s",
+        {"s": sid},
+    )
     assert len(claims) == res.claims
     assert {c["source_class"] for c in claims} == {"local"}
     assert len({c["publisher"] for c in claims}) == 1  # one dataset, one publisher
     assert all(c["url"].startswith("data:survey.csv#") for c in claims)
     for c in claims:
-        text = "".join(r["text"] for r in store.rows(
-            "SELECT text FROM chunks WHERE source_id = $s ORDER BY ordinal", {"s": c["source_id"]}))
+        text = "".join(
+            r["text"]
+            for r in store.rows(
+                "SELECT text FROM chunks WHERE source_id = $s ORDER BY ordinal",
+                {"s": c["source_id"]},
+            )
+        )
         m = find_quote(text, c["quote"])
-        assert m is not None and (m.byte_start, m.byte_end) == (c["quote_byte_start"],
-                                                                c["quote_byte_end"])
+        assert m is not None and (m.byte_start, m.byte_end) == (
+            c["quote_byte_start"],
+            c["quote_byte_end"],
+        )
         assert c["text"] == c["quote"]
-    prov = store.rows("SELECT f.*, x.sql AS x_sql, x.envelope_sha256 AS x_sha "
-                      "FROM local_findings f JOIN local_crossings x ON x.id = f.crossing_id "
-                      "WHERE f.session_id = $s", {"s": sid})
+    prov = store.rows(
+        "SELECT f.*, x.sql AS x_sql, x.envelope_sha256 AS x_sha "
+        "FROM local_findings f JOIN local_crossings x ON x.id = f.crossing_id "
+        "WHERE f.session_id = $s",
+        {"s": sid},
+    )
     assert len(prov) == res.claims
     assert all(p["sql"] == p["x_sql"] and p["envelope_sha256"] == p["x_sha"] for p in prov)
     # Re-running the stage does nothing: one analysis per session.
@@ -125,8 +159,7 @@ def test_no_data_is_a_no_op(store: Store) -> None:
     assert not res.attached and listing(store, sid).crossings == []
 
 
-def test_data_that_vanished_is_a_dead_end(store: Store, tmp_path: Path,
-                                          survey_csv: Path) -> None:  # noqa: F811
+def test_data_that_vanished_is_a_dead_end(store: Store, tmp_path: Path, survey_csv: Path) -> None:
     copy = shutil.copy(survey_csv, tmp_path / "gone.csv")
     sid = _session(store, Path(copy))
     Path(copy).unlink()
@@ -143,8 +176,7 @@ class _Greedy(ExtractiveSkills):
         return 10**9
 
 
-def test_no_budget_no_hypotheses_and_the_profile_never_left(store: Store,
-                                                            survey_csv: Path) -> None:  # noqa: F811
+def test_no_budget_no_hypotheses_and_the_profile_never_left(store: Store, survey_csv: Path) -> None:
     sid = _session(store, survey_csv, total=1000)
     res = analyse_local_data(_run(store, sid, _Greedy()))
     assert res.crossings == 0
@@ -160,13 +192,13 @@ class _Chatty(ExtractiveSkills):
         return Metered([HypothesisChoice("count_by_group", {"group": "plan"})] * 4, model="x")
 
 
-def test_answers_over_the_limit_are_refused_not_asked(store: Store,
-                                                      survey_csv: Path) -> None:  # noqa: F811
+def test_answers_over_the_limit_are_refused_not_asked(store: Store, survey_csv: Path) -> None:
     sid = _session(store, survey_csv)
     res = analyse_local_data(_run(store, sid, _Chatty()), max_hypotheses=2)
     assert res.crossings == 2 and res.refused == {"bad_arguments": 2}
     assert [r.detail for r in listing(store, sid).refusals] == [
-        "more than 2 hypotheses; this one was not asked"] * 2
+        "more than 2 hypotheses; this one was not asked"
+    ] * 2
 
 
 class _Old:
@@ -177,14 +209,16 @@ class _Old:
 
 
 def test_a_provider_without_the_skill_falls_back_to_the_model_free_chooser(
-        store: Store, survey_csv: Path) -> None:  # noqa: F811
+    store: Store, survey_csv: Path
+) -> None:
     sid = _session(store, survey_csv)
     res = analyse_local_data(_run(store, sid, _Old()))
     assert res.chooser == "extractive (fallback)" and res.crossings >= 1
 
 
-def test_reverify_reproduces_and_notices_changed_data(store: Store, tmp_path: Path,
-                                                      survey_csv: Path) -> None:  # noqa: F811
+def test_reverify_reproduces_and_notices_changed_data(
+    store: Store, tmp_path: Path, survey_csv: Path
+) -> None:
     copy = Path(shutil.copy(survey_csv, tmp_path / "s.csv"))
     sid = _session(store, copy)
     analyse_local_data(_run(store, sid))

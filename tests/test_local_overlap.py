@@ -32,14 +32,29 @@ def _rows() -> list[dict[str, Any]]:
     # 26 at age 36; row 0 is the target (the only income 1 and educ 3 in the file).
     rows.append({"age": 36, "income": 1, "educ": 3, **TARGET, "party": "A"})
     for i in range(25):
-        rows.append({"age": 36, "income": 2 + i % 4, "educ": [1, 2, 4][i % 3],
-                     "vote": i % 2, "ClinLR": 1 + i % 5, "party": "AB"[i % 2]})
+        rows.append(
+            {
+                "age": 36,
+                "income": 2 + i % 4,
+                "educ": [1, 2, 4][i % 3],
+                "vote": i % 2,
+                "ClinLR": 1 + i % 5,
+                "party": "AB"[i % 2],
+            }
+        )
     # Others: ages 30..45 without 36, 37, 40 (those are placed by hand), then 37, 40, 46 once.
     others = [a for a in range(30, 46) if a not in (36, 37, 40)]
     for i in range(30):
-        rows.append({"age": others[i % len(others)], "income": 2 + i % 4,
-                     "educ": [1, 2, 4][i % 3], "vote": (i + 1) % 2, "ClinLR": 2 + i % 5,
-                     "party": "AB"[i % 2] if i < 27 else "C"})
+        rows.append(
+            {
+                "age": others[i % len(others)],
+                "income": 2 + i % 4,
+                "educ": [1, 2, 4][i % 3],
+                "vote": (i + 1) % 2,
+                "ClinLR": 2 + i % 5,
+                "party": "AB"[i % 2] if i < 27 else "C",
+            }
+        )
     rows.append({"age": 37, "income": 4, "educ": 5, "vote": 0, "ClinLR": 3, "party": "B"})
     rows.append({"age": 40, "income": 3, "educ": 2, "vote": 1, "ClinLR": 6, "party": "A"})
     rows.append({"age": 46, "income": 2, "educ": 1, "vote": 1, "ClinLR": 5, "party": "B"})
@@ -57,8 +72,9 @@ def anes_csv(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def sid(store: Store, anes_csv: Path) -> str:
-    return create_session(store, "How do respondents vote?", Unit.USD_MICROS, 500_000,
-                          data=str(anes_csv)).session_id
+    return create_session(
+        store, "How do respondents vote?", Unit.USD_MICROS, 500_000, data=str(anes_csv)
+    ).session_id
 
 
 def _rows_out(store: Store, session: str) -> list[dict[str, Any]]:
@@ -66,8 +82,11 @@ def _rows_out(store: Store, session: str) -> list[dict[str, Any]]:
 
 
 def _overlap_refusals(store: Store, session: str) -> list[RefusalRow]:
-    return [r for r in listing(store, session).refusals
-            if (r.stage, r.reason) == (str(Stage.GATE), str(Reason.QUERY_OVERLAP))]
+    return [
+        r
+        for r in listing(store, session).refusals
+        if (r.stage, r.reason) == (str(Stage.GATE), str(Reason.QUERY_OVERLAP))
+    ]
 
 
 def _sums(env: dict[str, Any]) -> tuple[int, list[Any]]:
@@ -94,8 +113,7 @@ def test_differencing_by_and_not_is_refused(store: Store, sid: str) -> None:
 
 
 def test_total_minus_named_groups_cannot_isolate_the_other(store: Store, sid: str) -> None:
-    grouped = gated_query(store, sid,
-                          "SELECT party, sum(age), count(*) FROM data GROUP BY party")
+    grouped = gated_query(store, sid, "SELECT party, sum(age), count(*) FROM data GROUP BY party")
     total = gated_query(store, sid, "SELECT sum(age), count(*) FROM data")
     assert grouped.crossing is not None
     _assert_no_small_remainder(grouped.crossing.envelope, total)
@@ -103,14 +121,14 @@ def test_total_minus_named_groups_cannot_isolate_the_other(store: Store, sid: st
 
 def test_total_first_then_groups_cannot_isolate_the_other(store: Store, sid: str) -> None:
     total = gated_query(store, sid, "SELECT sum(age), count(*) FROM data")
-    grouped = gated_query(store, sid,
-                          "SELECT party, sum(age), count(*) FROM data GROUP BY party")
+    grouped = gated_query(store, sid, "SELECT party, sum(age), count(*) FROM data GROUP BY party")
     assert total.crossing is not None and grouped.crossing is not None
     _assert_no_small_remainder(grouped.crossing.envelope, total)
     # The cell given up to protect the remainder is recorded as a refusal next to the crossing.
     got = listing(store, sid)
-    assert any(r.reason == str(Reason.SECONDARY_SUPPRESSION) and r.crossing_id
-               for r in got.refusals)
+    assert any(
+        r.reason == str(Reason.SECONDARY_SUPPRESSION) and r.crossing_id for r in got.refusals
+    )
 
 
 def _assert_no_small_remainder(grouped_env: dict[str, Any], total: Any) -> None:
@@ -134,7 +152,7 @@ def test_differencing_by_or_adding_one_row_is_refused(store: Store, sid: str) ->
 
 
 def test_a_range_widened_by_one_row_is_refused(store: Store, sid: str) -> None:
-    base = "SELECT avg(\"ClinLR\"), count(*) FROM data WHERE age BETWEEN 41 AND {}"
+    base = 'SELECT avg("ClinLR"), count(*) FROM data WHERE age BETWEEN 41 AND {}'
     assert gated_query(store, sid, base.format(45)).crossing is not None
     wider = gated_query(store, sid, base.format(46))
     assert wider.crossing is None and wider.refused is not None
@@ -145,12 +163,14 @@ def test_a_range_widened_by_one_row_is_refused(store: Store, sid: str) -> None:
 
 
 def test_two_group_bys_whose_groups_differ_by_one_row(store: Store, sid: str) -> None:
-    first = gated_query(store, sid, "SELECT age >= 40 AS old, sum(vote), count(*) FROM data "
-                                    "GROUP BY age >= 40")
+    first = gated_query(
+        store, sid, "SELECT age >= 40 AS old, sum(vote), count(*) FROM data GROUP BY age >= 40"
+    )
     assert first.crossing is not None and len(first.crossing.envelope["rows"]) == 2
     # age 40 is one respondent: every group of this split differs from one above by that row.
-    second = gated_query(store, sid, "SELECT age >= 41 AS old, sum(vote), count(*) FROM data "
-                                     "GROUP BY age >= 41")
+    second = gated_query(
+        store, sid, "SELECT age >= 41 AS old, sum(vote), count(*) FROM data GROUP BY age >= 41"
+    )
     if second.crossing is not None:
         earlier = {r["n"] for r in first.crossing.envelope["rows"]}
         for row in second.crossing.envelope["rows"]:
@@ -158,16 +178,14 @@ def test_two_group_bys_whose_groups_differ_by_one_row(store: Store, sid: str) ->
     assert _overlap_refusals(store, sid)
 
 
-def test_history_is_shared_across_processes_and_with_mcp(tmp_path: Path,
-                                                        anes_csv: Path) -> None:
+def test_history_is_shared_across_processes_and_with_mcp(tmp_path: Path, anes_csv: Path) -> None:
     """The first query through the research path's store handle, the second through MCP's
     local_query on a new handle (as a second process would open it): still refused."""
     from mole_dag.mcp import sessions
 
     path = tmp_path / "shared.duckdb"
     with Store(path) as one:
-        session = create_session(one, "q?", Unit.USD_MICROS, 500_000,
-                                 data=str(anes_csv)).session_id
+        session = create_session(one, "q?", Unit.USD_MICROS, 500_000, data=str(anes_csv)).session_id
         assert gated_query(one, session, Q36).crossing is not None
     with Store(path) as two:
         got = sessions.local_query(two, session, Q36 + " AND NOT (income = 1 AND educ = 3)")
@@ -178,11 +196,13 @@ def test_history_is_shared_across_processes_and_with_mcp(tmp_path: Path,
 
 
 def test_ordinary_questions_pass(store: Store, sid: str) -> None:
-    for sql in ["SELECT avg(income), count(*) FROM data",
-                "SELECT avg(income), count(*) FROM data WHERE age = 36",
-                "SELECT party, avg(income), count(*) FROM data GROUP BY party",
-                "SELECT educ, count(*) FROM data GROUP BY educ",
-                "SELECT avg(income), count(*) FROM data WHERE age = 36"]:
+    for sql in [
+        "SELECT avg(income), count(*) FROM data",
+        "SELECT avg(income), count(*) FROM data WHERE age = 36",
+        "SELECT party, avg(income), count(*) FROM data GROUP BY party",
+        "SELECT educ, count(*) FROM data GROUP BY educ",
+        "SELECT avg(income), count(*) FROM data WHERE age = 36",
+    ]:
         out = gated_query(store, sid, sql)
         assert out.crossing is not None, (sql, out.refused)
 
@@ -197,16 +217,15 @@ def test_a_column_named_rowid_is_refused_at_attach(tmp_path: Path) -> None:
         Dataset.open(p)
 
 
-def test_a_trimmed_answer_reverifies_against_the_history_before_it(store: Store,
-                                                                   sid: str) -> None:
+def test_a_trimmed_answer_reverifies_against_the_history_before_it(store: Store, sid: str) -> None:
     from mole_dag.local_data.findings import reverify
 
     gated_query(store, sid, Q36 + " AND NOT (income = 1 AND educ = 3)")  # 25 rows
     # age = 36 is those 25 and the target: that group is suppressed, the other one leaves.
-    grouped = gated_query(store, sid, "SELECT age = 36 AS a36, sum(vote), count(*) FROM data "
-                                      "GROUP BY age = 36")
+    grouped = gated_query(
+        store, sid, "SELECT age = 36 AS a36, sum(vote), count(*) FROM data GROUP BY age = 36"
+    )
     assert grouped.crossing is not None
     assert [r["keys"] for r in grouped.crossing.envelope["rows"]] == [[False]]
     assert [r.reason for r in grouped.crossing.partials] == [Reason.QUERY_OVERLAP]
-    assert reverify(store, grouped.crossing_id) == (True,
-                                                    "re-run reproduces the envelope exactly")
+    assert reverify(store, grouped.crossing_id) == (True, "re-run reproduces the envelope exactly")

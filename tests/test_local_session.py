@@ -19,9 +19,12 @@ from mole_dag.store import Store
 QUESTION = "Does income differ by region and plan, and who renews?"
 
 
-def test_research_with_data_end_to_end(dagster_home: Path, survey_csv: Path,  # noqa: F811
-                                       capsys: pytest.CaptureFixture[str],
-                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_research_with_data_end_to_end(
+    dagster_home: Path,
+    survey_csv: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.DEBUG)
     rc = main(["research", QUESTION, "--usd", "0.50", "--data", str(survey_csv)])
     research = capsys.readouterr()
@@ -52,29 +55,39 @@ def test_research_with_data_end_to_end(dagster_home: Path, survey_csv: Path,  # 
     assert verified and set(verified) == {"ok"}
 
     with Store(default_store_path()) as store:
-        n_cross = store.scalar("SELECT count(*) FROM local_crossings WHERE session_id = $s",
-                               {"s": sid})
+        n_cross = store.scalar(
+            "SELECT count(*) FROM local_crossings WHERE session_id = $s", {"s": sid}
+        )
         local_edges = store.scalar(
             "SELECT count(*) FROM claim_edges e JOIN claims a ON a.id = e.src_claim_id "
             "JOIN claims b ON b.id = e.dst_claim_id JOIN sources sa ON sa.id = a.source_id "
             "JOIN sources sb ON sb.id = b.source_id WHERE e.session_id = $s "
-            "AND sa.source_class = 'local' AND sb.source_class = 'local'", {"s": sid})
+            "AND sa.source_class = 'local' AND sb.source_class = 'local'",
+            {"s": sid},
+        )
         scored = store.scalar(
             "SELECT count(*) FROM confidence_scores WHERE session_id = $s "
-            "AND source_class = 'local'", {"s": sid})
+            "AND source_class = 'local'",
+            {"s": sid},
+        )
     assert n_cross == listing.count(" crossing x-")
     assert local_edges == 0  # two aggregates of one dataset never contradict
     assert scored and scored > 0
 
     logs = "\n".join(r.getMessage() for r in caplog.records)
     for marker in row_level_markers():
-        for where, text in (("report", report), ("crossings", listing),
-                            ("stderr", research.err + crossings.err), ("logs", logs)):
+        for where, text in (
+            ("report", report),
+            ("crossings", listing),
+            ("stderr", research.err + crossings.err),
+            ("logs", logs),
+        ):
             assert marker not in text, (marker, where)
 
 
 def test_bad_data_is_refused_before_anything_is_written(
-        dagster_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dagster_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "latin1.csv"
     bad.write_bytes(b"name,city\n" + b"Jos\xe9,Z\xfcrich\n" * 10)
     rc = main(["research", QUESTION, "--usd", "0.50", "--data", str(bad)])
@@ -86,8 +99,9 @@ def test_bad_data_is_refused_before_anything_is_written(
     assert rc == 2 and "does not exist" in capsys.readouterr().err
 
 
-def test_crossings_of_unknown_and_data_less_sessions(dagster_home: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_crossings_of_unknown_and_data_less_sessions(
+    dagster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # No store yet: a read-only command says so and creates none (issue 11).
     assert main(["crossings", "no-such-session"]) == 2
     assert "no store at" in capsys.readouterr().err

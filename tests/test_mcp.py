@@ -31,8 +31,20 @@ CANARY = "sk-ant-api03-MCP-CANARY-77c1e0d2-do-not-leak"
 # Bounded waits. Generous: a research session here takes seconds, CI machines are slow.
 FINISH_WITHIN_S = 240.0
 
-TOOLS = {"research", "resume", "session_status", "report", "trace", "eval", "chunk", "find_quote",
-         "publisher_of", "confidence", "local_profile", "local_query"}
+TOOLS = {
+    "research",
+    "resume",
+    "session_status",
+    "report",
+    "trace",
+    "eval",
+    "chunk",
+    "find_quote",
+    "publisher_of",
+    "confidence",
+    "local_profile",
+    "local_query",
+}
 
 
 @pytest.fixture
@@ -43,11 +55,15 @@ def home(tmp_path: Path) -> Iterator[dict[str, str]]:
     dagster_home.mkdir()
     shutil.copy(PROJECT_ROOT / "dagster.yaml", dagster_home / "dagster.yaml")
     mole_home = tmp_path / "mole-home"
-    env = {"MOLE_HOME": str(mole_home), "DAGSTER_HOME": str(dagster_home),
-           "MOLE_CONFIG": str(mole_home / "config.json"),
-           "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "MOLE_PROVIDER": "extractive",
-           # A key the server holds: no answer may carry it.
-           "ANTHROPIC_API_KEY": CANARY}
+    env = {
+        "MOLE_HOME": str(mole_home),
+        "DAGSTER_HOME": str(dagster_home),
+        "MOLE_CONFIG": str(mole_home / "config.json"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "MOLE_PROVIDER": "extractive",
+        # A key the server holds: no answer may carry it.
+        "ANTHROPIC_API_KEY": CANARY,
+    }
     yield env
     for meta in (mole_home / "mcp").glob("*.json") if (mole_home / "mcp").exists() else []:
         got = json.loads(meta.read_text())
@@ -63,6 +79,7 @@ def _params(env: dict[str, str]) -> StdioServerParameters:
 
 def run(env: dict[str, str], body: Callable[[Client], Awaitable[Any]]) -> Any:
     """Connect a client to a fresh mole-mcp, run body, disconnect (which ends the server)."""
+
     async def go() -> Any:
         async with Client(_params(env), read_timeout_seconds=120) as client:
             return await body(client)
@@ -124,8 +141,14 @@ def test_lists_the_tools_with_their_caps(home: dict[str, str]) -> None:
     async def body(client: Client) -> None:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert set(listed) == TOOLS
-        for name in ("research", "chunk", "find_quote", "publisher_of", "confidence",
-                     "local_query"):
+        for name in (
+            "research",
+            "chunk",
+            "find_quote",
+            "publisher_of",
+            "confidence",
+            "local_query",
+        ):
             assert "at most" in (listed[name].description or ""), name
         props = listed["chunk"].input_schema["properties"]
         assert props["text"]["maxLength"] == 1_000_000
@@ -138,8 +161,10 @@ def test_lists_the_tools_with_their_caps(home: dict[str, str]) -> None:
 
 
 def test_chunk(home: dict[str, str]) -> None:
-    text = ("First paragraph about tea. It has two sentences.\n\n"
-            "第二段落です。日本語の文。" * 20 + "\n\nLast words without an end")
+    text = (
+        "First paragraph about tea. It has two sentences.\n\n"
+        "第二段落です。日本語の文。" * 20 + "\n\nLast words without an end"
+    )
 
     async def body(client: Client) -> None:
         got = await ok(client, "chunk", {"text": text, "max_bytes": 64})
@@ -150,38 +175,48 @@ def test_chunk(home: dict[str, str]) -> None:
         for a, b in zip(spans, spans[1:], strict=False):
             assert a["byte_end"] == b["byte_start"]  # contiguous
         for s in spans:
-            assert data[s["byte_start"]:s["byte_end"]].decode("utf-8") == s["text"]
+            assert data[s["byte_start"] : s["byte_end"]].decode("utf-8") == s["text"]
             assert s["byte_end"] - s["byte_start"] <= 64
         assert "".join(s["text"] for s in spans) == text
         assert (await ok(client, "chunk", {"text": ""}))["chunks"] == []
 
         assert "max_bytes must be between 8" in await err(
-            client, "chunk", {"text": "abc", "max_bytes": 4})
-        assert "at most 1000000 characters" in await err(
-            client, "chunk", {"text": "x" * 1_000_001})
+            client, "chunk", {"text": "abc", "max_bytes": 4}
+        )
+        assert "at most 1000000 characters" in await err(client, "chunk", {"text": "x" * 1_000_001})
         assert "text" in await err(client, "chunk", {})
 
     run(home, body)
 
 
 def test_find_quote(home: dict[str, str]) -> None:
-    source = ("Café notes.\nDrinking green tea in the evening   raises the risk of\n"
-              "poor sleep in adults. Drinking green tea in the evening raises the risk of poor "
-              "sleep in adults.")
+    source = (
+        "Café notes.\nDrinking green tea in the evening   raises the risk of\n"
+        "poor sleep in adults. Drinking green tea in the evening raises the risk of poor "
+        "sleep in adults."
+    )
 
     async def body(client: Client) -> None:
-        got = await ok(client, "find_quote", {
-            "source_text": source,
-            "quote": "green tea in the evening raises the risk of poor sleep"})
+        got = await ok(
+            client,
+            "find_quote",
+            {
+                "source_text": source,
+                "quote": "green tea in the evening raises the risk of poor sleep",
+            },
+        )
         assert got["found"] is True and got["occurrences"] == 2
-        raw = source.encode("utf-8")[got["byte_start"]:got["byte_end"]].decode("utf-8")
+        raw = source.encode("utf-8")[got["byte_start"] : got["byte_end"]].decode("utf-8")
         # The span is in the source as written (its own line break and spaces), and starts after
         # the two-byte é, so these are byte offsets, not character offsets.
         assert raw == got["text"] and "\n" in raw and raw.startswith("green tea")
         assert got["byte_start"] == source.index("green tea") + 1
 
-        missing = await ok(client, "find_quote", {
-            "source_text": source, "quote": "green tea in the morning raises the risk of"})
+        missing = await ok(
+            client,
+            "find_quote",
+            {"source_text": source, "quote": "green tea in the morning raises the risk of"},
+        )
         assert missing["found"] is False and missing["reason"] == "quote_not_found"
         assert missing["rejected"] is False
         short = await ok(client, "find_quote", {"source_text": source, "quote": "green tea"})
@@ -189,9 +224,11 @@ def test_find_quote(home: dict[str, str]) -> None:
         assert "at least 24" in short["detail"]
 
         assert "source_text is empty" in await err(
-            client, "find_quote", {"source_text": "  ", "quote": "x" * 30})
+            client, "find_quote", {"source_text": "  ", "quote": "x" * 30}
+        )
         assert "at most 10000 characters" in await err(
-            client, "find_quote", {"source_text": source, "quote": "q" * 10_001})
+            client, "find_quote", {"source_text": source, "quote": "q" * 10_001}
+        )
 
     run(home, body)
 
@@ -204,8 +241,11 @@ def test_publisher_of(home: dict[str, str]) -> None:
         alice = await ok(client, "publisher_of", {"url": "https://alice.github.io/post"})
         bob = await ok(client, "publisher_of", {"url": "https://bob.github.io/post"})
         assert alice["publisher"] != bob["publisher"]
-        paper = await ok(client, "publisher_of", {"url": "https://doi.org/10.1000/ABC",
-                                                   "doi": "https://doi.org/10.1000/ABC"})
+        paper = await ok(
+            client,
+            "publisher_of",
+            {"url": "https://doi.org/10.1000/ABC", "doi": "https://doi.org/10.1000/ABC"},
+        )
         assert paper["publisher"] == "doi:10.1000/abc"
         assert paper["source_class"] == "peer-reviewed"
         arxiv = await ok(client, "publisher_of", {"arxiv_id": "arXiv:2401.01234v2"})
@@ -221,21 +261,30 @@ def test_publisher_of(home: dict[str, str]) -> None:
 
 
 def test_confidence(home: dict[str, str]) -> None:
-    claims = [{"id": "a", "publisher": "alpha.com", "source_class": "secondary"},
-              {"id": "b", "publisher": "beta.org", "source_class": "secondary"},
-              {"id": "c", "publisher": "gamma.net", "source_class": "secondary"},
-              {"id": "d", "publisher": "delta.io"}]
+    claims = [
+        {"id": "a", "publisher": "alpha.com", "source_class": "secondary"},
+        {"id": "b", "publisher": "beta.org", "source_class": "secondary"},
+        {"id": "c", "publisher": "gamma.net", "source_class": "secondary"},
+        {"id": "d", "publisher": "delta.io"},
+    ]
 
     async def body(client: Client) -> None:
         alone = await ok(client, "confidence", {"claims": claims})
         assert len(alone["clusters"]) == 4
         single = alone["clusters"][0]["confidence"]
 
-        got = await ok(client, "confidence", {
-            "claims": claims,
-            "edges": [{"src": "b", "dst": "a", "kind": "duplicate_of"},
-                      {"src": "d", "dst": "c", "kind": "contradicts"}],
-            "grounded": {"a": True}})
+        got = await ok(
+            client,
+            "confidence",
+            {
+                "claims": claims,
+                "edges": [
+                    {"src": "b", "dst": "a", "kind": "duplicate_of"},
+                    {"src": "d", "dst": "c", "kind": "contradicts"},
+                ],
+                "grounded": {"a": True},
+            },
+        )
         by_member = {m: c for c in got["clusters"] for m in c["members"]}
         ab = by_member["a"]
         assert ab is by_member["b"] and ab["publishers"] == 2
@@ -245,16 +294,27 @@ def test_confidence(home: dict[str, str]) -> None:
         assert by_member["c"]["confidence"] < single
         assert by_member["d"]["source_class"] == "unknown"  # omitted: the weakest class
 
-        assert "claim 'zz' is not among the claims sent" in await err(client, "confidence", {
-            "claims": claims, "edges": [{"src": "a", "dst": "zz", "kind": "contradicts"}]})
-        assert "kind" in await err(client, "confidence", {
-            "claims": claims, "edges": [{"src": "a", "dst": "b", "kind": "agrees"}]})
-        assert "appears twice" in await err(client, "confidence", {
-            "claims": [claims[0], claims[0]]})
-        assert "source_class" in await err(client, "confidence", {
-            "claims": [{"id": "x", "publisher": "p", "source_class": "gospel"}]})
-        assert "grounded: claim 'q'" in await err(client, "confidence", {
-            "claims": claims, "grounded": {"q": False}})
+        assert "claim 'zz' is not among the claims sent" in await err(
+            client,
+            "confidence",
+            {"claims": claims, "edges": [{"src": "a", "dst": "zz", "kind": "contradicts"}]},
+        )
+        assert "kind" in await err(
+            client,
+            "confidence",
+            {"claims": claims, "edges": [{"src": "a", "dst": "b", "kind": "agrees"}]},
+        )
+        assert "appears twice" in await err(
+            client, "confidence", {"claims": [claims[0], claims[0]]}
+        )
+        assert "source_class" in await err(
+            client,
+            "confidence",
+            {"claims": [{"id": "x", "publisher": "p", "source_class": "gospel"}]},
+        )
+        assert "grounded: claim 'q'" in await err(
+            client, "confidence", {"claims": claims, "grounded": {"q": False}}
+        )
         assert "claims" in await err(client, "confidence", {"claims": []})
 
     run(home, body)
@@ -263,8 +323,9 @@ def test_confidence(home: dict[str, str]) -> None:
 # -- research mode --------------------------------------------------------------------------
 
 
-def test_bad_research_input_is_refused_and_writes_nothing(home: dict[str, str],
-                                                          tmp_path: Path) -> None:
+def test_bad_research_input_is_refused_and_writes_nothing(
+    home: dict[str, str], tmp_path: Path
+) -> None:
     q = "Does green tea affect sleep?"
     cases = [
         ({"question": q}, "a budget is required: pass usd (e.g. 0.50) or tokens"),
@@ -300,25 +361,30 @@ def test_unknown_or_malformed_session_ids(home: dict[str, str]) -> None:
     async def body(client: Client) -> None:
         for tool in ("session_status", "report", "trace", "eval", "local_profile"):
             assert "no session 'no-such-session'" in await err(
-                client, tool, {"session": "no-such-session"}), tool
+                client, tool, {"session": "no-such-session"}
+            ), tool
             assert "is not a session id" in await err(client, tool, {"session": "../mcp/x"})
         assert "no session 'no-such-session'" in await err(
-            client, "local_query", {"session": "no-such-session", "sql": "SELECT count(*) "
-                                                                         "FROM data"})
+            client,
+            "local_query",
+            {"session": "no-such-session", "sql": "SELECT count(*) FROM data"},
+        )
 
     run(home, body)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process groups in /proc")
-def test_research_outlives_the_connection_then_reports(home: dict[str, str],
-                                                       mini_corpus: Path) -> None:
+def test_research_outlives_the_connection_then_reports(
+    home: dict[str, str], mini_corpus: Path
+) -> None:
     # A question that starts with a dash must reach the session as a question, not an option.
     question = "-- does green tea affect sleep and stroke risk?"
 
     async def start(client: Client) -> tuple[str, int, int]:
         t0 = time.monotonic()
-        got = await ok(client, "research", {"question": question, "tokens": 20000,
-                                            "corpus": str(mini_corpus)})
+        got = await ok(
+            client, "research", {"question": question, "tokens": 20000, "corpus": str(mini_corpus)}
+        )
         sid, pid = got["session"], got["pid"]
         assert got["status"] == "starting"
         st = await ok(client, "session_status", {"session": sid})
@@ -357,7 +423,8 @@ def test_research_outlives_the_connection_then_reports(home: dict[str, str],
         tr = await ok(client, "trace", {"session": sid})
         assert tr.startswith(f"trace of session {sid}") and "clusters (" in tr
         assert "has no data attached" in await err(
-            client, "local_query", {"session": sid, "sql": "SELECT count(*) FROM data"})
+            client, "local_query", {"session": sid, "sql": "SELECT count(*) FROM data"}
+        )
 
     run(home, follow)
     # The worker itself recorded how it ended.
@@ -368,12 +435,20 @@ def test_research_outlives_the_connection_then_reports(home: dict[str, str],
     assert exit_file.read_text().strip() == "0"
 
 
-def test_local_query_through_the_gate(home: dict[str, str], mini_corpus: Path,
-                                      survey_csv: Path) -> None:  # noqa: F811
+def test_local_query_through_the_gate(
+    home: dict[str, str], mini_corpus: Path, survey_csv: Path
+) -> None:
     async def body(client: Client) -> None:
-        got = await ok(client, "research", {
-            "question": "Does income differ by region?", "usd": "0.50",
-            "corpus": str(mini_corpus), "data": str(survey_csv)})
+        got = await ok(
+            client,
+            "research",
+            {
+                "question": "Does income differ by region?",
+                "usd": "0.50",
+                "corpus": str(mini_corpus),
+                "data": str(survey_csv),
+            },
+        )
         sid = got["session"]
         assert any("survey.csv: 40000 rows" in n for n in got["notes"])
         st = await wait_finished(client, sid)
@@ -387,10 +462,15 @@ def test_local_query_through_the_gate(home: dict[str, str], mini_corpus: Path,
         assert star["ok"] is False
         assert star["refused"]["stage"] == "sqlguard" and star["refused"]["reason"] == "star"
 
-        agg = await ok(client, "local_query", {
-            "session": sid,
-            "sql": "SELECT region, count(*) AS n, avg(income) AS mean_income "
-                   "FROM data GROUP BY region"})
+        agg = await ok(
+            client,
+            "local_query",
+            {
+                "session": sid,
+                "sql": "SELECT region, count(*) AS n, avg(income) AS mean_income "
+                "FROM data GROUP BY region",
+            },
+        )
         assert agg["ok"] is True and agg["crossing_id"].startswith("x-")
         text = json.dumps(agg["envelope"])
         assert "north" in text and "Isle of Rum" not in text  # a 1-row region stays inside
@@ -398,15 +478,19 @@ def test_local_query_through_the_gate(home: dict[str, str], mini_corpus: Path,
 
         assert "sql is empty" in await err(client, "local_query", {"session": sid, "sql": " "})
         assert "at most 10000 characters" in await err(
-            client, "local_query", {"session": sid, "sql": "SELECT " + "x" * 10_000})
+            client, "local_query", {"session": sid, "sql": "SELECT " + "x" * 10_000}
+        )
         return sid
 
     sid = run(home, body)
     with Store(Path(home["MOLE_HOME"]) / "mole.duckdb") as st:
-        kinds = [r["kind"] for r in st.rows(
-            "SELECT kind FROM local_crossings WHERE session_id = ? ORDER BY seq", [sid])]
-        refusals = st.rows("SELECT reason, request FROM local_refusals WHERE session_id = ?",
-                           [sid])
+        kinds = [
+            r["kind"]
+            for r in st.rows(
+                "SELECT kind FROM local_crossings WHERE session_id = ? ORDER BY seq", [sid]
+            )
+        ]
+        refusals = st.rows("SELECT reason, request FROM local_refusals WHERE session_id = ?", [sid])
     # Both answers were recorded: the aggregate as a crossing, SELECT * as a refusal; the
     # over-long and empty statements were refused before the boundary and left no row.
     assert kinds.count("sql") == 1 and "profile" in kinds

@@ -36,19 +36,26 @@ def test_worker_argv_keeps_the_question_a_question(question: str, mini_corpus: P
 
 
 def test_redact_masks_keys_from_the_environment_and_the_config(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("SOME_API_KEY", "sk-live-0123456789abcdef")
     monkeypatch.setenv("TINY_TOKEN", "abc")  # too short to mask without mangling ordinary text
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"openai": {"api_key": "cfg-secret-key-987654321",
-                                          "base_url": "http://127.0.0.1:1/v1"}}))
+    cfg.write_text(
+        json.dumps(
+            {"openai": {"api_key": "cfg-secret-key-987654321", "base_url": "http://127.0.0.1:1/v1"}}
+        )
+    )
     cfg.chmod(0o600)
     monkeypatch.setenv("MOLE_CONFIG", str(cfg))
     text = "failed with sk-live-0123456789abcdef and cfg-secret-key-987654321 at abc"
     assert redact_mod.redact(text) == "failed with [redacted] and [redacted] at abc"
     nested = {"a": ["x sk-live-0123456789abcdef"], "b": {"c": "http://127.0.0.1:1/v1"}, "n": 3}
-    assert redact_mod.redact_all(nested) == {"a": ["x [redacted]"],
-                                             "b": {"c": "http://127.0.0.1:1/v1"}, "n": 3}
+    assert redact_mod.redact_all(nested) == {
+        "a": ["x [redacted]"],
+        "b": {"c": "http://127.0.0.1:1/v1"},
+        "n": 3,
+    }
 
 
 def test_errors_leaving_the_server_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,8 +124,9 @@ def test_polling_while_another_process_holds_the_store(monkeypatch: pytest.Monke
     with Store(db) as st:
         sid = create_session(st, "Is tea good?", Unit.TOKENS, 1000).session_id
     monkeypatch.setattr(server, "STORE_WAIT_S", 0.5)
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db), "30"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(db), "30"], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         # Nobody known to be working on it: the caller hears that the store is busy.

@@ -24,8 +24,9 @@ def _session(sid: str, status: SessionStatus) -> None:
         ledger.set_status(sid, status, "stopped by SIGINT")
 
 
-def test_resume_tool_starts_a_resume_worker(monkeypatch: pytest.MonkeyPatch,
-                                            tmp_path: Path) -> None:
+def test_resume_tool_starts_a_resume_worker(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     started: list[tuple[str, list[str]]] = []
 
     def start(sid: str, args: list[str]) -> WorkerState:
@@ -56,6 +57,8 @@ def test_worker_runs_mole_resume(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     exit_file = tmp_path / "s.exit"
     assert worker.main([str(exit_file), "--", "resume", "s-int", "--quiet"]) == 0
     assert worker.main([str(exit_file), "--", "--session-id", "x", "--", "resume"]) == 0
-    assert seen == [["resume", "s-int", "--quiet"],
-                    ["research", "--session-id", "x", "--", "resume"]]
+    assert seen == [
+        ["resume", "s-int", "--quiet"],
+        ["research", "--session-id", "x", "--", "resume"],
+    ]
     assert exit_file.read_text("utf-8").strip() == "0"

@@ -38,8 +38,10 @@ def test_failed_migration_leaves_previous_version(tmp_path: Path) -> None:
         with pytest.raises(duckdb.Error):
             apply(conn, mdir)
         assert current_version(conn) == 1
-        tables = {r[0] for r in conn.execute(
-            "SELECT table_name FROM information_schema.tables").fetchall()}
+        tables = {
+            r[0]
+            for r in conn.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        }
         assert "t" in tables and "u" not in tables
     finally:
         conn.close()
@@ -52,12 +54,22 @@ def test_badly_named_migration_is_refused(tmp_path: Path) -> None:
 
 
 def _session(cur, **over) -> None:  # type: ignore[no-untyped-def]
-    row = {"id": "s1", "question": "q?", "unit": "tokens", "total": 100, "spent": 0, "held": 0,
-           "escrow": 15, "status": "created"} | over
+    row = {
+        "id": "s1",
+        "question": "q?",
+        "unit": "tokens",
+        "total": 100,
+        "spent": 0,
+        "held": 0,
+        "escrow": 15,
+        "status": "created",
+    } | over
     cur.execute(
         "INSERT INTO sessions (id, question, unit, total, spent, held, escrow, status, created_at,"
         " updated_at) VALUES ($id, $question, $unit, $total, $spent, $held, $escrow, $status,"
-        " $now, $now)", row | {"now": utcnow()})
+        " $now, $now)",
+        row | {"now": utcnow()},
+    )
 
 
 @pytest.mark.parametrize(
@@ -90,37 +102,61 @@ def test_ceiling_refuses_update_that_overspends(store: Store) -> None:
 
 def test_claim_quote_floor_and_role_and_edge_enums(store: Store) -> None:
     now = utcnow()
-    base = {"id": "c1", "session_id": "s1", "source_id": "x", "chunk_id": "x-0",
-            "sub_question_id": "sq", "text": "t", "qs": 0, "qe": 30, "by": "test", "now": now}
-    sql = ("INSERT INTO claims (id, session_id, source_id, chunk_id, sub_question_id, text, quote,"
-           " quote_byte_start, quote_byte_end, created_by, created_at) VALUES ($id, $session_id,"
-           " $source_id, $chunk_id, $sub_question_id, $text, $quote, $qs, $qe, $by, $now)")
+    base = {
+        "id": "c1",
+        "session_id": "s1",
+        "source_id": "x",
+        "chunk_id": "x-0",
+        "sub_question_id": "sq",
+        "text": "t",
+        "qs": 0,
+        "qe": 30,
+        "by": "test",
+        "now": now,
+    }
+    sql = (
+        "INSERT INTO claims (id, session_id, source_id, chunk_id, sub_question_id, text, quote,"
+        " quote_byte_start, quote_byte_end, created_by, created_at) VALUES ($id, $session_id,"
+        " $source_id, $chunk_id, $sub_question_id, $text, $quote, $qs, $qe, $by, $now)"
+    )
     with pytest.raises(duckdb.ConstraintException), store.write() as cur:
         # 23 characters once whitespace collapses, though longer raw.
         cur.execute(sql, base | {"quote": "short   quote \n\n of 23 ch"[:25]})
     with store.write() as cur:
         cur.execute(sql, base | {"quote": "a quote of at least twenty-four characters"})
     with pytest.raises(duckdb.ConstraintException), store.write() as cur:
-        cur.execute("INSERT INTO tool_calls (id, session_id, role, stage, tool, reserved, status,"
-                    " created_at, expires_at) VALUES ('t', 's1', 'janitor', 'x', 'x', 0,"
-                    " 'reserved', $n, $n)", {"n": now})
+        cur.execute(
+            "INSERT INTO tool_calls (id, session_id, role, stage, tool, reserved, status,"
+            " created_at, expires_at) VALUES ('t', 's1', 'janitor', 'x', 'x', 0,"
+            " 'reserved', $n, $n)",
+            {"n": now},
+        )
     with pytest.raises(duckdb.ConstraintException), store.write() as cur:
-        cur.execute("INSERT INTO claim_edges (id, session_id, src_claim_id, dst_claim_id, kind,"
-                    " created_by, created_at) VALUES ('e', 's1', 'a', 'b', 'supports', 'x', $n)",
-                    {"n": now})
+        cur.execute(
+            "INSERT INTO claim_edges (id, session_id, src_claim_id, dst_claim_id, kind,"
+            " created_by, created_at) VALUES ('e', 's1', 'a', 'b', 'supports', 'x', $n)",
+            {"n": now},
+        )
     with pytest.raises(duckdb.ConstraintException), store.write() as cur:
         # Symmetric edges are stored in canonical order only.
-        cur.execute("INSERT INTO claim_edges (id, session_id, src_claim_id, dst_claim_id, kind,"
-                    " created_by, created_at) VALUES ('e', 's1', 'b', 'a', 'contradicts', 'x', $n)",
-                    {"n": now})
+        cur.execute(
+            "INSERT INTO claim_edges (id, session_id, src_claim_id, dst_claim_id, kind,"
+            " created_by, created_at) VALUES ('e', 's1', 'b', 'a', 'contradicts', 'x', $n)",
+            {"n": now},
+        )
     with pytest.raises(duckdb.ConstraintException), store.write() as cur:
-        cur.execute("INSERT INTO dead_ends (id, session_id, cause, created_at)"
-                    " VALUES ('d', 's1', 'bad_luck', $n)", {"n": now})
+        cur.execute(
+            "INSERT INTO dead_ends (id, session_id, cause, created_at)"
+            " VALUES ('d', 's1', 'bad_luck', $n)",
+            {"n": now},
+        )
 
 
 def test_chunk_text_must_match_its_byte_span(store: Store) -> None:
-    sql = ("INSERT INTO chunks (id, session_id, source_id, ordinal, byte_start, byte_end, text)"
-           " VALUES ('k', 's', 'src', 0, 0, $end, $text)")
+    sql = (
+        "INSERT INTO chunks (id, session_id, source_id, ordinal, byte_start, byte_end, text)"
+        " VALUES ('k', 's', 'src', 0, 0, $end, $text)"
+    )
     with pytest.raises(duckdb.ConstraintException), store.write() as cur:
         cur.execute(sql, {"end": 3, "text": "日本"})  # 6 bytes, not 3
     with store.write() as cur:
@@ -129,9 +165,12 @@ def test_chunk_text_must_match_its_byte_span(store: Store) -> None:
 
 def test_settled_call_needs_actual(store: Store) -> None:
     with pytest.raises(duckdb.ConstraintException), store.write() as cur:
-        cur.execute("INSERT INTO tool_calls (id, session_id, role, stage, tool, reserved, status,"
-                    " created_at, expires_at, completed_at) VALUES ('t', 's1', 'planner', 'x',"
-                    " 'x', 5, 'settled', $n, $n, $n)", {"n": utcnow()})
+        cur.execute(
+            "INSERT INTO tool_calls (id, session_id, role, stage, tool, reserved, status,"
+            " created_at, expires_at, completed_at) VALUES ('t', 's1', 'planner', 'x',"
+            " 'x', 5, 'settled', $n, $n, $n)",
+            {"n": utcnow()},
+        )
 
 
 def test_a_lower_numbered_migration_added_later_still_runs(tmp_path: Path) -> None:
@@ -150,7 +189,8 @@ def test_a_lower_numbered_migration_added_later_still_runs(tmp_path: Path) -> No
 
 
 def test_a_missing_migrations_folder_is_an_error_naming_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 12: with sql/ missing (a wheel built without it) the store opened at schema 0 and
     failed much later with UnknownQuery. Now opening it fails at once, naming the folder."""
     missing = tmp_path / "no-sql"

@@ -18,10 +18,12 @@ from mole_dag.skills.protocol import Metered, MineRequest
 from mole_dag.skillsets.extractive import ExtractiveSkills
 from mole_dag.store import Store
 
-PAGE = ("Health Effects of Coffee\n"
-        "Coffee drinkers had a lower risk of stroke in a large cohort study.\n"
-        "Share on Facebook | Share on Twitter\n"
-        "Figure 2: Cups per day by age group\n")
+PAGE = (
+    "Health Effects of Coffee\n"
+    "Coffee drinkers had a lower risk of stroke in a large cohort study.\n"
+    "Share on Facebook | Share on Twitter\n"
+    "Figure 2: Cups per day by age group\n"
+)
 
 
 def _at(quote: str) -> bool:
@@ -63,13 +65,21 @@ def test_a_miner_quoting_a_heading_is_discarded_as_not_a_claim(tmp_path: Path) -
         "---\ntitle: a\nurl: https://www.alpha-news.com/coffee\npublished: 2021-03-01\n---\n"
         f"{HEADING}\n\nCoffee drinkers had a lower risk of stroke in a large cohort study of "
         "older adults. The study followed forty thousand people for ten years.\n",
-        "utf-8")
+        "utf-8",
+    )
     store = Store(tmp_path / "s.duckdb")
-    sid = create_session(store, "Does coffee lower the risk of stroke?", Unit.TOKENS, 100_000,
-                         corpus=str(corpus)).session_id
+    sid = create_session(
+        store, "Does coffee lower the risk of stroke?", Unit.TOKENS, 100_000, corpus=str(corpus)
+    ).session_id
     run_session(Run(store, Ledger(store), HeadingQuotingSkills(), sid, progress=lambda m: None))
-    quotes = [r["quote"] for r in store.rows("SELECT quote FROM claims WHERE session_id = ?",
-                                             [sid])]
+    quotes = [
+        r["quote"] for r in store.rows("SELECT quote FROM claims WHERE session_id = ?", [sid])
+    ]
     assert quotes and HEADING not in quotes
-    assert store.scalar("SELECT sum(n) FROM discarded_claims WHERE session_id = ? AND "
-                        "cause = 'not_a_claim'", [sid]) >= 1
+    assert (
+        store.scalar(
+            "SELECT sum(n) FROM discarded_claims WHERE session_id = ? AND cause = 'not_a_claim'",
+            [sid],
+        )
+        >= 1
+    )

@@ -36,16 +36,35 @@ from tests.model_server import (
 FAST = RetryPolicy(max_attempts=2, base_delay_s=0.0, max_delay_s=0.0)
 
 
-def _run(store: Store, server: ModelServer, corpus: Path, sid: str,
-         unit: Unit = Unit.USD_MICROS, total: int = 1_000_000) -> Run:
+def _run(
+    store: Store,
+    server: ModelServer,
+    corpus: Path,
+    sid: str,
+    unit: Unit = Unit.USD_MICROS,
+    total: int = 1_000_000,
+) -> Run:
     # Pinned to models whose prices these tests compute by hand (not the current defaults).
-    skills = skills_for("anthropic", {"anthropic": {
-        "api_key": "k", "base_url": server.url,
-        "models": {"cheap": "claude-haiku-4-5", "strong": "claude-sonnet-4-5"}}})
+    skills = skills_for(
+        "anthropic",
+        {
+            "anthropic": {
+                "api_key": "k",
+                "base_url": server.url,
+                "models": {"cheap": "claude-haiku-4-5", "strong": "claude-sonnet-4-5"},
+            }
+        },
+    )
     skills.provider.policy = FAST
     ledger = Ledger(store)
-    ledger.create_session("Does green tea affect sleep and stroke risk?", unit, total,
-                          session_id=sid, provider="anthropic", corpus=str(corpus))
+    ledger.create_session(
+        "Does green tea affect sleep and stroke risk?",
+        unit,
+        total,
+        session_id=sid,
+        provider="anthropic",
+        corpus=str(corpus),
+    )
     return Run(store, ledger, skills, sid)
 
 
@@ -61,14 +80,20 @@ class Breaks(SimulatedModel):
 
 
 def _calls(store: Store, sid: str, tool: str) -> list[dict]:
-    return store.rows("SELECT * FROM tool_calls WHERE session_id = $s AND tool = $t",
-                      {"s": sid, "t": tool})
+    return store.rows(
+        "SELECT * FROM tool_calls WHERE session_id = $s AND tool = $t", {"s": sid, "t": tool}
+    )
 
 
-def test_empty_mining_answers_are_paid_for_counted_and_skipped(store: Store,
-                                                               mini_corpus: Path) -> None:
-    empty = Reply(200, claude_message(None, content=[], input_tokens=900, output_tokens=1200,
-                                      stop_reason="max_tokens"))
+def test_empty_mining_answers_are_paid_for_counted_and_skipped(
+    store: Store, mini_corpus: Path
+) -> None:
+    empty = Reply(
+        200,
+        claude_message(
+            None, content=[], input_tokens=900, output_tokens=1200, stop_reason="max_tokens"
+        ),
+    )
     with ModelServer(Breaks("mine", empty)) as server:
         run = _run(store, server, mini_corpus, "s-empty")
         plan_round(run)
@@ -85,22 +110,29 @@ def test_empty_mining_answers_are_paid_for_counted_and_skipped(store: Store,
     assert run.ledger.balance("s-empty").held == 0
 
 
-def test_empty_output_inside_a_hold_is_settled_not_released(store: Store,
-                                                            mini_corpus: Path) -> None:
+def test_empty_output_inside_a_hold_is_settled_not_released(
+    store: Store, mini_corpus: Path
+) -> None:
     empty = Reply(200, claude_message(None, content=[], input_tokens=10, output_tokens=20))
     with ModelServer(Breaks("plan", empty)) as server:
         run = _run(store, server, mini_corpus, "s-hold", unit=Unit.TOKENS)
         digest = Digest(question="q", round=1)
-        with pytest.raises(EmptyOutput), run.ledger.hold(
-                "s-hold", "planner", run.skills.estimate_plan(digest, Unit.TOKENS),
-                tool="t", stage="s"):
+        with (
+            pytest.raises(EmptyOutput),
+            run.ledger.hold(
+                "s-hold",
+                "planner",
+                run.skills.estimate_plan(digest, Unit.TOKENS),
+                tool="t",
+                stage="s",
+            ),
+        ):
             run.skills.plan(digest, Unit.TOKENS)
     bal = run.ledger.balance("s-hold")
     assert bal.spent == 30 and bal.held == 0
 
 
-def test_judge_outage_leaves_pairs_unjudged_and_releases(store: Store,
-                                                         mini_corpus: Path) -> None:
+def test_judge_outage_leaves_pairs_unjudged_and_releases(store: Store, mini_corpus: Path) -> None:
     with ModelServer(Breaks("judge", claude_error(529, "overloaded_error"))) as server:
         run = _run(store, server, mini_corpus, "s-judge")
         plan_round(run)
@@ -110,7 +142,8 @@ def test_judge_outage_leaves_pairs_unjudged_and_releases(store: Store,
     assert res.calls_failed > 0 and res.pairs_judged == 0
     assert res.pairs_unjudged == res.pairs_retrieved - res.pairs_decided_free > 0
     assert res.claims_verified < store.scalar(
-        "SELECT count(*) FROM claims WHERE session_id = 's-judge'")
+        "SELECT count(*) FROM claims WHERE session_id = 's-judge'"
+    )
     judge_calls = _calls(store, "s-judge", "anthropic:judge")
     assert judge_calls and all(c["status"] == "released" for c in judge_calls)
     assert all("ProviderUnavailable" in c["note"] for c in judge_calls)
@@ -119,8 +152,9 @@ def test_judge_outage_leaves_pairs_unjudged_and_releases(store: Store,
     assert run.ledger.verify("s-judge").ok
 
 
-def test_writer_refusal_falls_back_to_the_deterministic_summary(store: Store,
-                                                                mini_corpus: Path) -> None:
+def test_writer_refusal_falls_back_to_the_deterministic_summary(
+    store: Store, mini_corpus: Path
+) -> None:
     with ModelServer(Breaks("write", claude_error(400, "invalid_request_error", "nope"))) as s:
         run = _run(store, s, mini_corpus, "s-write")
         plan_round(run)
@@ -160,11 +194,20 @@ def test_later_plan_failing_ends_research_quietly(store: Store, mini_corpus: Pat
     assert again.round == 2 and again.sub_questions_added == 0
 
 
-def test_unpriced_model_in_usd_is_refused_before_any_request(store: Store,
-                                                             mini_corpus: Path) -> None:
+def test_unpriced_model_in_usd_is_refused_before_any_request(
+    store: Store, mini_corpus: Path
+) -> None:
     with ModelServer(SimulatedModel()) as server:
-        skills = skills_for("anthropic", {"anthropic": {
-            "api_key": "k", "base_url": server.url, "models": {"cheap": "claude-next-unpriced"}}})
+        skills = skills_for(
+            "anthropic",
+            {
+                "anthropic": {
+                    "api_key": "k",
+                    "base_url": server.url,
+                    "models": {"cheap": "claude-next-unpriced"},
+                }
+            },
+        )
         with pytest.raises(UnpricedModel):
             skills.check_priced(Unit.USD_MICROS)
         from mole_dag.skills.protocol import MineRequest
@@ -181,14 +224,20 @@ def test_unpriced_model_in_usd_is_refused_before_any_request(store: Store,
     assert json.loads(server.received[0].body)["model"] == "claude-next-unpriced"
 
 
-def test_budget_running_out_mid_source_keeps_what_was_paid_for(store: Store,
-                                                               mini_corpus: Path) -> None:
-    para = ("Green tea drinkers in cohort {n} had a lower risk of stroke than adults who drank "
-            "no tea at all, the study of cohort {n} reported. ")
+def test_budget_running_out_mid_source_keeps_what_was_paid_for(
+    store: Store, mini_corpus: Path
+) -> None:
+    para = (
+        "Green tea drinkers in cohort {n} had a lower risk of stroke than adults who drank "
+        "no tea at all, the study of cohort {n} reported. "
+    )
     body = "\n\n".join(para.format(n=n) * 14 for n in range(1, 5))  # a chunk per cohort
     (mini_corpus / "long.md").write_text(
         "---\ntitle: long.md\nurl: https://www.long-study.org/tea\npublished: 2020-01-01\n---\n"
-        + body + "\n", "utf-8")
+        + body
+        + "\n",
+        "utf-8",
+    )
     with ModelServer(SimulatedModel()) as server:
         run = _run(store, server, mini_corpus, "s-budget", unit=Unit.TOKENS, total=10_000_000)
         plan_round(run)
@@ -196,14 +245,17 @@ def test_budget_running_out_mid_source_keeps_what_was_paid_for(store: Store,
         real = run.skills.estimate_mine
         # The second chunk of the long source cannot be afforded: everything before it can.
         run.skills.estimate_mine = lambda req, unit: (  # type: ignore[method-assign]
-            10**12 if "cohort 3" in req.chunk else real(req, unit))
+            10**12 if "cohort 3" in req.chunk else real(req, unit)
+        )
         res = mine_claims(run)
     assert res.budget_stopped
     long_id = store.scalar("SELECT id FROM sources WHERE url = 'https://www.long-study.org/tea'")
     kept = store.rows("SELECT quote FROM claims WHERE source_id = $s", {"s": long_id})
     assert kept and all("cohort 3" not in c["quote"] for c in kept)
     assert any("cohort 1" in c["quote"] for c in kept)
-    dead = store.scalar("SELECT count(*) FROM dead_ends WHERE session_id = 's-budget' "
-                        "AND cause = 'budget_exhausted'")
+    dead = store.scalar(
+        "SELECT count(*) FROM dead_ends WHERE session_id = 's-budget' "
+        "AND cause = 'budget_exhausted'"
+    )
     assert dead == 1
     assert run.ledger.verify("s-budget").ok

@@ -29,16 +29,21 @@ def test_model_chooses_from_the_profile_only(survey_csv: Path) -> None:  # noqa:
         view = ds.view("Does income differ by region?", CATALOGUE, 4)
         group = view.visible("group")[0].name
         measure = view.visible("measure")[0].name
-        answer = {"choices": [
-            {"template": "mean_by_group", "columns": {"group": group, "value": measure}},
-            {"template": "count_by_group", "columns": {"group": 'x"; DROP TABLE t; --'}},
-            {"template": "no_such_template", "columns": {}},
-        ]}
-        reply = Reply(200, claude_message(json.dumps(answer), input_tokens=400,
-                                          output_tokens=60, model=STRONG))
+        answer = {
+            "choices": [
+                {"template": "mean_by_group", "columns": {"group": group, "value": measure}},
+                {"template": "count_by_group", "columns": {"group": 'x"; DROP TABLE t; --'}},
+                {"template": "no_such_template", "columns": {}},
+            ]
+        }
+        reply = Reply(
+            200,
+            claude_message(json.dumps(answer), input_tokens=400, output_tokens=60, model=STRONG),
+        )
         with ModelServer(scripted([reply])) as server:
-            skills = skills_for("anthropic", {"anthropic": {"api_key": "k", "base_url":
-                                                           server.url}})
+            skills = skills_for(
+                "anthropic", {"anthropic": {"api_key": "k", "base_url": server.url}}
+            )
             got = skills.hypothesize(view, Unit.TOKENS)
             sent = server.received[0]
         assert got.cost == 460 and got.model == STRONG
@@ -47,8 +52,11 @@ def test_model_chooses_from_the_profile_only(survey_csv: Path) -> None:  # noqa:
         assert group in prompt and measure in prompt and "withheld" in prompt
         for marker in row_level_markers():  # no value from any row reaches the model
             assert marker not in prompt and marker not in sent.system
-        assert [c.template for c in got.value] == ["mean_by_group", "count_by_group",
-                                                   "no_such_template"]
+        assert [c.template for c in got.value] == [
+            "mean_by_group",
+            "count_by_group",
+            "no_such_template",
+        ]
         # Whatever the model wrote is only ever looked up: unknown names are refused.
         template, cols = resolve(got.value[0], ds)
         assert template.info.name == "mean_by_group" and cols["group"].name == group
@@ -62,8 +70,10 @@ def test_model_chooses_from_the_profile_only(survey_csv: Path) -> None:  # noqa:
 
 def test_parse_salvages_truncated_answers() -> None:
     from mole_dag.skills.view import ProfileView
+
     view = ProfileView("q", "f.csv", 10, (), CATALOGUE, 3)
-    text = ('{"choices": [{"template": "count_by_group", "columns": {"group": "region"}}, '
-            '{"template": "mean_by_group", "columns": {"group": "reg')
-    assert parse_hypotheses(text, view) == [HypothesisChoice("count_by_group",
-                                                             {"group": "region"})]
+    text = (
+        '{"choices": [{"template": "count_by_group", "columns": {"group": "region"}}, '
+        '{"template": "mean_by_group", "columns": {"group": "reg'
+    )
+    assert parse_hypotheses(text, view) == [HypothesisChoice("count_by_group", {"group": "region"})]

@@ -30,15 +30,28 @@ MODELS = {Tier.CHEAP: "gpt-4o-mini", Tier.STRONG: "gpt-4o"}
 
 
 def _call(json_mode: bool = True, max_tokens: int = 64) -> Call:
-    return Call(Tier.CHEAP, (Message("user", "Reply in JSON."),), max_tokens, system="Be brief.",
-                json=json_mode)
+    return Call(
+        Tier.CHEAP,
+        (Message("user", "Reply in JSON."),),
+        max_tokens,
+        system="Be brief.",
+        json=json_mode,
+    )
 
 
-def _provider(server: ModelServer, sleeps: list[float] | None = None, *, key: str | None = KEY,
-              json_mode: bool | None = None, policy: RetryPolicy | None = None
-              ) -> OpenAICompatProvider:
+def _provider(
+    server: ModelServer,
+    sleeps: list[float] | None = None,
+    *,
+    key: str | None = KEY,
+    json_mode: bool | None = None,
+    policy: RetryPolicy | None = None,
+) -> OpenAICompatProvider:
     return OpenAICompatProvider(
-        base_url=f"{server.url}/v1", api_key=key, models=MODELS, json_mode=json_mode,
+        base_url=f"{server.url}/v1",
+        api_key=key,
+        models=MODELS,
+        json_mode=json_mode,
         sleep=(sleeps.append if sleeps is not None else (lambda _s: None)),
         **({"policy": policy} if policy else {}),
     )
@@ -58,8 +71,10 @@ def test_success_with_json_mode_and_bearer_key() -> None:
     assert body["model"] == "gpt-4o-mini"
     assert body["max_tokens"] == 55
     assert body["response_format"] == {"type": "json_object"}
-    assert body["messages"] == [{"role": "system", "content": "Be brief."},
-                                {"role": "user", "content": "Reply in JSON."}]
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Reply in JSON."},
+    ]
 
 
 def test_no_key_sends_no_authorization_header() -> None:
@@ -95,8 +110,10 @@ def test_json_mode_switched_off_in_config_is_never_sent() -> None:
 
 def test_429_then_success_honours_retry_after() -> None:
     sleeps: list[float] = []
-    replies = [Reply(429, {"error": {"message": "slow down"}}, {"retry-after": "2"}),
-               Reply(200, chat_completion("done"))]
+    replies = [
+        Reply(429, {"error": {"message": "slow down"}}, {"retry-after": "2"}),
+        Reply(200, chat_completion("done")),
+    ]
     with ModelServer(scripted(replies)) as server:
         assert _provider(server, sleeps).complete(_call()).text == "done"
     assert sleeps == [2.0]
@@ -104,8 +121,9 @@ def test_429_then_success_honours_retry_after() -> None:
 
 def test_503_is_retried_and_bounded() -> None:
     policy = RetryPolicy(max_attempts=3)
-    with (ModelServer(scripted([Reply(503, {"error": {"message": "busy"}})] * 5)) as server,
-          pytest.raises(ProviderUnavailable) as exc,
+    with (
+        ModelServer(scripted([Reply(503, {"error": {"message": "busy"}})] * 5)) as server,
+        pytest.raises(ProviderUnavailable) as exc,
     ):
         _provider(server, [], policy=policy).complete(_call())
     assert len(server.received) == 3 and exc.value.status == 503
@@ -113,8 +131,9 @@ def test_503_is_retried_and_bounded() -> None:
 
 def test_400_is_not_retried_and_key_is_redacted() -> None:
     body = {"error": {"message": f"model not found (key {KEY})"}}
-    with (ModelServer(scripted([Reply(404, body)] * 3)) as server,
-          pytest.raises(ProviderRejected) as exc,
+    with (
+        ModelServer(scripted([Reply(404, body)] * 3)) as server,
+        pytest.raises(ProviderRejected) as exc,
     ):
         _provider(server).complete(_call())
     assert len(server.received) == 1
@@ -122,16 +141,16 @@ def test_400_is_not_retried_and_key_is_redacted() -> None:
 
 
 def test_non_json_200_is_a_clear_refusal() -> None:
-    with (ModelServer(scripted([Reply(200, "<html>proxy error</html>")])) as server,
-          pytest.raises(ProviderRejected, match="not JSON"),
+    with (
+        ModelServer(scripted([Reply(200, "<html>proxy error</html>")])) as server,
+        pytest.raises(ProviderRejected, match="not JSON"),
     ):
         _provider(server).complete(_call())
 
 
 @pytest.mark.parametrize("content", [None, "", "   "])
 def test_empty_content_is_a_named_error(content: str | None) -> None:
-    reply = chat_completion(content, prompt_tokens=50, completion_tokens=64,
-                            finish_reason="length")
+    reply = chat_completion(content, prompt_tokens=50, completion_tokens=64, finish_reason="length")
     with ModelServer(scripted([Reply(200, reply)])) as server, pytest.raises(EmptyOutput) as exc:
         _provider(server).complete(_call())
     assert exc.value.usage == Usage(input_tokens=50, output_tokens=64)
@@ -139,8 +158,10 @@ def test_empty_content_is_a_named_error(content: str | None) -> None:
 
 
 def test_truncated_json_is_salvaged() -> None:
-    claims = [{"text": f"Claim {i} about tea.", "quote": f"a verbatim quote number {i} here"}
-              for i in range(4)]
+    claims = [
+        {"text": f"Claim {i} about tea.", "quote": f"a verbatim quote number {i} here"}
+        for i in range(4)
+    ]
     full = json.dumps({"claims": claims})
     cut = full[: full.index("Claim 3") + 3]
     reply = chat_completion(cut, prompt_tokens=100, completion_tokens=300, finish_reason="length")
@@ -151,8 +172,9 @@ def test_truncated_json_is_salvaged() -> None:
 
 
 def test_usage_priced_with_cache_discount() -> None:
-    reply = chat_completion('{"claims": []}', prompt_tokens=5000, completion_tokens=1000,
-                            cached=4000)
+    reply = chat_completion(
+        '{"claims": []}', prompt_tokens=5000, completion_tokens=1000, cached=4000
+    )
     with ModelServer(scripted([Reply(200, reply)])) as server:
         skills = ModelSkills(_provider(server), PriceTable.load())
         got = skills.mine(MineRequest("q?", "sub", "passage"), Unit.USD_MICROS)
@@ -187,13 +209,23 @@ def test_a_model_that_wants_max_completion_tokens_gets_the_bound_under_that_name
     """OpenAI's reasoning models (o-series, gpt-5) answer 400 to `max_tokens`; the bound the
     ledger reserved on must still be sent, under the name the server asks for, and from then
     on without the failed first try."""
-    refusal = json.dumps({"error": {
-        "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
-                   "'max_completion_tokens' instead.",
-        "type": "invalid_request_error", "param": "max_tokens",
-        "code": "unsupported_parameter"}})
-    replies = [Reply(400, refusal), Reply(200, chat_completion('{"ok": 1}')),
-               Reply(200, chat_completion('{"ok": 2}'))]
+    refusal = json.dumps(
+        {
+            "error": {
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this "
+                "model. Use "
+                "'max_completion_tokens' instead.",
+                "type": "invalid_request_error",
+                "param": "max_tokens",
+                "code": "unsupported_parameter",
+            }
+        }
+    )
+    replies = [
+        Reply(400, refusal),
+        Reply(200, chat_completion('{"ok": 1}')),
+        Reply(200, chat_completion('{"ok": 2}')),
+    ]
     with ModelServer(scripted(replies)) as server:
         provider = _provider(server)
         assert provider.complete(_call(max_tokens=55)).text == '{"ok": 1}'

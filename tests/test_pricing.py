@@ -35,8 +35,12 @@ def test_shipped_table_is_complete() -> None:
         assert p.as_of, name
         if p.long_prompt is not None:  # the dearer band is dearer in every field
             long = p.long_prompt[1]
-            assert (long.input >= p.input and long.output >= p.output
-                    and long.cache_read >= p.cache_read and long.cache_write >= p.cache_write)
+            assert (
+                long.input >= p.input
+                and long.output >= p.output
+                and long.cache_read >= p.cache_read
+                and long.cache_write >= p.cache_write
+            )
 
 
 def test_every_default_tier_model_is_priced_and_checked() -> None:
@@ -102,8 +106,9 @@ def test_unpriced_model_is_refused_in_usd_only() -> None:
 
 
 def test_config_overrides_and_adds_models() -> None:
-    table = PriceTable.load({"llama3.1:8b": {"input": 0, "output": 0},
-                             "claude-haiku-4-5": {"input": "2", "output": 10}})
+    table = PriceTable.load(
+        {"llama3.1:8b": {"input": 0, "output": 0}, "claude-haiku-4-5": {"input": "2", "output": 10}}
+    )
     assert table.cost("llama3.1:8b", Usage(1000, 1000), Unit.USD_MICROS) == 0
     assert table.cost("claude-haiku-4-5", Usage(1, 1), Unit.USD_MICROS) == 12
     # Cache prices default to the input price when not given: never an invented discount.
@@ -112,18 +117,21 @@ def test_config_overrides_and_adds_models() -> None:
     assert p.as_of == "config"  # `mole models` tells a config price from a checked one
 
 
-@pytest.mark.parametrize("bad", [
-    {"m": {"input": -1, "output": 1}},
-    {"m": {"input": "cheap", "output": 1}},
-    {"m": {"input": 1}},
-    {"m": {"input": 1, "output": 1, "surge": 2}},
-    {"m": {"input": True, "output": 1}},
-    {"m": {"input": 1, "output": 1, "long_prompt": {"input": 2, "output": 2}}},
-    {"m": {"input": 1, "output": 1, "long_prompt": {"above": 0, "input": 2, "output": 2}}},
-    {"m": {"input": 1, "output": 1, "as_of": 2026}},
-    {"m": "free"},
-    ["not", "a", "mapping"],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"m": {"input": -1, "output": 1}},
+        {"m": {"input": "cheap", "output": 1}},
+        {"m": {"input": 1}},
+        {"m": {"input": 1, "output": 1, "surge": 2}},
+        {"m": {"input": True, "output": 1}},
+        {"m": {"input": 1, "output": 1, "long_prompt": {"input": 2, "output": 2}}},
+        {"m": {"input": 1, "output": 1, "long_prompt": {"above": 0, "input": 2, "output": 2}}},
+        {"m": {"input": 1, "output": 1, "as_of": 2026}},
+        {"m": "free"},
+        ["not", "a", "mapping"],
+    ],
+)
 def test_malformed_override_is_refused(bad: object) -> None:
     with pytest.raises(PricingError):
         PriceTable.load(bad)  # type: ignore[arg-type]
@@ -135,8 +143,9 @@ _n = st.integers(min_value=0, max_value=2_000_000)
 
 @settings(max_examples=300, deadline=None)
 @given(_models, _n, _n, _n, _n, st.sampled_from(list(Unit)))
-def test_bound_covers_every_split_of_the_same_tokens(model: str, a: int, b: int, c: int, out: int,
-                                                     unit: Unit) -> None:
+def test_bound_covers_every_split_of_the_same_tokens(
+    model: str, a: int, b: int, c: int, out: int, unit: Unit
+) -> None:
     """Whatever the provider bills as fresh, cache-read or cache-write input, a call with at most
     the bounded input and at most max_tokens out never costs more than the bound."""
     table = PriceTable.load()
@@ -144,6 +153,7 @@ def test_bound_covers_every_split_of_the_same_tokens(model: str, a: int, b: int,
     usage = Usage(input_tokens=a, output_tokens=out, cache_read_tokens=b, cache_write_tokens=c)
     assert table.cost(model, usage, unit) <= bound
     # A prompt smaller than its bound never costs more either (a price band cannot invert it).
-    smaller = Usage(input_tokens=a // 2, output_tokens=out, cache_read_tokens=b // 2,
-                    cache_write_tokens=c // 2)
+    smaller = Usage(
+        input_tokens=a // 2, output_tokens=out, cache_read_tokens=b // 2, cache_write_tokens=c // 2
+    )
     assert table.cost(model, smaller, unit) <= bound

@@ -48,7 +48,9 @@ def test_host_normalisation() -> None:
     assert publisher_of("HTTPS://WWW.BBC.CO.UK./x") == "bbc.co.uk"
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1/x", "http://localhost:8000/", "http://intranet/"])
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1/x", "http://localhost:8000/", "http://intranet/"]
+)
 def test_no_public_suffix_falls_back_to_host(url: str) -> None:
     assert registrable_domain(url) is None
     assert publisher_of(url) == host_of(url)
@@ -78,8 +80,14 @@ def test_doi_urls_with_different_dois_are_different_publishers() -> None:
 
 
 @pytest.mark.parametrize(
-    "form", ["https://doi.org/10.5555/ABC", "doi:10.5555/abc", "10.5555/Abc", "DOI:10.5555/ABC",
-             "  10.5555/abc  "]
+    "form",
+    [
+        "https://doi.org/10.5555/ABC",
+        "doi:10.5555/abc",
+        "10.5555/Abc",
+        "DOI:10.5555/ABC",
+        "  10.5555/abc  ",
+    ],
 )
 def test_doi_case_and_prefix_normalised(form: str) -> None:
     assert paper_key(doi=form) == "doi:10.5555/abc"
@@ -87,8 +95,12 @@ def test_doi_case_and_prefix_normalised(form: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "form", ["http://doi.org/10.5555/abc", "https://dx.doi.org/10.5555/abc",
-             "http://dx.doi.org/10.5555/ABC"]
+    "form",
+    [
+        "http://doi.org/10.5555/abc",
+        "https://dx.doi.org/10.5555/abc",
+        "http://dx.doi.org/10.5555/ABC",
+    ],
 )
 def test_doi_resolver_url_variants_normalised(form: str) -> None:
     assert paper_key(doi=form) == "doi:10.5555/abc"

@@ -20,14 +20,37 @@ from mole_dag.chunk import chunk_text
 
 _WS = [" ", "  ", "\t", "\n", "\r\n", "\n\n", "\u00a0", "\u3000", "\u2009", " \t\n "]
 _WORDS = [
-    "tea", "Tea", "green", "risk", "stroke", "adults", "lowers", "the", "of", "a", "3.5%",
-    "绿茶", "中风的风险", "。", "😀", "👍🏽", "café", "cafe\u0301", "naïve", "Zürich", "x" * 12,
-    "(2021)", "[7]", "don't", "—",
+    "tea",
+    "Tea",
+    "green",
+    "risk",
+    "stroke",
+    "adults",
+    "lowers",
+    "the",
+    "of",
+    "a",
+    "3.5%",
+    "绿茶",
+    "中风的风险",
+    "。",
+    "😀",
+    "👍🏽",
+    "café",
+    "cafe\u0301",
+    "naïve",
+    "Zürich",
+    "x" * 12,
+    "(2021)",
+    "[7]",
+    "don't",
+    "—",
 ]
 _token = st.one_of(
     st.sampled_from(_WORDS),
-    st.text(st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")), min_size=1,
-            max_size=6),
+    st.text(
+        st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")), min_size=1, max_size=6
+    ),
 )
 
 
@@ -42,12 +65,22 @@ def _source(draw: st.DrawFn) -> str:
 def _cuts(text: str, a: int, b: int) -> bool:
     """Independent model of a cluster cut: the span starts on a mark that belongs to the
     character before it, or ends just before one (or starts/ends on a zero-width joiner)."""
+
     def joins(ch: str) -> bool:
-        return (unicodedata.category(ch) in ("Mn", "Mc", "Me") or ch == "\u200d"
-                or "\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef"
-                or "\U0001f3fb" <= ch <= "\U0001f3ff")
-    return (joins(text[a]) or (a > 0 and text[a - 1] == "\u200d") or text[b - 1] == "\u200d"
-            or (b < len(text) and joins(text[b])))
+        return (
+            unicodedata.category(ch) in ("Mn", "Mc", "Me")
+            or ch == "\u200d"
+            or "\ufe00" <= ch <= "\ufe0f"
+            or "\U000e0100" <= ch <= "\U000e01ef"
+            or "\U0001f3fb" <= ch <= "\U0001f3ff"
+        )
+
+    return (
+        joins(text[a])
+        or (a > 0 and text[a - 1] == "\u200d")
+        or text[b - 1] == "\u200d"
+        or (b < len(text) and joins(text[b]))
+    )
 
 
 def _oracle(source: str, quote: str) -> re.Match[str] | None:
@@ -76,8 +109,11 @@ def _bytes(s: str) -> int:
 
 
 def _overlapping_count(hay: str, needle: str) -> int:
-    return sum(1 for k in range(len(hay))
-               if hay.startswith(needle, k) and not _cuts(hay, k, k + len(needle)))
+    return sum(
+        1
+        for k in range(len(hay))
+        if hay.startswith(needle, k) and not _cuts(hay, k, k + len(needle))
+    )
 
 
 def test_str_split_and_regex_agree_on_whitespace() -> None:
@@ -142,9 +178,14 @@ def test_one_changed_character_is_not_found(source: str, data: st.DataObject) ->
 
 @pytest.mark.parametrize(
     "quote",
-    ["", "   ", "short quote", "a" * (MIN_QUOTE_CHARS - 1),
-     "twenty  three\n\n\tchars  ok",  # 23 after collapsing, longer before
-     "  " + "b" * (MIN_QUOTE_CHARS - 1) + "  \n"],
+    [
+        "",
+        "   ",
+        "short quote",
+        "a" * (MIN_QUOTE_CHARS - 1),
+        "twenty  three\n\n\tchars  ok",  # 23 after collapsing, longer before
+        "  " + "b" * (MIN_QUOTE_CHARS - 1) + "  \n",
+    ],
 )
 def test_short_quote_rejected(quote: str) -> None:
     source = "a" * 100 + " twenty three chars ok " + "b" * 50
@@ -267,7 +308,7 @@ def test_quote_stopping_before_a_combining_accent_is_not_found() -> None:
     assert find_quote(source, "Early every morning the cafe") is None
     got = find_quote(source, "Early every morning the cafe\u0301")
     assert got is not None
-    assert source.encode()[got.byte_start:got.byte_end].decode().endswith("cafe\u0301")
+    assert source.encode()[got.byte_start : got.byte_end].decode().endswith("cafe\u0301")
 
 
 def test_quote_starting_on_a_combining_mark_is_not_found() -> None:
@@ -275,15 +316,27 @@ def test_quote_starting_on_a_combining_mark_is_not_found() -> None:
     assert find_quote(source, "\u0301 on the corner serves green tea") is None
 
 
-@pytest.mark.parametrize(("source", "quote"), [
-    ("and then the whole family \U0001f468\u200d\U0001f469\u200d\U0001f467 drinks green tea",
-     "and then the whole family \U0001f468"),
-    ("the whole family \U0001f468\u200d\U0001f469\u200d\U0001f467 drinks green tea daily",
-     "\U0001f467 drinks green tea daily"),
-    ("I give this green tea my thumbs \U0001f44d\U0001f3fd every single morning",
-     "I give this green tea my thumbs \U0001f44d"),
-    ("variation selector test for green tea \u2764\ufe0f", "selector test for green tea \u2764"),
-])
+@pytest.mark.parametrize(
+    ("source", "quote"),
+    [
+        (
+            "and then the whole family \U0001f468\u200d\U0001f469\u200d\U0001f467 drinks green tea",
+            "and then the whole family \U0001f468",
+        ),
+        (
+            "the whole family \U0001f468\u200d\U0001f469\u200d\U0001f467 drinks green tea daily",
+            "\U0001f467 drinks green tea daily",
+        ),
+        (
+            "I give this green tea my thumbs \U0001f44d\U0001f3fd every single morning",
+            "I give this green tea my thumbs \U0001f44d",
+        ),
+        (
+            "variation selector test for green tea \u2764\ufe0f",
+            "selector test for green tea \u2764",
+        ),
+    ],
+)
 def test_quote_splitting_an_emoji_cluster_is_not_found(source: str, quote: str) -> None:
     assert find_quote(source, quote) is None
 

@@ -59,8 +59,13 @@ def test_processes_share_one_queue(tmp_path: Path) -> None:
     )
     lim = DomainLimiter(tmp_path, clock=Clock())
     mine = [lim.reserve("example.org", 1.0, 1000) for _ in range(5)]
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).parent.parent).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parent.parent,
+    ).stdout.strip()
     theirs = [float(x) for x in out.split(",")]
     assert mine == [0.0, 1.0, 2.0, 3.0, 4.0]
     assert theirs == [5.0, 6.0, 7.0, 8.0, 9.0]
@@ -83,8 +88,8 @@ def test_penalty_parks_the_domain_and_is_bounded(tmp_path: Path) -> None:
         lim.reserve("example.org", 1.0, max_wait_s=60)
     clock.t += 121
     assert lim.reserve("example.org", 1.0) == 0.0
-    lim.penalise("example.org", 10 ** 9)
-    assert lim.reserve("example.org", 0.0, max_wait_s=10 ** 9) <= MAX_PENALTY_S + 1
+    lim.penalise("example.org", 10**9)
+    assert lim.reserve("example.org", 0.0, max_wait_s=10**9) <= MAX_PENALTY_S + 1
 
 
 def test_acquire_sleeps_for_its_slot(tmp_path: Path) -> None:

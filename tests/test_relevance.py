@@ -40,8 +40,10 @@ PAGE = (
     "Lakeview also plans to rebuild the old ferry pier. The mayoral office said the pier would "
     "cost more than expected."
 )
-OTHER = [f"Unrelated page {i} talks about gardening, rainfall and the price of tomatoes."
-         for i in range(30)]
+OTHER = [
+    f"Unrelated page {i} talks about gardening, rainfall and the price of tomatoes."
+    for i in range(30)
+]
 
 
 def _stats() -> TermStats:
@@ -52,22 +54,27 @@ def _rank(question: str) -> list[str]:
     stats = _stats()
     page = Passages(PAGE)
     q = Query.of(question, stats)
-    scored = [(score(q, stats, s.text, page.around(s.start, s.end, 2)).value, s.text)
-              for s in page.sentences]
+    scored = [
+        (score(q, stats, s.text, page.around(s.start, s.end, 2)).value, s.text)
+        for s in page.sentences
+    ]
     return [t for _, t in sorted(scored, key=lambda x: -x[0])]
 
 
-@pytest.mark.parametrize(("question", "kind"), [
-    ("Who won the mayoral election in Lakeview?", AnswerType.PERSON),
-    ("Which cartoonist drew the strip?", AnswerType.PERSON),
-    ("How many rooms does the resort have?", AnswerType.NUMBER),
-    ("What share of fans are female?", AnswerType.NUMBER),
-    ("On what date did the court rule?", AnswerType.DATE),
-    ("When did the pier open?", AnswerType.DATE),
-    ("On which beach was the tool found?", AnswerType.PLACE),
-    ("Which version was the first to support it?", AnswerType.NAME),
-    ("Does coffee raise blood pressure?", AnswerType.ANY),
-])
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("Who won the mayoral election in Lakeview?", AnswerType.PERSON),
+        ("Which cartoonist drew the strip?", AnswerType.PERSON),
+        ("How many rooms does the resort have?", AnswerType.NUMBER),
+        ("What share of fans are female?", AnswerType.NUMBER),
+        ("On what date did the court rule?", AnswerType.DATE),
+        ("When did the pier open?", AnswerType.DATE),
+        ("On which beach was the tool found?", AnswerType.PLACE),
+        ("Which version was the first to support it?", AnswerType.NAME),
+        ("Does coffee raise blood pressure?", AnswerType.ANY),
+    ],
+)
 def test_answer_type(question: str, kind: AnswerType) -> None:
     assert answer_type(question) == kind
 
@@ -88,8 +95,10 @@ def test_context_does_not_lift_an_unrelated_neighbour() -> None:
     stats = _stats()
     q = Query.of("Does the Lakeview ferry pier cost more than expected?", stats)
     page = Passages(PAGE)
-    by_text = {s.text: score(q, stats, s.text, page.around(s.start, s.end, 2)).value
-               for s in page.sentences}
+    by_text = {
+        s.text: score(q, stats, s.text, page.around(s.start, s.end, 2)).value
+        for s in page.sentences
+    }
     assert by_text["Tickets go on sale next month at the town hall."] == 0.0
     assert by_text["The mayoral office said the pier would cost more than expected."] > 0.3
 
@@ -130,9 +139,13 @@ def test_grade_blend_and_parts() -> None:
 
 
 def test_miner_takes_the_answer_worded_apart_from_the_question() -> None:
-    req = MineRequest("Who won the mayoral election in Lakeview?",
-                      "Who won the mayoral election in Lakeview?", PAGE, "Lakeview votes",
-                      _stats())
+    req = MineRequest(
+        "Who won the mayoral election in Lakeview?",
+        "Who won the mayoral election in Lakeview?",
+        PAGE,
+        "Lakeview votes",
+        _stats(),
+    )
     quotes = [d.quote for d in mine_sentences(req)]
     assert "Ana Ruiz, 41, won with 58 percent of the vote." in quotes
     assert "Tickets go on sale next month at the town hall." not in quotes
@@ -149,8 +162,11 @@ def test_relevance_is_stored_for_every_claim_and_queryable(tmp_path: Path) -> No
     assert claims > 0 and len(scored) == claims
     assert all(0 <= r["relevance"] <= 1 and r["basis"] == "lexical" for r in scored)
     # Seen: "Does coffee raise blood pressure?" had its blood-pressure claims at #15-29.
-    top = store.rows("SELECT text, relevance FROM claim_overview WHERE session_id = ? "
-                     "ORDER BY relevance DESC, claim_id LIMIT 5", [sid])
+    top = store.rows(
+        "SELECT text, relevance FROM claim_overview WHERE session_id = ? "
+        "ORDER BY relevance DESC, claim_id LIMIT 5",
+        [sid],
+    )
     assert all("blood pressure" in r["text"].lower() for r in top), top
     assert "relevance " in render_trace(store, sid)
     store.close()
@@ -160,8 +176,10 @@ def test_progress_says_when_a_round_runs_follow_ups_only() -> None:
     # Seen: "round 2: planned 0 sub-questions, 0 leads", then 2 leads ran.
     from mole_dag.planner.plan import plan_progress
 
-    assert plan_progress(2, 0, 0, 2) == "round 2: no new sub-questions; running 2 follow-up " \
-        "leads only"
+    assert (
+        plan_progress(2, 0, 0, 2) == "round 2: no new sub-questions; running 2 follow-up leads only"
+    )
     assert plan_progress(1, 3, 3, 3) == "round 1: planned 3 sub-questions, 3 leads"
-    assert plan_progress(2, 1, 1, 2) == ("round 2: planned 1 sub-questions, 1 leads, plus 1 "
-                                         "follow-up lead")
+    assert plan_progress(2, 1, 1, 2) == (
+        "round 2: planned 1 sub-questions, 1 leads, plus 1 follow-up lead"
+    )

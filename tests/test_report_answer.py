@@ -56,12 +56,14 @@ def _research(run: Run, relevance: Relevance | None = _about_the_question) -> No
 def _score(store: Store, sid: str, relevance: Relevance) -> None:
     """What the relevance scorer (another stage) stores: one row per claim."""
     now = utcnow()
-    for c in store.rows("SELECT id, text, sub_question_id FROM claims WHERE session_id = ?",
-                        [sid]):
+    for c in store.rows("SELECT id, text, sub_question_id FROM claims WHERE session_id = ?", [sid]):
         r = relevance(c["text"])
-        _exec(store, "INSERT OR REPLACE INTO claim_relevance VALUES "
-              "(?, ?, ?, ?, ?, ?, 'lexical', NULL, 'test score', ?)",
-              [c["id"], sid, r, r, r, c["sub_question_id"], now])
+        _exec(
+            store,
+            "INSERT OR REPLACE INTO claim_relevance VALUES "
+            "(?, ?, ?, ?, ?, ?, 'lexical', NULL, 'test score', ?)",
+            [c["id"], sid, r, r, r, c["sub_question_id"], now],
+        )
 
 
 def _exec(store: Store, sql: str, params: list[object]) -> None:
@@ -89,13 +91,15 @@ class WriterSays(SimulatedModel):
         return super().__call__(got)
 
 
-def _model_run(store: Store, server: ModelServer, corpus: Path, sid: str,
-               total: int = 1_000_000) -> Run:
+def _model_run(
+    store: Store, server: ModelServer, corpus: Path, sid: str, total: int = 1_000_000
+) -> Run:
     skills = skills_for("anthropic", {"anthropic": {"api_key": "k", "base_url": server.url}})
     skills.provider.policy = RetryPolicy(max_attempts=1, base_delay_s=0.0, max_delay_s=0.0)
     ledger = Ledger(store)
-    ledger.create_session(QUESTION, Unit.USD_MICROS, total, session_id=sid,
-                          provider="anthropic", corpus=str(corpus))
+    ledger.create_session(
+        QUESTION, Unit.USD_MICROS, total, session_id=sid, provider="anthropic", corpus=str(corpus)
+    )
     return Run(store, ledger, skills, sid, progress=lambda m: None)
 
 
@@ -105,13 +109,16 @@ def _sentences(*items: tuple[str, list[object]]) -> str:
 
 BAD_ANSWERS = {
     # Prose that sounds right and is in no finding.
-    "unsupported": _sentences(("Green tea cures insomnia and prevents every stroke in "
-                               "children within a week.", [1])),
+    "unsupported": _sentences(
+        ("Green tea cures insomnia and prevents every stroke in children within a week.", [1])
+    ),
     # The writer echoed its format inside a sentence.
     "raw_json": _sentences(('{"text": "Green tea lowers stroke risk", "findings": [1]}', [1])),
     # A claim of its own, bound to a finding that does not exist, or to none.
-    "fabricated": _sentences(("Green tea drinkers live twelve years longer.", [99]),
-                             ("Green tea is the healthiest drink.", [])),
+    "fabricated": _sentences(
+        ("Green tea drinkers live twelve years longer.", [99]),
+        ("Green tea is the healthiest drink.", []),
+    ),
     # Free text with citations of its own and no JSON at all.
     "free_text": "Green tea helps with sleep [1]. It also prevents strokes [2]. Drink it daily.",
     # Its own bracketed citation inside a sentence the check would otherwise accept.
@@ -121,7 +128,8 @@ BAD_ANSWERS = {
 
 @pytest.mark.parametrize("case", sorted(BAD_ANSWERS))
 def test_no_sentence_without_evidence_whatever_the_writer_says(
-        case: str, store: Store, mini_corpus: Path) -> None:
+    case: str, store: Store, mini_corpus: Path
+) -> None:
     with ModelServer(WriterSays(BAD_ANSWERS[case])) as server:
         run = _model_run(store, server, mini_corpus, f"s-{case}")
         _research(run)
@@ -130,8 +138,14 @@ def test_no_sentence_without_evidence_whatever_the_writer_says(
     md = rep.markdown
     _assert_every_statement_cited(md)
     answer = section(md, "Answer")
-    for junk in ("cures insomnia", "twelve years", "healthiest", '"findings"', "Drink it daily",
-                 "prevents strokes"):
+    for junk in (
+        "cures insomnia",
+        "twelve years",
+        "healthiest",
+        '"findings"',
+        "Drink it daily",
+        "prevents strokes",
+    ):
         assert junk not in md
     assert cited_numbers(answer)  # the deterministic answer, cited
     assert rep.writer == "deterministic"
@@ -142,8 +156,9 @@ def test_no_sentence_without_evidence_whatever_the_writer_says(
     assert "answer paragraph was not used" in md and "deterministic one" in md
 
 
-def test_a_supported_answer_is_printed_with_rendered_citations(store: Store,
-                                                               mini_corpus: Path) -> None:
+def test_a_supported_answer_is_printed_with_rendered_citations(
+    store: Store, mini_corpus: Path
+) -> None:
     with ModelServer(SimulatedModel(fabricate=False, later_rounds=False)) as server:
         run = _model_run(store, server, mini_corpus, "s-good")
         _research(run)
@@ -156,12 +171,12 @@ def test_a_supported_answer_is_printed_with_rendered_citations(store: Store,
     assert "answer paragraph was not used" not in md
 
 
-def test_one_bad_sentence_of_three_is_dropped_and_counted(store: Store,
-                                                          mini_corpus: Path) -> None:
+def test_one_bad_sentence_of_three_is_dropped_and_counted(store: Store, mini_corpus: Path) -> None:
     text = _sentences(
         ("Green tea drinkers had a lower risk of stroke in a large cohort study.", [1]),
         ("The wire report said green tea drinkers had a lower risk of stroke.", [1]),
-        ("Green tea doubles lifespan.", [1]))
+        ("Green tea doubles lifespan.", [1]),
+    )
     with ModelServer(WriterSays(text)) as server:
         run = _model_run(store, server, mini_corpus, "s-partial")
         _research(run, relevance=lambda t: 0.9 if "stroke" in t else 0.0)
@@ -180,10 +195,14 @@ def test_writer_that_cannot_be_afforded_says_so(tmp_path: Path, mini_corpus: Pat
             return 10**9
 
     store = Store(tmp_path / "dear.duckdb")
-    sid = create_session(store, QUESTION, Unit.TOKENS, 10_000,
-                         corpus=str(mini_corpus)).session_id
-    run = Run(store, Ledger(store), DearWriter(judge_fn=lambda a, b, n: "neither"), sid,
-              progress=lambda m: None)
+    sid = create_session(store, QUESTION, Unit.TOKENS, 10_000, corpus=str(mini_corpus)).session_id
+    run = Run(
+        store,
+        Ledger(store),
+        DearWriter(judge_fn=lambda a, b, n: "neither"),
+        sid,
+        progress=lambda m: None,
+    )
     _research(run)
     md = write_report(run).markdown
     _assert_every_statement_cited(md)
@@ -196,75 +215,127 @@ def test_writer_that_cannot_be_afforded_says_so(tmp_path: Path, mini_corpus: Pat
 # -- the binding check, unit by unit ----------------------------------------------------------
 
 
-FINDINGS = {1: "Green tea drinkers had a lower risk of stroke in a large cohort study of 4,000 "
-               "older adults.",
-            2: "Drinking green tea in the evening does not raise the risk of poor sleep.",
-            3: "The parser reads int(l[2]) first."}
+FINDINGS = {
+    1: "Green tea drinkers had a lower risk of stroke in a large cohort study of 4,000 "
+    "older adults.",
+    2: "Drinking green tea in the evening does not raise the risk of poor sleep.",
+    3: "The parser reads int(l[2]) first.",
+}
 
 
-@pytest.mark.parametrize(("sentence", "why"), [
-    (BoundSentence("", (1,)), Dropped.EMPTY),
-    (BoundSentence("Green tea lowers stroke risk.", ()), Dropped.NO_FINDING),
-    (BoundSentence("Green tea lowers stroke risk.", (1, 7)), Dropped.UNKNOWN_FINDING),
-    (BoundSentence("Green tea lowers stroke risk [1].", (1,)), Dropped.OWN_MARKUP),
-    (BoundSentence("Green tea lowers **stroke** risk.", (1,)), Dropped.OWN_MARKUP),
-    (BoundSentence('{"text": "x", "findings": [1]}', (1,)), Dropped.RAW_JSON),
-    (BoundSentence("Coffee cures migraines in teenagers.", (1,)), Dropped.UNSUPPORTED),
-    (BoundSentence("Green tea lowered stroke risk in 9,000 older adults.", (1,)),
-     Dropped.UNSUPPORTED),  # a number no finding states
-    (BoundSentence("Green tea drinkers did not have a lower risk of stroke.", (1,)),
-     Dropped.UNSUPPORTED),  # a negation no finding makes
-])
+@pytest.mark.parametrize(
+    ("sentence", "why"),
+    [
+        (BoundSentence("", (1,)), Dropped.EMPTY),
+        (BoundSentence("Green tea lowers stroke risk.", ()), Dropped.NO_FINDING),
+        (BoundSentence("Green tea lowers stroke risk.", (1, 7)), Dropped.UNKNOWN_FINDING),
+        (BoundSentence("Green tea lowers stroke risk [1].", (1,)), Dropped.OWN_MARKUP),
+        (BoundSentence("Green tea lowers **stroke** risk.", (1,)), Dropped.OWN_MARKUP),
+        (BoundSentence('{"text": "x", "findings": [1]}', (1,)), Dropped.RAW_JSON),
+        (BoundSentence("Coffee cures migraines in teenagers.", (1,)), Dropped.UNSUPPORTED),
+        (
+            BoundSentence("Green tea lowered stroke risk in 9,000 older adults.", (1,)),
+            Dropped.UNSUPPORTED,
+        ),  # a number no finding states
+        (
+            BoundSentence("Green tea drinkers did not have a lower risk of stroke.", (1,)),
+            Dropped.UNSUPPORTED,
+        ),  # a negation no finding makes
+    ],
+)
 def test_binding_drops_by_reason(sentence: BoundSentence, why: Dropped) -> None:
     got = bind(WrittenAnswer((sentence,)), FINDINGS, QUESTION)
     assert not got.kept and got.dropped == ((str(why), 1),)
 
 
 def test_binding_keeps_paraphrase_and_verbatim_quotes() -> None:
-    got = bind(WrittenAnswer((
-        BoundSentence("Older green tea drinkers had a lower stroke risk in a cohort study.", (1,)),
-        BoundSentence("Evening green tea does not raise the risk of poor sleep.", (2,)),
-        BoundSentence("The parser reads int(l[2]) first.", (3,)),  # a quote, brackets and all
-    )), FINDINGS, QUESTION)
+    got = bind(
+        WrittenAnswer(
+            (
+                BoundSentence(
+                    "Older green tea drinkers had a lower stroke risk in a cohort study.", (1,)
+                ),
+                BoundSentence("Evening green tea does not raise the risk of poor sleep.", (2,)),
+                BoundSentence(
+                    "The parser reads int(l[2]) first.", (3,)
+                ),  # a quote, brackets and all
+            )
+        ),
+        FINDINGS,
+        QUESTION,
+    )
     assert len(got.kept) == 3 and got.enough and got.quoted == frozenset({2})
 
 
 def test_too_few_kept_is_not_enough() -> None:
-    got = bind(WrittenAnswer((BoundSentence("Green tea lowers stroke risk.", (1,)),
-                              BoundSentence("Coffee is bad.", (1,)),
-                              BoundSentence("Nothing.", ()))), FINDINGS, QUESTION)
+    got = bind(
+        WrittenAnswer(
+            (
+                BoundSentence("Green tea lowers stroke risk.", (1,)),
+                BoundSentence("Coffee is bad.", (1,)),
+                BoundSentence("Nothing.", ()),
+            )
+        ),
+        FINDINGS,
+        QUESTION,
+    )
     assert len(got.kept) == 1 and not got.enough
 
 
 # -- choosing and ordering findings -----------------------------------------------------------
 
 
-def _row(cluster: str, relevance: float, confidence: float, quote: str = "q",
-         claim: str | None = None, section: str = "sq-1") -> FindingRow:
+def _row(
+    cluster: str,
+    relevance: float,
+    confidence: float,
+    quote: str = "q",
+    claim: str | None = None,
+    section: str = "sq-1",
+) -> FindingRow:
     return FindingRow(
-        cluster_id=cluster, claim_id=claim or f"c-{cluster}", relevance=relevance,
-        confidence=confidence, quote=quote, sub_question_id=section, publishers=1,
-        contradictors=0, superseded=False, source_class=SourceClass.UNKNOWN, explanation="e",
-        text=quote, sub_question="sq?", sub_question_round=1, sub_question_ordinal=0,
-        relevance_explanation="")
+        cluster_id=cluster,
+        claim_id=claim or f"c-{cluster}",
+        relevance=relevance,
+        confidence=confidence,
+        quote=quote,
+        sub_question_id=section,
+        publishers=1,
+        contradictors=0,
+        superseded=False,
+        source_class=SourceClass.UNKNOWN,
+        explanation="e",
+        text=quote,
+        sub_question="sq?",
+        sub_question_round=1,
+        sub_question_ordinal=0,
+        relevance_explanation="",
+    )
 
 
 def test_choose_floors_each_section_by_its_own_best() -> None:
     # Seen: a two-part question had both parts mined, neither both in the report; a facet's
     # findings (a dispute about blood pressure) fell under the floor set by another facet.
-    rows = [_row("part1-best", 0.9, 0.5, section="sq-1"),
-            _row("part2-best", 0.5, 0.5, section="sq-2"),
-            _row("part2-second", 0.3, 0.5, section="sq-2"),  # under 0.45, over half of 0.5
-            _row("part2-junk", 0.2, 0.5, section="sq-2"),
-            _row("off-topic-best", 0.4, 0.9, section="sq-3")]  # its section is under the floor
+    rows = [
+        _row("part1-best", 0.9, 0.5, section="sq-1"),
+        _row("part2-best", 0.5, 0.5, section="sq-2"),
+        _row("part2-second", 0.3, 0.5, section="sq-2"),  # under 0.45, over half of 0.5
+        _row("part2-junk", 0.2, 0.5, section="sq-2"),
+        _row("off-topic-best", 0.4, 0.9, section="sq-3"),
+    ]  # its section is under the floor
     got = [r.cluster_id for r in choose(rows, forced=set(), max_findings=30, scored=True)]
     assert got == ["part1-best", "part2-best", "part2-second"]
 
 
 def test_choose_orders_by_relevance_with_floor_and_cap() -> None:
-    rows = [_row("low-rel-high-conf", 0.2, 0.99), _row("best", 0.9, 0.1),
-            _row("second", 0.6, 0.3), _row("third", 0.6, 0.2), _row("none", 0.0, 1.0),
-            _row("at-floor", 0.9 * RELATIVE_FLOOR, 0.5)]
+    rows = [
+        _row("low-rel-high-conf", 0.2, 0.99),
+        _row("best", 0.9, 0.1),
+        _row("second", 0.6, 0.3),
+        _row("third", 0.6, 0.2),
+        _row("none", 0.0, 1.0),
+        _row("at-floor", 0.9 * RELATIVE_FLOOR, 0.5),
+    ]
     got = [r.cluster_id for r in choose(rows, forced=set(), max_findings=30, scored=True)]
     # 0.2 is under half the best (0.9): a confident but unrelated claim does not fill the cap.
     assert got == ["best", "second", "third", "at-floor"]
@@ -291,11 +362,11 @@ def test_ties_are_broken_by_content_not_by_claim_id() -> None:
     assert [r.claim_id for r in got] == ["aaa", "zzz"]  # then by quote position
 
 
-def test_report_sections_follow_planner_order_and_relevance(tmp_path: Path,
-                                                            mini_corpus: Path) -> None:
+def test_report_sections_follow_planner_order_and_relevance(
+    tmp_path: Path, mini_corpus: Path
+) -> None:
     store = Store(tmp_path / "order.duckdb")
-    sid = create_session(store, QUESTION, Unit.TOKENS, 10_000,
-                         corpus=str(mini_corpus)).session_id
+    sid = create_session(store, QUESTION, Unit.TOKENS, 10_000, corpus=str(mini_corpus)).session_id
     run = Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None)
     _research(run)
     md = write_report(run).markdown
@@ -306,15 +377,22 @@ def test_report_sections_follow_planner_order_and_relevance(tmp_path: Path,
     # Irrelevant findings (relevance 0.05, under half the best) are not listed at all.
     assert "Many people enjoy green tea with meals" not in md
     assert "Water at eighty degrees" not in md
-    subs = store.rows("SELECT text FROM sub_questions WHERE session_id = ? "
-                      "ORDER BY round, ordinal", [sid])
-    listed = [s for s in reading.sections if s not in ("Answer", "Disputed", "Superseded",
-                                                        "Sources", "Spend")]
+    subs = store.rows(
+        "SELECT text FROM sub_questions WHERE session_id = ? ORDER BY round, ordinal", [sid]
+    )
+    listed = [
+        s
+        for s in reading.sections
+        if s not in ("Answer", "Disputed", "Superseded", "Sources", "Spend")
+    ]
     order = [s["text"] for s in subs]
     assert listed == sorted(listed, key=order.index)
     # Numbers run on across sections; each finding is followed by its relevance line.
-    numbers = [int(line.split(".", 1)[0]) for line in md.splitlines()
-               if line[:1].isdigit() and ". " in line]
+    numbers = [
+        int(line.split(".", 1)[0])
+        for line in md.splitlines()
+        if line[:1].isdigit() and ". " in line
+    ]
     assert numbers == list(range(1, len(numbers) + 1))
     lines = md.splitlines()
     for i, line in enumerate(lines):
@@ -322,8 +400,11 @@ def test_report_sections_follow_planner_order_and_relevance(tmp_path: Path,
             assert lines[i + 1].startswith("   relevance 0.")
     # Within a section, relevance never rises.
     for name in listed:
-        rels = [float(x.split()[1]) for x in section(md, name).splitlines()
-                if x.startswith("   relevance")]
+        rels = [
+            float(x.split()[1])
+            for x in section(md, name).splitlines()
+            if x.startswith("   relevance")
+        ]
         assert rels == sorted(rels, reverse=True)
     store.close()
 
@@ -343,10 +424,13 @@ def test_quotes_are_shown_with_markers_escaped_never_deleted(tmp_path: Path) -> 
     (corpus / "p.md").write_text(
         "---\ntitle: Parser notes\nurl: https://docs.example.org/parser\n---\n"
         "The parser reads the header field with int(l[2]) before it checks the header row "
-        "of the file.[7] The header parser fails when the header field is empty.\n", "utf-8")
+        "of the file.[7] The header parser fails when the header field is empty.\n",
+        "utf-8",
+    )
     store = Store(tmp_path / "esc.duckdb")
-    sid = create_session(store, "How does the parser read the header field?", Unit.TOKENS,
-                         10_000, corpus=str(corpus)).session_id
+    sid = create_session(
+        store, "How does the parser read the header field?", Unit.TOKENS, 10_000, corpus=str(corpus)
+    ).session_id
     run = Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None)
     _research(run, relevance=lambda t: 0.7)
     md = write_report(run).markdown
@@ -363,8 +447,9 @@ def test_quotes_are_shown_with_markers_escaped_never_deleted(tmp_path: Path) -> 
 
 
 def _writer_calls(store: Store, sid: str) -> int:
-    return store.scalar("SELECT count(*) FROM tool_calls WHERE session_id = ? "
-                        "AND tool LIKE '%:write'", [sid])
+    return store.scalar(
+        "SELECT count(*) FROM tool_calls WHERE session_id = ? AND tool LIKE '%:write'", [sid]
+    )
 
 
 def _empty_report(store: Store, sid: str, skills: object = None) -> ReportResult:
@@ -379,11 +464,14 @@ def _empty_report(store: Store, sid: str, skills: object = None) -> ReportResult
 def test_empty_because_search_found_nothing(tmp_path: Path) -> None:
     corpus = tmp_path / "bikes"
     corpus.mkdir()
-    (corpus / "b.md").write_text("---\ntitle: Bikes\nurl: https://bikes.example/\n---\n"
-                                 "Chains need oil every few hundred kilometres of riding.\n")
+    (corpus / "b.md").write_text(
+        "---\ntitle: Bikes\nurl: https://bikes.example/\n---\n"
+        "Chains need oil every few hundred kilometres of riding.\n"
+    )
     store = Store(tmp_path / "e1.duckdb")
-    sid = create_session(store, "Does green tea affect sleep?", Unit.TOKENS, 10_000,
-                         corpus=str(corpus)).session_id
+    sid = create_session(
+        store, "Does green tea affect sleep?", Unit.TOKENS, 10_000, corpus=str(corpus)
+    ).session_id
     _research(Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None))
     md = _empty_report(store, sid).markdown
     leads = store.scalar("SELECT count(*) FROM leads WHERE session_id = ?", [sid])
@@ -397,28 +485,48 @@ def test_empty_because_search_found_nothing(tmp_path: Path) -> None:
 def test_empty_because_nothing_could_be_fetched(store: Store) -> None:
     sid = create_session(store, "Does green tea affect sleep?", Unit.TOKENS, 10_000).session_id
     now = utcnow()
-    _exec(store, "INSERT INTO sub_questions VALUES ('sq1', ?, 1, 0, 'tea', 'tea', ?)",
-                  [sid, now])
+    _exec(store, "INSERT INTO sub_questions VALUES ('sq1', ?, 1, 0, 'tea', 'tea', ?)", [sid, now])
     for i, cause in enumerate(["fetch_failed", "fetch_failed", "robots"]):
-        _exec(store, "INSERT INTO leads (id, session_id, sub_question_id, actor, query, status,"
-                      " created_at) VALUES (?, ?, 'sq1', 'web', 'tea', 'dead', ?)",
-                      [f"l{i}", sid, now])
-        _exec(store, "INSERT INTO dead_ends (id, session_id, sub_question_id, lead_id, url, "
-                      "cause, created_at) VALUES (?, ?, 'sq1', ?, 'https://x.example/', ?, ?)",
-                      [f"d{i}", sid, f"l{i}", cause, now])
+        _exec(
+            store,
+            "INSERT INTO leads (id, session_id, sub_question_id, actor, query, status,"
+            " created_at) VALUES (?, ?, 'sq1', 'web', 'tea', 'dead', ?)",
+            [f"l{i}", sid, now],
+        )
+        _exec(
+            store,
+            "INSERT INTO dead_ends (id, session_id, sub_question_id, lead_id, url, "
+            "cause, created_at) VALUES (?, ?, 'sq1', ?, 'https://x.example/', ?, ?)",
+            [f"d{i}", sid, f"l{i}", cause, now],
+        )
     md = _empty_report(store, sid).markdown
-    assert (f"{EMPTY_PREFIX}: nothing could be fetched: 3 dead ends (fetch failed 2, robots 1)."
-            in md)
+    assert (
+        f"{EMPTY_PREFIX}: nothing could be fetched: 3 dead ends (fetch failed 2, robots 1)." in md
+    )
 
 
-def test_empty_because_the_quote_check_discarded_everything(store: Store,
-                                                            mini_corpus: Path) -> None:
+def test_empty_because_the_quote_check_discarded_everything(
+    store: Store, mini_corpus: Path
+) -> None:
     class Fabricates(SimulatedModel):
         def __call__(self, got: Received) -> Reply:
             if got.skill == "mine":
-                return Reply(200, claude_message(json.dumps({"claims": [
-                    {"text": "Tea is magic.", "quote": "tea is magic and this sentence is in "
-                                                       "no page at all"}]})))
+                return Reply(
+                    200,
+                    claude_message(
+                        json.dumps(
+                            {
+                                "claims": [
+                                    {
+                                        "text": "Tea is magic.",
+                                        "quote": "tea is magic and this sentence is in "
+                                        "no page at all",
+                                    }
+                                ]
+                            }
+                        )
+                    ),
+                )
             return super().__call__(got)
 
     with ModelServer(Fabricates(later_rounds=False)) as server:
@@ -428,20 +536,25 @@ def test_empty_because_the_quote_check_discarded_everything(store: Store,
     n = store.scalar("SELECT sum(n) FROM discarded_claims WHERE session_id = 's-discard'")
     s = store.scalar("SELECT count(*) FROM sources WHERE session_id = 's-discard'")
     assert n > 0
-    assert (f"{EMPTY_PREFIX}: the miners proposed {n} claims from {s} sources, and the quote "
-            f"check discarded every one (quote not found {n})") in rep.markdown
+    assert (
+        f"{EMPTY_PREFIX}: the miners proposed {n} claims from {s} sources, and the quote "
+        f"check discarded every one (quote not found {n})"
+    ) in rep.markdown
     assert not server.by_skill("write")
 
 
 def test_empty_because_nothing_mined_is_relevant(tmp_path: Path, mini_corpus: Path) -> None:
     store = Store(tmp_path / "e4.duckdb")
-    sid = create_session(store, QUESTION, Unit.TOKENS, 10_000,
-                         corpus=str(mini_corpus)).session_id
-    _research(Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None),
-              relevance=lambda t: 0.0)
+    sid = create_session(store, QUESTION, Unit.TOKENS, 10_000, corpus=str(mini_corpus)).session_id
+    _research(
+        Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None),
+        relevance=lambda t: 0.0,
+    )
     md = _empty_report(store, sid).markdown
     m = store.scalar("SELECT count(*) FROM claims WHERE session_id = ?", [sid])
-    assert (f"{EMPTY_PREFIX}: {m} claims passed the quote check, but none is relevant to the "
-            "question (best relevance 0.00)") in md
+    assert (
+        f"{EMPTY_PREFIX}: {m} claims passed the quote check, but none is relevant to the "
+        "question (best relevance 0.00)"
+    ) in md
     assert "made without a language model" in md
     store.close()

@@ -34,16 +34,25 @@ class ForgingWriter(ExtractiveSkills):
     uses_model = True
 
     def write(self, req: WriteRequest, unit: Unit) -> Metered[WrittenAnswer]:
-        got = WrittenAnswer((BoundSentence("Green tea cures everything [99].", (1,)),
-                             BoundSentence("Green tea cures everything.", (99,))))
+        got = WrittenAnswer(
+            (
+                BoundSentence("Green tea cures everything [99].", (1,)),
+                BoundSentence("Green tea cures everything.", (99,)),
+            )
+        )
         self.answers.append(got)
         return Metered(got, cost=0, model="forger")
 
 
 def _session(tmp_path: Path, corpus: Path, skills) -> tuple[Store, str]:  # type: ignore[no-untyped-def]
     store = Store(tmp_path / "r.duckdb")
-    sid = create_session(store, "Does green tea affect sleep and stroke risk?", Unit.TOKENS,
-                         10_000, corpus=str(corpus)).session_id
+    sid = create_session(
+        store,
+        "Does green tea affect sleep and stroke risk?",
+        Unit.TOKENS,
+        10_000,
+        corpus=str(corpus),
+    ).session_id
     run_session(Run(store, Ledger(store), skills, sid, progress=lambda m: None))
     return store, sid
 
@@ -68,6 +77,7 @@ def test_unsupported_citation_is_rejected_too(tmp_path: Path, mini_corpus: Path)
     # numbers, so an unknown number is the forgery it can see; a number that exists but supports
     # no finding in the report is the other case.
     from mole_dag.output.citations import check_body
+
     res = check_body("A [1] and B [2] and C [3].", numbered={1, 2, 3}, supporting={1, 2})
     assert not res.ok and res.unsupported == (3,)
 
@@ -83,11 +93,19 @@ def test_scorecard_computes_every_metric_or_says_why(tmp_path: Path, mini_corpus
     assert "labelled pairs file" in (m["contradiction_precision_pct"].reason or "")
     assert m["cost_per_accepted_claim"].value == 0.0  # computed: the extractive provider is free
     labels = tmp_path / "labels.json"
-    labels.write_text(json.dumps([
-        {"a": "Drinking green tea in the evening raises the risk of poor sleep in adults who are "
-              "sensitive to caffeine.",
-         "b": "Drinking green tea in the evening does not raise the risk of poor sleep in adults "
-              "who are sensitive to caffeine.", "label": "neither"}]))
+    labels.write_text(
+        json.dumps(
+            [
+                {
+                    "a": "Drinking green tea in the evening raises the risk of poor sleep in "
+                    "adults who are sensitive to caffeine.",
+                    "b": "Drinking green tea in the evening does not raise the risk of poor "
+                    "sleep in adults who are sensitive to caffeine.",
+                    "label": "neither",
+                }
+            ]
+        )
+    )
     m2 = {x.name: x for x in scorecard(store, sid, labels)}
     assert m2["contradiction_precision_pct"].value == 0.0  # the label says it is not one
     store.close()
@@ -97,8 +115,12 @@ def test_scorecard_on_an_empty_session_gives_reasons(tmp_path: Path) -> None:
     with Store(tmp_path / "e.duckdb") as store:
         sid = create_session(store, "q?", Unit.TOKENS, 100).session_id
         m = {x.name: x for x in scorecard(store, sid)}
-        for name in ("citation_accuracy_pct", "claim_integrity_pct", "reread_confirmation_pct",
-                     "cost_per_accepted_claim"):
+        for name in (
+            "citation_accuracy_pct",
+            "claim_integrity_pct",
+            "reread_confirmation_pct",
+            "cost_per_accepted_claim",
+        ):
             assert m[name].value is None and m[name].reason, name
         assert m["budget_overshoot_pct"].value == 0.0
 
@@ -115,15 +137,18 @@ def test_budget_overshoot_is_what_was_charged_beyond_the_total(tmp_path: Path) -
         ledger.settle(ledger.reserve(over, Role.EXECUTOR, 800, tool="t", stage="s"), 1300)
         inside = ledger.create_session("q?", Unit.TOKENS, 10_000).session_id
         ledger.settle(ledger.reserve(inside, Role.EXECUTOR, 100, tool="t", stage="s"), 250)
-        got = {sid: next(m for m in scorecard(store, sid) if m.name == "budget_overshoot_pct")
-               for sid in (over, inside)}
+        got = {
+            sid: next(m for m in scorecard(store, sid) if m.name == "budget_overshoot_pct")
+            for sid in (over, inside)
+        }
     assert got[over].value == pytest.approx(30.0) and got[over].display == "30.0%"
     assert "overrun 500.0 tokens included" in got[over].detail
     assert got[inside].value == 0.0 and "overrun 150.0 tokens included" in got[inside].detail
 
 
-def test_eval_cli_json_and_bad_labels(tmp_path: Path, mini_corpus: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_eval_cli_json_and_bad_labels(
+    tmp_path: Path, mini_corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store, sid = _session(tmp_path, mini_corpus, ExtractiveSkills())
     store.close()
     db = str(tmp_path / "r.duckdb")
@@ -140,15 +165,18 @@ def test_labels_file_errors(tmp_path: Path) -> None:
     with pytest.raises(LabelsError, match="cannot read"):
         load_labels(tmp_path / "missing.json")
     p = tmp_path / "l.jsonl"
-    p.write_text('{"a": "x", "b": "y", "label": "contradicts"}\n{"a": "p", "b": "q", '
-                 '"label": "neither"}\n')
+    p.write_text(
+        '{"a": "x", "b": "y", "label": "contradicts"}\n{"a": "p", "b": "q", "label": "neither"}\n'
+    )
     assert len(load_labels(p)) == 2
 
 
 def test_html_escapes_hostile_text() -> None:
-    md = ("# Q <script>alert(1)</script>\n\n1. Claim <img src=x onerror=alert(1)> [1]  \n"
-          "   confidence **0.5** — x\n\n## Sources\n\n[1] T — p. <javascript:alert(1)>  \n"
-          "[2] T — p. <https://ok.example/a?b=1&c=2>  \n")
+    md = (
+        "# Q <script>alert(1)</script>\n\n1. Claim <img src=x onerror=alert(1)> [1]  \n"
+        "   confidence **0.5** — x\n\n## Sources\n\n[1] T — p. <javascript:alert(1)>  \n"
+        "[2] T — p. <https://ok.example/a?b=1&c=2>  \n"
+    )
     out = render_html(md)
     assert "<script>" not in out and "<img" not in out
     assert "&lt;script&gt;" in out
@@ -160,11 +188,18 @@ def test_html_escapes_hostile_text() -> None:
 def test_views_answer_sql(tmp_path: Path, mini_corpus: Path) -> None:
     store, sid = _session(tmp_path, mini_corpus, ExtractiveSkills())
     rows = materialize_all(store, count=True)
-    assert set(rows) == {"spend_by_role_stage", "claim_overview", "publishers_per_cluster",
-                         "dead_ends_by_cause", "crossings"}
+    assert set(rows) == {
+        "spend_by_role_stage",
+        "claim_overview",
+        "publishers_per_cluster",
+        "dead_ends_by_cause",
+        "crossings",
+    }
     assert rows["claim_overview"] == store.scalar("SELECT count(*) FROM claims")
-    multi = store.rows("SELECT publishers FROM publishers_per_cluster WHERE session_id = ? "
-                       "AND publishers > 1", [sid])
+    multi = store.rows(
+        "SELECT publishers FROM publishers_per_cluster WHERE session_id = ? AND publishers > 1",
+        [sid],
+    )
     assert multi  # the planted duplicate across publishers
     roles = {r["role"] for r in store.rows("SELECT role FROM spend_by_role_stage")}
     assert roles == {"planner", "executor", "verifier", "output"}

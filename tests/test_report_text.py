@@ -112,8 +112,9 @@ def test_ansi_sequences_removed(raw: str, clean: str) -> None:
     assert strip_controls(raw) == clean
 
 
-@pytest.mark.parametrize("cp", [c for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)]
-                         + [0x7F] + list(range(0x80, 0xA0)))
+@pytest.mark.parametrize(
+    "cp", [c for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)] + [0x7F] + list(range(0x80, 0xA0))
+)
 def test_c0_c1_controls_removed(cp: int) -> None:
     # A newline after the control: ESC followed by a printable byte is an escape sequence and
     # consumes that byte (as a terminal would), which test_ansi_sequences_removed covers.
@@ -127,7 +128,8 @@ def test_tab_and_newline_kept_carriage_return_normalised() -> None:
 
 @pytest.mark.parametrize(
     "cp",
-    list(range(0x202A, 0x202F)) + list(range(0x2066, 0x206A))
+    list(range(0x202A, 0x202F))
+    + list(range(0x2066, 0x206A))
     + [0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2060, 0x061C, 0xFEFF],
 )
 def test_bidi_and_zero_width_removed(cp: int) -> None:
@@ -156,8 +158,7 @@ def test_ordinary_text_kept(text: str) -> None:
 
 
 _REMOVED = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069"
-    "\ufeff]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
 )
 
 
@@ -177,9 +178,15 @@ def test_text_without_controls_unchanged(text: str) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["\x1b[31m", "\x1b[0m", "\x1b]0;t\x07", "\u202e", "\u2066",
-                                 "\u200b", "\x00", "\x9b"]), max_size=10), st.text(
-    st.characters(blacklist_categories=("Cs", "Cc", "Cf")), max_size=30))
+@given(
+    st.lists(
+        st.sampled_from(
+            ["\x1b[31m", "\x1b[0m", "\x1b]0;t\x07", "\u202e", "\u2066", "\u200b", "\x00", "\x9b"]
+        ),
+        max_size=10,
+    ),
+    st.text(st.characters(blacklist_categories=("Cs", "Cc", "Cf")), max_size=30),
+)
 def test_injected_controls_removed_around_text(junk: list[str], text: str) -> None:
     raw = "".join(junk) + text + "".join(reversed(junk))
     assert strip_controls(raw) == text

@@ -36,11 +36,13 @@ def _config(server: ModelServer) -> dict:
     return {"anthropic": {"api_key": KEY, "base_url": server.url, "models": PINNED}}
 
 
-def _session(store: Store, corpus: Path, sid: str, provider: str = "anthropic",
-             usd_micros: int = 50_000) -> Ledger:
+def _session(
+    store: Store, corpus: Path, sid: str, provider: str = "anthropic", usd_micros: int = 50_000
+) -> Ledger:
     ledger = Ledger(store)
-    ledger.create_session(QUESTION, Unit.USD_MICROS, usd_micros, session_id=sid,
-                          provider=provider, corpus=str(corpus))
+    ledger.create_session(
+        QUESTION, Unit.USD_MICROS, usd_micros, session_id=sid, provider=provider, corpus=str(corpus)
+    )
     return ledger
 
 
@@ -50,8 +52,12 @@ def _source_text(store: Store, source_id: str) -> str:
 
 def _usage_of(body: dict) -> Usage:
     u = body["usage"]
-    return Usage(u["input_tokens"], u["output_tokens"], u.get("cache_read_input_tokens") or 0,
-                 u.get("cache_creation_input_tokens") or 0)
+    return Usage(
+        u["input_tokens"],
+        u["output_tokens"],
+        u.get("cache_read_input_tokens") or 0,
+        u.get("cache_creation_input_tokens") or 0,
+    )
 
 
 def _priced_sum(pairs: list[tuple[str, Usage]]) -> int:
@@ -87,29 +93,35 @@ def test_model_session_end_to_end(store: Store, mini_corpus: Path, tmp_path: Pat
         text = _source_text(store, c["source_id"])
         m = find_quote(text, c["quote"])
         assert m is not None
-        assert text.encode()[c["quote_byte_start"]:c["quote_byte_end"]].decode() == c["quote"]
+        assert text.encode()[c["quote_byte_start"] : c["quote_byte_end"]].decode() == c["quote"]
         assert c["created_by"] == "anthropic"
     # The fabricated and too-short quotes the simulated model added never reached the store,
     # and were counted by cause.
     assert not any("never printed" in c["text"] for c in claims)
-    discarded = {r["cause"]: r["n"] for r in store.named("discarded_by_cause",
-                                                         {"session_id": "s-live"})}
+    discarded = {
+        r["cause"]: r["n"] for r in store.named("discarded_by_cause", {"session_id": "s-live"})
+    }
     assert discarded["quote_not_found"] >= 1 and discarded["quote_too_short"] >= 1
-    assert sum(r.mined.discarded["quote_not_found"] for r in rounds) == \
-        discarded["quote_not_found"]
+    assert sum(r.mined.discarded["quote_not_found"] for r in rounds) == discarded["quote_not_found"]
 
     # Every skill went through the model: plan and write on the strong tier, the rest cheap.
     models = {r.skill: r.json["model"] for r in server.received}
-    assert models == {"plan": "claude-sonnet-4-5", "mine": "claude-haiku-4-5",
-                      "judge": "claude-haiku-4-5", "ground": "claude-haiku-4-5",
-                      "write": "claude-sonnet-4-5"}
+    assert models == {
+        "plan": "claude-sonnet-4-5",
+        "mine": "claude-haiku-4-5",
+        "judge": "claude-haiku-4-5",
+        "ground": "claude-haiku-4-5",
+        "write": "claude-sonnet-4-5",
+    }
     # The first mining call met a 429 and was retried.
     assert server.replied[[r.skill for r in server.received].index("mine")].status == 429
 
     # The ledger's spend is exactly the usage the server reported, priced by the table.
-    answered = [(got.json["model"], _usage_of(rep.body))
-                for got, rep in zip(server.received, server.replied, strict=True)
-                if rep.status == 200]
+    answered = [
+        (got.json["model"], _usage_of(rep.body))
+        for got, rep in zip(server.received, server.replied, strict=True)
+        if rep.status == 200
+    ]
     bal = ledger.balance("s-live")
     assert bal.spent == _priced_sum(answered) > 0
     assert bal.overrun == 0 and bal.held == 0
@@ -128,7 +140,9 @@ def test_planner_never_sees_page_text(store: Store, mini_corpus: Path) -> None:
     (mini_corpus / "f.md").write_text(
         "---\ntitle: f.md\nurl: https://www.delta-tea.net/canary\npublished: 2020-02-02\n---\n"
         f"Green tea drinkers had a lower risk of stroke, and {canary} was printed here too. "
-        "Green tea in the evening raises the risk of poor sleep for some adults.\n", "utf-8")
+        "Green tea in the evening raises the risk of poor sleep for some adults.\n",
+        "utf-8",
+    )
     with ModelServer(SimulatedModel()) as server:
         skills = skills_for("anthropic", _config(server))
         ledger = _session(store, mini_corpus, "s-canary", usd_micros=1_000_000)
@@ -152,8 +166,9 @@ def test_planner_never_sees_page_text(store: Store, mini_corpus: Path) -> None:
         assert c["quote"] not in second and c["text"] not in second
 
 
-def test_record_then_replay_without_a_server(mini_corpus: Path, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_record_then_replay_without_a_server(
+    mini_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tape = tmp_path / "session.jsonl"
     live = Store(tmp_path / "live.duckdb")
     try:
@@ -183,14 +198,16 @@ def test_record_then_replay_without_a_server(mini_corpus: Path, tmp_path: Path,
         assert ledger.balance("s-rec").spent == live_spent
         assert replay.rows("SELECT id, text, quote FROM claims ORDER BY id") == live_claims
         body = _report_body(replayed.markdown).replace("provider `cassette`", "provider `x`")
-        assert body == _report_body(recorded.markdown).replace("provider `anthropic`",
-                                                               "provider `x`")
+        assert body == _report_body(recorded.markdown).replace(
+            "provider `anthropic`", "provider `x`"
+        )
     finally:
         replay.close()
 
 
-def test_stale_cassette_fails_loudly(mini_corpus: Path, tmp_path: Path,
-                                     monkeypatch: pytest.MonkeyPatch, store: Store) -> None:
+def test_stale_cassette_fails_loudly(
+    mini_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: Store
+) -> None:
     from mole_dag.llm.cassette import CassetteMiss
 
     tape = tmp_path / "one.jsonl"
@@ -212,13 +229,15 @@ def test_stale_cassette_fails_loudly(mini_corpus: Path, tmp_path: Path,
     assert len(replay.provider.cassette.path.read_text().splitlines()) == 2
 
 
-def test_estimate_too_low_is_recorded_as_overrun(store: Store, mini_corpus: Path,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_estimate_too_low_is_recorded_as_overrun(
+    store: Store, mini_corpus: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A server that reports far more tokens than the bound allows: the call is settled at what
     it really cost, the excess is recorded as overrun and the session is flagged, loudly."""
     huge = claude_message(json.dumps({"claims": []}), input_tokens=5_000_000, output_tokens=10)
-    plan = json.dumps({"sub_questions": [{"text": "Green tea and stroke?",
-                                          "query": "green tea stroke"}]})
+    plan = json.dumps(
+        {"sub_questions": [{"text": "Green tea and stroke?", "query": "green tea stroke"}]}
+    )
 
     def respond(got):  # type: ignore[no-untyped-def]
         if got.skill == "plan":
@@ -247,5 +266,9 @@ def test_estimate_too_low_is_recorded_as_overrun(store: Store, mini_corpus: Path
     check = ledger.verify("s-over")
     assert check.ok, check.explain()  # recorded truthfully: tool_calls and sessions agree
     assert "was not an upper bound" in caplog.text
-    assert store.scalar(q("session_get").replace("SELECT *", "SELECT overrun"),
-                        {"session_id": "s-over"}) == bal.overrun
+    assert (
+        store.scalar(
+            q("session_get").replace("SELECT *", "SELECT overrun"), {"session_id": "s-over"}
+        )
+        == bal.overrun
+    )

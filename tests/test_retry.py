@@ -17,10 +17,24 @@ from mole_dag.llm.retry import (
 )
 
 
-@pytest.mark.parametrize(("status", "retry"), [
-    (408, True), (409, True), (429, True), (500, True), (502, True), (503, True), (529, True),
-    (400, False), (401, False), (403, False), (404, False), (413, False), (422, False),
-])
+@pytest.mark.parametrize(
+    ("status", "retry"),
+    [
+        (408, True),
+        (409, True),
+        (429, True),
+        (500, True),
+        (502, True),
+        (503, True),
+        (529, True),
+        (400, False),
+        (401, False),
+        (403, False),
+        (404, False),
+        (413, False),
+        (422, False),
+    ],
+)
 def test_retryable_statuses(status: int, retry: bool) -> None:
     assert retryable_status(status) is retry
 
@@ -53,8 +67,7 @@ def test_gives_up_after_max_attempts() -> None:
         raise Retryable("busy", status=503, retry_after=0.1)
 
     with pytest.raises(ProviderUnavailable) as exc:
-        with_retries(attempt, policy=RetryPolicy(max_attempts=5), sleep=sleeps.append,
-                     provider="p")
+        with_retries(attempt, policy=RetryPolicy(max_attempts=5), sleep=sleeps.append, provider="p")
     assert len(calls) == 5 and sleeps == [0.1] * 4
     assert exc.value.attempts == 5 and exc.value.status == 503
 

@@ -18,8 +18,12 @@ ROOT = Path(__file__).resolve().parent.parent
 class _Script:
     """Steps that record what ran and decide from a script of next steps."""
 
-    def __init__(self, decisions: list[Step | None], fail_at: str | None = None,
-                 interrupt_at: str | None = None) -> None:
+    def __init__(
+        self,
+        decisions: list[Step | None],
+        fail_at: str | None = None,
+        interrupt_at: str | None = None,
+    ) -> None:
         self.decisions = decisions
         self.ran: list[str] = []
         self.fail_at, self.interrupt_at = fail_at, interrupt_at
@@ -43,8 +47,12 @@ class _Script:
 def test_rounds_while_due_then_the_report() -> None:
     s = _Script(["round", "round", "report"])
     announced: list[tuple[str, int]] = []
-    got = drive(round=s.round, report=s.report, decide=s.decide,
-                announce=lambda step, n: announced.append((step, n)))
+    got = drive(
+        round=s.round,
+        report=s.report,
+        decide=s.decide,
+        announce=lambda step, n: announced.append((step, n)),
+    )
     assert s.ran == ["round1", "round2", "report"]
     assert got.rounds == ["round1", "round2"] and got.report == "report"
     assert not got.failed and got.last == "report"
@@ -101,8 +109,10 @@ def test_no_second_round_loop() -> None:
     no module loops `while ... round` but the driver. (Front doors call the driver's next_step
     and resume_point to decide; the sensor takes one step per tick.)"""
     own = {ROOT / "mole_dag" / "driver.py", Path(__file__).resolve()}
-    deciders = re.compile(r"\bdef (should_run_another_round|next_step|resume_point)\b"
-                          r"|\bshould_run_another_round\(")
+    deciders = re.compile(
+        r"\bdef (should_run_another_round|next_step|resume_point)\b"
+        r"|\bshould_run_another_round\("
+    )
     loop = re.compile(r"^\s*while\b[^#\n]*\b(round|run_round|research_round)\b", re.M)
     offenders: list[str] = []
     for path in _python_files():

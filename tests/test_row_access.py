@@ -42,8 +42,7 @@ def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     while todo:
         node = todo.pop()
         yield node
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
-                          | ast.ClassDef):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
             todo.extend(ast.iter_child_nodes(node))
 
 
@@ -59,8 +58,12 @@ class _Scope:
                 return ROW
             if expr.func.attr in FETCH:
                 return ROWS
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) \
-                and expr.func.id in {"list", "sorted", "tuple", "reversed"} and expr.args:
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Name)
+            and expr.func.id in {"list", "sorted", "tuple", "reversed"}
+            and expr.args
+        ):
             return ROWS if self.kind(expr.args[0]) == ROWS else None
         if isinstance(expr, ast.Name):
             return self.names.get(expr.id)
@@ -79,8 +82,14 @@ def positional_reads(tree: ast.AST) -> Iterator[tuple[int, str]]:
     """(line, what) for every positional read of a query's rows in `tree`: an integer index on
     a fetched row (`cur.fetchone()[0]`, `row[5]` after `row = cur.fetchone()`, `r[0]` for `r`
     in fetched rows), and a tuple unpacking a fetched row (`for a, b in cur.fetchall()`)."""
-    scopes = [tree, *(n for n in ast.walk(tree)
-                      if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda))]
+    scopes = [
+        tree,
+        *(
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+        ),
+    ]
     seen: set[tuple[int, str]] = set()
     for scope in scopes:
         sc = _Scope()
@@ -94,19 +103,26 @@ def positional_reads(tree: ast.AST) -> Iterator[tuple[int, str]]:
                         changed |= sc.bind(t, sc.kind(node.value))
                 elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and node.value is not None:
                     changed |= sc.bind(node.target, sc.kind(node.value))
-                elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension) \
-                        and sc.kind(node.iter) == ROWS:
+                elif (
+                    isinstance(node, ast.For | ast.AsyncFor | ast.comprehension)
+                    and sc.kind(node.iter) == ROWS
+                ):
                     changed |= sc.bind(node.target, ROW)
         for node in nodes:
             hit: tuple[int, str] | None = None
-            if isinstance(node, ast.Subscript) and _int_index(node) \
-                    and sc.kind(node.value) == ROW:
+            if isinstance(node, ast.Subscript) and _int_index(node) and sc.kind(node.value) == ROW:
                 hit = (node.lineno, ast.unparse(node))
-            elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension) \
-                    and isinstance(node.target, ast.Tuple) and sc.kind(node.iter) == ROWS:
+            elif (
+                isinstance(node, ast.For | ast.AsyncFor | ast.comprehension)
+                and isinstance(node.target, ast.Tuple)
+                and sc.kind(node.iter) == ROWS
+            ):
                 hit = (node.target.lineno, f"unpacking {ast.unparse(node.target)}")
-            elif isinstance(node, ast.Assign) and sc.kind(node.value) == ROW \
-                    and any(isinstance(t, ast.Tuple) for t in node.targets):
+            elif (
+                isinstance(node, ast.Assign)
+                and sc.kind(node.value) == ROW
+                and any(isinstance(t, ast.Tuple) for t in node.targets)
+            ):
                 hit = (node.lineno, f"unpacking {ast.unparse(node.targets[0])}")
             if hit is not None and hit not in seen:
                 seen.add(hit)
@@ -121,7 +137,7 @@ def _sources() -> Iterator[Path]:
 def test_the_scan_finds_what_it_is_for() -> None:
     """The scan itself: each shape of positional read it must catch, and the named reads it
     must let through."""
-    bad = '''
+    bad = """
 def a(cur):
     return cur.execute(q("x")).fetchone()[0]
 def b(cur):
@@ -137,9 +153,9 @@ def e(cur):
     got = cur.execute("SELECT 1").fetchall()
     for r in got:
         print(r[2])
-'''
+"""
     assert sorted(line for line, _ in positional_reads(ast.parse(bad))) == [3, 6, 6, 8, 8, 11, 16]
-    good = '''
+    good = """
 def f(store, cur):
     row = store.row(q("x"))
     rows = store.rows(q("x"))
@@ -147,7 +163,7 @@ def f(store, cur):
     got = cur.execute(q("x")).fetchall()
     n = len(got)
     return row["a"], rows[0]["b"], one.reserved, parts[0], got[0].name, n
-'''
+"""
     assert list(positional_reads(ast.parse(good))) == []
 
 
@@ -159,8 +175,10 @@ def test_no_positional_row_access_in_the_code() -> None:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), str(rel))
         found += [f"{rel}:{line}: {what}" for line, what in positional_reads(tree)]
-    assert not found, ("rows read by position (read them by column name: "
-                       "mole_dag/store/records.py):\n" + "\n".join(found))
+    assert not found, (
+        "rows read by position (read them by column name: "
+        "mole_dag/store/records.py):\n" + "\n".join(found)
+    )
 
 
 # -- a reordered SELECT still fills every field ------------------------------------------------
@@ -180,13 +198,16 @@ def _reordered(name: str, select: str) -> dict[str, str]:
 def reordered_call_get(monkeypatch: pytest.MonkeyPatch) -> None:
     # The columns in a wholly different order: reserved is no longer sixth, status no longer
     # eighth, assumed no longer tenth.
-    table = _reordered("call_get", "assumed, status, actual, reserved, expires_at, tool, stage, "
-                                   "role, session_id, id")
+    table = _reordered(
+        "call_get",
+        "assumed, status, actual, reserved, expires_at, tool, stage, role, session_id, id",
+    )
     monkeypatch.setattr(queries_mod, "load_queries", lambda directory=None: table)
 
 
 def test_ledger_settles_the_right_amounts_with_call_get_reordered(
-        store: Store, reordered_call_get: None) -> None:
+    store: Store, reordered_call_get: None
+) -> None:
     assert q("call_get").startswith("SELECT assumed, status")
     ledger = Ledger(store)
     sid = ledger.create_session("q?", Unit.TOKENS, 10_000).session_id
@@ -225,8 +246,13 @@ def test_a_record_refuses_a_select_that_lacks_a_column(store: Store) -> None:
     sid = ledger.create_session("q?", Unit.TOKENS, 1_000).session_id
     r = ledger.reserve(sid, Role.EXECUTOR, 10, tool="t", stage="s")
     with store.read() as cur, pytest.raises(MissingColumn, match="reserved"):
-        fetch_one(cur, CallRow, "SELECT id, session_id, role, stage, tool, actual, status, "
-                                "expires_at, assumed FROM tool_calls WHERE id = $id", {"id": r.id})
+        fetch_one(
+            cur,
+            CallRow,
+            "SELECT id, session_id, role, stage, tool, actual, status, "
+            "expires_at, assumed FROM tool_calls WHERE id = $id",
+            {"id": r.id},
+        )
     row = store.one(SessionRow, "SELECT status, unit, * FROM sessions WHERE id = $id", {"id": sid})
     assert row is not None and row.status == SessionStatus.CREATED and row.unit == Unit.TOKENS
 

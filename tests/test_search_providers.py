@@ -35,14 +35,19 @@ class Recorder:
         self.requests.append(request)
         for suffix, (status, body, ctype) in self.routes.items():
             if request.url.path.endswith(suffix):
-                return httpx.Response(status, stream=httpx.ByteStream(body),
-                                      headers={"Content-Type": ctype})
+                return httpx.Response(
+                    status, stream=httpx.ByteStream(body), headers={"Content-Type": ctype}
+                )
         return httpx.Response(404, content=b"{}")
 
 
 def api(name: str, rec: Recorder, tmp_path: Path) -> Api:
-    return Api(name, 0.0, client=httpx.Client(transport=httpx.MockTransport(rec)),
-               limiter=DomainLimiter(tmp_path / "rl"))
+    return Api(
+        name,
+        0.0,
+        client=httpx.Client(transport=httpx.MockTransport(rec)),
+        limiter=DomainLimiter(tmp_path / "rl"),
+    )
 
 
 def fixture(name: str) -> bytes:
@@ -86,8 +91,15 @@ def test_brave_sends_key_in_header_and_parses_web_results(tmp_path: Path) -> Non
 
 
 def test_brave_with_no_web_section_is_no_results(tmp_path: Path) -> None:
-    rec = Recorder({"/web/search": (200, b'{"type": "search", "query": {"original": "x"}}',
-                                    "application/json")})
+    rec = Recorder(
+        {
+            "/web/search": (
+                200,
+                b'{"type": "search", "query": {"original": "x"}}',
+                "application/json",
+            )
+        }
+    )
     assert Brave(KEY, api("brave", rec, tmp_path)).search("x", 5) == []
 
 
@@ -109,8 +121,9 @@ def test_arxiv_parses_atom_entries_with_ids(tmp_path: Path) -> None:
     assert [h.arxiv_id for h in hits] == ["2107.01234v2", "2302.05555v1"]
     first = hits[0]
     assert first.url == "https://arxiv.org/abs/2107.01234v2"
-    assert first.title == ("Modelling the Effect of Caffeine on Sleep Architecture with "
-                           "Wearable Data")
+    assert first.title == (
+        "Modelling the Effect of Caffeine on Sleep Architecture with Wearable Data"
+    )
     assert first.doi == "10.1234/sleep.2021.5678"
     assert first.published == date(2021, 7, 2)
     assert first.author == "Ada Researcher, Ben Scientist"
@@ -121,7 +134,8 @@ def test_arxiv_parses_atom_entries_with_ids(tmp_path: Path) -> None:
 
 def test_arxiv_query_terms() -> None:
     assert search_query("What is the effect of coffee on sleep?") == (
-        "all:effect AND all:coffee AND all:sleep")
+        "all:effect AND all:coffee AND all:sleep"
+    )
 
 
 def test_openalex_rebuilds_abstracts_and_reads_ids(tmp_path: Path) -> None:
@@ -160,12 +174,15 @@ def test_crossref_parses_jats_abstract_and_dates(tmp_path: Path) -> None:
 
 
 def test_pubmed_esearch_then_efetch_in_relevance_order(tmp_path: Path) -> None:
-    rec = Recorder({
-        "/esearch.fcgi": (200, fixture("pubmed_esearch.json"), "application/json"),
-        "/efetch.fcgi": (200, fixture("pubmed_efetch.xml"), "text/xml"),
-    })
+    rec = Recorder(
+        {
+            "/esearch.fcgi": (200, fixture("pubmed_esearch.json"), "application/json"),
+            "/efetch.fcgi": (200, fixture("pubmed_efetch.xml"), "text/xml"),
+        }
+    )
     hits = PubMed(api("pubmed", rec, tmp_path), key=KEY, email="me@example.org").search(
-        "coffee sleep", 10)
+        "coffee sleep", 10
+    )
     assert [h.pmid for h in hits] == ["24235903", "31000001"]  # esearch order, not efetch's
     h = hits[0]
     assert (h.doi, h.pmcid) == ("10.5664/jcsm.3170", "PMC3805807")
@@ -181,11 +198,15 @@ def test_pubmed_esearch_then_efetch_in_relevance_order(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("status", "cause"),
-    [(401, DeadEndCause.FETCH_FAILED), (429, DeadEndCause.RATE_LIMITED),
-     (500, DeadEndCause.FETCH_FAILED)],
+    [
+        (401, DeadEndCause.FETCH_FAILED),
+        (429, DeadEndCause.RATE_LIMITED),
+        (500, DeadEndCause.FETCH_FAILED),
+    ],
 )
-def test_api_errors_become_causes_without_the_key(tmp_path: Path, status: int,
-                                                  cause: DeadEndCause) -> None:
+def test_api_errors_become_causes_without_the_key(
+    tmp_path: Path, status: int, cause: DeadEndCause
+) -> None:
     rec = Recorder({"/esearch.fcgi": (status, b"{}", "application/json")})
     with pytest.raises(SearchFailed) as err:
         PubMed(api("pubmed", rec, tmp_path), key=KEY).search("coffee", 5)
@@ -198,8 +219,12 @@ def test_transport_error_names_no_url(tmp_path: Path) -> None:
     def boom(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError(f"connection refused for {request.url}")
 
-    a = Api("pubmed", 0.0, client=httpx.Client(transport=httpx.MockTransport(boom)),
-            limiter=DomainLimiter(tmp_path / "rl"))
+    a = Api(
+        "pubmed",
+        0.0,
+        client=httpx.Client(transport=httpx.MockTransport(boom)),
+        limiter=DomainLimiter(tmp_path / "rl"),
+    )
     with pytest.raises(SearchFailed) as err:
         PubMed(a, key=KEY).search("coffee", 5)
     assert err.value.cause == DeadEndCause.FETCH_FAILED
@@ -207,8 +232,12 @@ def test_transport_error_names_no_url(tmp_path: Path) -> None:
 
 
 def test_garbage_answers_are_unreadable(tmp_path: Path) -> None:
-    rec = Recorder({"/api/query": (200, b"<feed><entry>", "application/atom+xml"),
-                    "/search": (200, b"not json", "application/json")})
+    rec = Recorder(
+        {
+            "/api/query": (200, b"<feed><entry>", "application/atom+xml"),
+            "/search": (200, b"not json", "application/json"),
+        }
+    )
     with pytest.raises(SearchFailed) as err:
         Arxiv(api("arxiv", rec, tmp_path)).search("coffee", 5)
     assert err.value.cause == DeadEndCause.UNREADABLE
@@ -218,10 +247,12 @@ def test_garbage_answers_are_unreadable(tmp_path: Path) -> None:
 
 
 def test_xml_entities_are_not_expanded(tmp_path: Path) -> None:
-    bomb = (b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
-            b'<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>'
-            b'<feed xmlns="http://www.w3.org/2005/Atom"><entry><id>http://arxiv.org/abs/1</id>'
-            b"<title>&lol2;</title><summary>x</summary></entry></feed>")
+    bomb = (
+        b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+        b'<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>'
+        b'<feed xmlns="http://www.w3.org/2005/Atom"><entry><id>http://arxiv.org/abs/1</id>'
+        b"<title>&lol2;</title><summary>x</summary></entry></feed>"
+    )
     rec = Recorder({"/api/query": (200, bomb, "application/atom+xml")})
     hits = Arxiv(api("arxiv", rec, tmp_path)).search("coffee", 5)
     assert "lollol" not in hits[0].title
@@ -245,13 +276,17 @@ def test_scholarly_ids_are_stored_on_the_source(tmp_path: Path) -> None:
     try:
         sid = create_session(store, "q?", Unit.TOKENS, 100).session_id
         source_id, chunks = store.transact(
-            lambda cur: store_source(cur, sid, "openalex", found.document))  # type: ignore[union-attr]
+            lambda cur: store_source(cur, sid, "openalex", found.document)
+        )  # type: ignore[union-attr]
         row = store.row("SELECT * FROM sources WHERE id = $id", {"id": source_id})
     finally:
         store.close()
     assert row and chunks >= 1
-    assert (row["doi"], row["pmid"], row["pmcid"]) == ("10.5664/jcsm.3170", "24235903",
-                                                       "PMC3805807")
+    assert (row["doi"], row["pmid"], row["pmcid"]) == (
+        "10.5664/jcsm.3170",
+        "24235903",
+        "PMC3805807",
+    )
     assert row["publisher"] == "doi:10.5664/jcsm.3170"
     assert row["source_class"] == "peer-reviewed" and row["provider_supplied"]
     assert str(row["published"]) == "2013-11-15"

@@ -43,22 +43,29 @@ def test_defaults_to_local_without_config() -> None:
 
 
 def test_flags_override_config_setting_by_setting() -> None:
-    cfg = {"search": ["arxiv", "crossref"], "searxng_url": "http://127.0.0.1:8888/",
-           "allow_hosts": ["Intranet.Example."]}
+    cfg = {
+        "search": ["arxiv", "crossref"],
+        "searxng_url": "http://127.0.0.1:8888/",
+        "allow_hosts": ["Intranet.Example."],
+    }
     s = resolve_settings(cfg)
-    assert s == SearchSettings(("arxiv", "crossref"), "http://127.0.0.1:8888",
-                               ("intranet.example",))
+    assert s == SearchSettings(
+        ("arxiv", "crossref"), "http://127.0.0.1:8888", ("intranet.example",)
+    )
     s = resolve_settings(cfg, search=["searxng", "searxng,pubmed"], allow_hosts=["[::1]"])
     assert s.providers == ("searxng", "pubmed") and s.allow_hosts == ("::1",)
     assert s.searxng_url == "http://127.0.0.1:8888"
 
 
-@pytest.mark.parametrize(("kw", "message"), [
-    ({"search": ["google"]}, "unknown search provider 'google'"),
-    ({"searxng_url": "127.0.0.1:8888"}, "--searxng-url expects an http(s) URL"),
-    ({"allow_hosts": ["http://127.0.0.1/"]}, "--allow-host expects a host name"),
-    ({"allow_hosts": ["10.0.0.0/8"]}, "--allow-host expects a host name"),
-])
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"search": ["google"]}, "unknown search provider 'google'"),
+        ({"searxng_url": "127.0.0.1:8888"}, "--searxng-url expects an http(s) URL"),
+        ({"allow_hosts": ["http://127.0.0.1/"]}, "--allow-host expects a host name"),
+        ({"allow_hosts": ["10.0.0.0/8"]}, "--allow-host expects a host name"),
+    ],
+)
 def test_bad_settings_say_what_to_change(kw: dict, message: str) -> None:
     with pytest.raises(SettingsError) as err:
         resolve_settings({}, **kw)
@@ -103,11 +110,11 @@ def test_config_must_be_json_object() -> None:
 
 def test_session_keeps_its_settings_and_builds_its_own_actors(store: Store) -> None:
     settings = SearchSettings(("searxng", "arxiv"), "http://127.0.0.1:9", ("127.0.0.1",))
-    bal = create_session(store, "q?", Unit.USD_MICROS, 1_000_000, actors=settings.providers,
-                         search=settings)
+    bal = create_session(
+        store, "q?", Unit.USD_MICROS, 1_000_000, actors=settings.providers, search=settings
+    )
     assert load_for_session(store, bal.session_id) == ("http://127.0.0.1:9", ("127.0.0.1",))
-    session = store.one(SessionRow, "SELECT * FROM sessions WHERE id = $id",
-                        {"id": bal.session_id})
+    session = store.one(SessionRow, "SELECT * FROM sessions WHERE id = $id", {"id": bal.session_id})
     assert session and session.actors == "searxng,arxiv"
     actors = actors_for(session, store)
     assert set(actors) == {"searxng", "arxiv"}
@@ -115,8 +122,14 @@ def test_session_keeps_its_settings_and_builds_its_own_actors(store: Store) -> N
     assert isinstance(sx, WebActor) and sx.fetcher.policy.allows("127.0.0.1")
     assert sx.provider.base_url == "http://127.0.0.1:9"  # type: ignore[attr-defined]
     # Another session with no allow-list gets a fetcher that allows nothing extra.
-    other = create_session(store, "q2?", Unit.USD_MICROS, 1_000_000, actors=("arxiv",),
-                           search=SearchSettings(("arxiv",)))
+    other = create_session(
+        store,
+        "q2?",
+        Unit.USD_MICROS,
+        1_000_000,
+        actors=("arxiv",),
+        search=SearchSettings(("arxiv",)),
+    )
     row = store.one(SessionRow, "SELECT * FROM sessions WHERE id = $id", {"id": other.session_id})
     assert row is not None
     ax = actors_for(row, store)["arxiv"]
@@ -133,20 +146,25 @@ def test_allow_list_in_the_schema_refuses_urls(store: Store) -> None:
 
 # --- the command line ------------------------------------------------------------------------
 
+
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     code = cli.main(["--db", str(config_path().parent / "cli.duckdb"), *argv])
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--search", "google"], "unknown search provider 'google'"),
-    (["--search", "brave"], "BRAVE_API_KEY"),
-    (["--search", "searxng"], "--searxng-url"),
-    (["--search", "searxng", "--searxng-url", "localhost:8888"], "expects an http(s) URL"),
-    (["--search", "arxiv", "--allow-host", "http://x/"], "--allow-host expects"),
-])
-def test_cli_refuses_bad_search_flags_before_writing(capsys: pytest.CaptureFixture[str],
-                                                     argv: list[str], message: str) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--search", "google"], "unknown search provider 'google'"),
+        (["--search", "brave"], "BRAVE_API_KEY"),
+        (["--search", "searxng"], "--searxng-url"),
+        (["--search", "searxng", "--searxng-url", "localhost:8888"], "expects an http(s) URL"),
+        (["--search", "arxiv", "--allow-host", "http://x/"], "--allow-host expects"),
+    ],
+)
+def test_cli_refuses_bad_search_flags_before_writing(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
     code, err = run_cli(capsys, "research", "q?", "--usd", "0.10", *argv)
     assert code == cli.EXIT_USAGE and message in err
     db = config_path().parent / "cli.duckdb"
@@ -164,8 +182,9 @@ def test_cli_config_with_loose_mode_is_refused(capsys: pytest.CaptureFixture[str
     assert code == cli.EXIT_USAGE and "chmod 600" in err
 
 
-def test_cli_notes_skipped_providers(capsys: pytest.CaptureFixture[str],
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_notes_skipped_providers(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """brave has no key and is skipped with a note; the session goes on with local."""
     seen: dict = {}
 
@@ -174,8 +193,19 @@ def test_cli_notes_skipped_providers(capsys: pytest.CaptureFixture[str],
         raise cli.CliError("stop here")
 
     monkeypatch.setattr("mole_dag.session.create_session", fake_create)
-    code, err = run_cli(capsys, "research", "q?", "--usd", "0.10", "--search", "brave",
-                        "--search", "local", "--allow-host", "127.0.0.1")
+    code, err = run_cli(
+        capsys,
+        "research",
+        "q?",
+        "--usd",
+        "0.10",
+        "--search",
+        "brave",
+        "--search",
+        "local",
+        "--allow-host",
+        "127.0.0.1",
+    )
     assert "search provider brave skipped: no API key" in err
     assert seen["actors"] == ("local",)
     assert seen["search"].allow_hosts == ("127.0.0.1",)

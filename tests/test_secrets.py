@@ -47,18 +47,26 @@ def _files_under(root: Path) -> list[Path]:
 def _store_dump() -> str:
     store = Store(default_store_path())
     try:
-        tables = [r["table_name"] for r in store.rows(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'")]
+        tables = [
+            r["table_name"]
+            for r in store.rows(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+            )
+        ]
         assert "tool_calls" in tables and "reports" in tables
-        return "\n".join(json.dumps(store.rows(f'SELECT * FROM "{t}"'), default=str)
-                         for t in tables)
+        return "\n".join(
+            json.dumps(store.rows(f'SELECT * FROM "{t}"'), default=str) for t in tables
+        )
     finally:
         store.close()
 
 
-def test_canary_keys_never_leave_the_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                            caplog: pytest.LogCaptureFixture,
-                                            capfd: pytest.CaptureFixture[str]) -> None:
+def test_canary_keys_never_leave_the_client(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
     caplog.set_level(logging.DEBUG)
     for name in ("mole", "anthropic", "httpx", "httpx2", "httpcore", "dagster"):
         logging.getLogger(name).setLevel(logging.DEBUG)
@@ -69,25 +77,39 @@ def test_canary_keys_never_leave_the_client(tmp_path: Path, monkeypatch: pytest.
         monkeypatch.setenv("MOLE_RECORD", str(tape))
         cfg = config_path()
         cfg.parent.mkdir(parents=True, exist_ok=True)
-        cfg.write_text(json.dumps({"openai": {"api_key": OPENAI_CANARY,
-                                              "base_url": f"{server.url}/v1",
-                                              "models": {"cheap": "gpt-4o-mini",
-                                                         "strong": "gpt-4o"}}}))
+        cfg.write_text(
+            json.dumps(
+                {
+                    "openai": {
+                        "api_key": OPENAI_CANARY,
+                        "base_url": f"{server.url}/v1",
+                        "models": {"cheap": "gpt-4o-mini", "strong": "gpt-4o"},
+                    }
+                }
+            )
+        )
         cfg.chmod(0o600)
         corpus = Path(__file__).parent / "fixtures" / "model_corpus"
         store = Store(default_store_path())
         try:
             for sid, provider in (("s-anthropic", "anthropic"), ("s-openai", "openai")):
-                create_session(store, "Does green tea affect sleep and stroke risk?",
-                               Unit.USD_MICROS, 500_000, corpus=str(corpus), provider=provider,
-                               session_id=sid)
+                create_session(
+                    store,
+                    "Does green tea affect sleep and stroke risk?",
+                    Unit.USD_MICROS,
+                    500_000,
+                    corpus=str(corpus),
+                    provider=provider,
+                    session_id=sid,
+                )
         finally:
             store.close()
         (tmp_path / "dagster").mkdir()
         # Dagster writes telemetry under DAGSTER_HOME unless told not to: keep it in tmp_path.
         monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-        instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster"),
-                                                 overrides={"telemetry": {"enabled": False}})
+        instance = dg.DagsterInstance.local_temp(
+            str(tmp_path / "dagster"), overrides={"telemetry": {"enabled": False}}
+        )
         try:
             _run_session(instance, "s-anthropic")
             monkeypatch.delenv("MOLE_RECORD")  # one provider per cassette
@@ -95,7 +117,8 @@ def test_canary_keys_never_leave_the_client(tmp_path: Path, monkeypatch: pytest.
             runs = instance.get_runs()
             dagster_text = "\n".join(
                 [json.dumps(r.run_config, default=str) for r in runs]
-                + [serialize_value(rec) for r in runs for rec in instance.all_logs(r.run_id)])
+                + [serialize_value(rec) for r in runs for rec in instance.all_logs(r.run_id)]
+            )
         finally:
             instance.dispose()
 
@@ -109,8 +132,11 @@ def test_canary_keys_never_leave_the_client(tmp_path: Path, monkeypatch: pytest.
     assert len(runs) == 4
     assert "## Answer" in dagster_text and "budget_charged" in dagster_text
     # Every file but the config file itself, which is where a key is meant to live.
-    files = [p for p in _files_under(mole_home()) + _files_under(tmp_path / "dagster") + [tape]
-             if p != config_path()]
+    files = [
+        p
+        for p in _files_under(mole_home()) + _files_under(tmp_path / "dagster") + [tape]
+        if p != config_path()
+    ]
     assert any(p.suffix == ".md" for p in files) and any(p.suffix == ".duckdb" for p in files)
     out, err = capfd.readouterr()
     places = {

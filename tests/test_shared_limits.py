@@ -17,8 +17,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _checks(store: Store, table: str) -> str:
     """The CHECK constraints of `table` as the applied schema has them (after every migration)."""
-    rows = store.rows("SELECT constraint_text FROM duckdb_constraints() "
-                      "WHERE table_name = ? AND constraint_type = 'CHECK'", [table])
+    rows = store.rows(
+        "SELECT constraint_text FROM duckdb_constraints() "
+        "WHERE table_name = ? AND constraint_type = 'CHECK'",
+        [table],
+    )
     return "\n".join(r["constraint_text"] for r in rows)
 
 
@@ -28,8 +31,9 @@ def test_the_claim_cap_is_the_schemas(store: Store) -> None:
 
 
 def test_the_quote_minimum_is_the_schemas(store: Store) -> None:
-    got = re.findall(r"regexp_replace\(\"?trim\"?\(\"?quote\"?\).*?\) >= (\d+)",
-                     _checks(store, "claims"))
+    got = re.findall(
+        r"regexp_replace\(\"?trim\"?\(\"?quote\"?\).*?\) >= (\d+)", _checks(store, "claims")
+    )
     assert [int(n) for n in got] == [MIN_QUOTE_CHARS]
 
 
@@ -44,15 +48,21 @@ def _python_files() -> list[Path]:
 
 @pytest.mark.parametrize("name", ["MAX_CLAIM_CHARS", "MIN_QUOTE_CHARS"])
 def test_each_limit_is_defined_once(name: str) -> None:
-    defined = [p.relative_to(ROOT).as_posix() for p in _python_files()
-               if re.search(rf"^{name}\s*[:=]", p.read_text("utf-8"), re.M)]
+    defined = [
+        p.relative_to(ROOT).as_posix()
+        for p in _python_files()
+        if re.search(rf"^{name}\s*[:=]", p.read_text("utf-8"), re.M)
+    ]
     assert defined == ["mole_dag/core.py"]
 
 
 def test_no_claim_cap_written_as_a_number() -> None:
     # `[:600]` was a fourth copy of the cap in the miner.
-    found = [p.relative_to(ROOT).as_posix() for p in _python_files()
-             if re.search(rf"\[:\s*{MAX_CLAIM_CHARS}\]", p.read_text("utf-8"))]
+    found = [
+        p.relative_to(ROOT).as_posix()
+        for p in _python_files()
+        if re.search(rf"\[:\s*{MAX_CLAIM_CHARS}\]", p.read_text("utf-8"))
+    ]
     assert found == []
 
 
@@ -60,8 +70,12 @@ def test_asset_metadata_keys_are_the_library_field_names() -> None:
     """`"pairs_settled_by_rule": res.pairs_decided_free` gave one number two names. A key taken
     straight from a result's field is that field's name (assets use stage_metadata.fields_of)."""
     pair = re.compile(r"\"(\w+)\":\s*(?:res|rec|done|bal|result)\.(\w+)\b(?!\s*[(\[.])")
-    renamed = [f"{p.relative_to(ROOT)}: {k} <- {f}" for p in (ROOT / "assets").rglob("*.py")
-               for k, f in pair.findall(p.read_text("utf-8")) if k != f]
+    renamed = [
+        f"{p.relative_to(ROOT)}: {k} <- {f}"
+        for p in (ROOT / "assets").rglob("*.py")
+        for k, f in pair.findall(p.read_text("utf-8"))
+        if k != f
+    ]
     assert renamed == []
 
 

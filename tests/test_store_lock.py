@@ -25,15 +25,15 @@ with s.write():
 
 
 def _hold(path: Path, seconds: float) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(seconds)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "holding"
     return proc
 
 
-def test_second_process_waits_for_the_lock(tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_second_process_waits_for_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A waiter says so only after a while (a blip of another's transaction is not worth a line).
     monkeypatch.setattr(db, "REPORT_WAIT_AFTER_S", 0.2)
     path = tmp_path / "shared.duckdb"

@@ -44,6 +44,7 @@ def connect_when_idle(path: Path, within_s: float = 10.0) -> duckdb.DuckDBPyConn
                 raise
             time.sleep(0.02)
 
+
 IDLE = """
 import sys, time
 from mole_dag.budget import Ledger
@@ -60,8 +61,9 @@ print("wrote", flush=True)
 
 def test_read_only_client_gets_in_while_another_process_is_idle(tmp_path: Path) -> None:
     path = tmp_path / "idle.duckdb"
-    proc = subprocess.Popen([sys.executable, "-c", IDLE, str(path), "30"],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", IDLE, str(path), "30"], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "idle"
         # A user's own DuckDB client, read-only: the Store holds nothing once idle.
@@ -72,8 +74,9 @@ def test_read_only_client_gets_in_while_another_process_is_idle(tmp_path: Path) 
             conn.close()
         assert got == [("s-idle",)]
         # And a read-only Store in this process, as `mole sessions` opens it.
-        assert Store(path, read_only=True, lock_wait_s=0).scalar(
-            "SELECT count(*) FROM sessions") == 1
+        assert (
+            Store(path, read_only=True, lock_wait_s=0).scalar("SELECT count(*) FROM sessions") == 1
+        )
     finally:
         proc.kill()
         proc.wait(timeout=30)
@@ -96,13 +99,15 @@ def test_read_only_client_gets_in_while_a_store_here_is_idle(tmp_path: Path) -> 
 
 
 def test_migrations_views_and_recovery_run_once_per_process(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls = {"migrate": 0, "views": 0, "recover": 0}
 
     def counting(name: str, fn):  # type: ignore[no-untyped-def]
         def wrapped(*a, **k):  # type: ignore[no-untyped-def]
             calls[name] += 1
             return fn(*a, **k)
+
         return wrapped
 
     monkeypatch.setattr(migrate, "apply", counting("migrate", migrate.apply))
@@ -151,7 +156,8 @@ def test_a_burst_of_reads_opens_the_file_once(store: Store) -> None:
 
 
 def test_with_no_linger_every_unit_of_work_opens_the_file(
-        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(db, "LINGER_S", 0.0)
     store.close()
     before = store._file.opens
@@ -162,7 +168,8 @@ def test_with_no_linger_every_unit_of_work_opens_the_file(
 
 
 def test_a_waiting_process_is_let_in_at_the_next_idle_moment(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A process that keeps reading (never idle for LINGER_S) still lets a waiting reader in:
     the reader announces itself, the holder releases at its next idle moment and waits for it
     before reopening. (MAX_HOLD_S is lifted so only that handshake can let the reader in.)"""
@@ -183,8 +190,8 @@ def test_a_waiting_process_is_let_in_at_the_next_idle_moment(
     t.start()
     try:
         out = subprocess.run(
-            [sys.executable, "-c", READER, str(path)], capture_output=True, text=True,
-            timeout=120)
+            [sys.executable, "-c", READER, str(path)], capture_output=True, text=True, timeout=120
+        )
     finally:
         stop.set()
         t.join()
@@ -236,8 +243,9 @@ def test_threads_share_the_file_without_conflicts(store: Store) -> None:
     def write(n: int) -> None:
         try:
             for j in range(20):
-                store.transact(lambda cur, v=n * 100 + j: cur.execute(
-                    "INSERT INTO t VALUES (?)", [v]))
+                store.transact(
+                    lambda cur, v=n * 100 + j: cur.execute("INSERT INTO t VALUES (?)", [v])
+                )
         except BaseException as exc:
             errors.append(exc)
 
@@ -263,16 +271,21 @@ def test_threads_share_the_file_without_conflicts(store: Store) -> None:
 
 
 def test_mole_sessions_answers_during_a_research_run(
-        tmp_path: Path, _isolated_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, _isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A research process against a slow web (every response 1-2 s late) writes throughout;
     `mole sessions` and a read-only DuckDB client keep answering. No timing threshold: the
     point is that they answer at all during the run, and `mole sessions` never reports
     waiting for the store (it says so only after a wait of REPORT_WAIT_AFTER_S)."""
     web, sx = slowweb.start()
-    proc = subprocess.Popen(slowweb.research_argv(sx, "s-slow"),
-                            env=slowweb.research_env(tmp_path / "dagster", _isolated_home),
-                            cwd=slowweb.ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        slowweb.research_argv(sx, "s-slow"),
+        env=slowweb.research_env(tmp_path / "dagster", _isolated_home),
+        cwd=slowweb.ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     db_path = _isolated_home / "mole.duckdb"
     answered = listed = raw = 0
     try:
@@ -308,4 +321,3 @@ def test_mole_sessions_answers_during_a_research_run(
     assert proc.returncode == 0, stderr[-2000:]
     assert "session s-slow" in stdout
     assert listed >= 3 and raw >= 1, (answered, listed, raw)
-

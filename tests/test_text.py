@@ -11,13 +11,24 @@ from mole_dag.text import STOPWORDS, sentence_spans, stem, terms, words
 
 def test_words_lowercase_and_keep_stopwords() -> None:
     assert words("The Risk of Stroke is NOT higher.") == [
-        "the", "risk", "of", "stroke", "is", "not", "higher"
+        "the",
+        "risk",
+        "of",
+        "stroke",
+        "is",
+        "not",
+        "higher",
     ]
 
 
 def test_words_keep_decimals_and_apostrophes_inside() -> None:
     assert words("It rose 3.5 percent, don't panic.") == [
-        "it", "rose", "3.5", "percent", "don't", "panic"
+        "it",
+        "rose",
+        "3.5",
+        "percent",
+        "don't",
+        "panic",
     ]
 
 
@@ -94,8 +105,13 @@ def test_stem_examples(word: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("base", "inflected"),
-    [("increase", "increases"), ("increase", "increased"), ("raise", "raises"),
-     ("cause", "causes"), ("decrease", "decreasing")],
+    [
+        ("increase", "increases"),
+        ("increase", "increased"),
+        ("raise", "raises"),
+        ("cause", "causes"),
+        ("decrease", "decreasing"),
+    ],
 )
 def test_stem_inflections_of_se_verbs_meet_base_form(base: str, inflected: str) -> None:
     assert stem(inflected) == stem(base)
@@ -116,8 +132,13 @@ def test_stem_never_lengthens_and_is_a_prefix_or_y_form(word: str) -> None:
 def test_sentences_split_before_capital_and_digit() -> None:
     text = "Tea is popular. It contains caffeine. 40 mg is typical! Really? Yes."
     got = [text[a:b] for a, b in sentence_spans(text)]
-    assert got == ["Tea is popular.", "It contains caffeine.", "40 mg is typical!", "Really?",
-                   "Yes."]
+    assert got == [
+        "Tea is popular.",
+        "It contains caffeine.",
+        "40 mg is typical!",
+        "Really?",
+        "Yes.",
+    ]
 
 
 def test_sentences_not_split_before_lowercase_or_inside_numbers() -> None:
@@ -174,8 +195,28 @@ def test_sentences_of_blank_text(text: str) -> None:
 _sent_text = st.lists(
     st.one_of(
         st.text(st.characters(blacklist_categories=("Cs",)), max_size=10),
-        st.sampled_from([". ", "! ", "? ", "。", "！", "？", "\n\n", " \n \n", "A", "9", "é",
-                         "The", "\u201d ", ".\" ", "?) ", ".\u2019 ", "  ", "\t"]),
+        st.sampled_from(
+            [
+                ". ",
+                "! ",
+                "? ",
+                "。",
+                "！",
+                "？",
+                "\n\n",
+                " \n \n",
+                "A",
+                "9",
+                "é",
+                "The",
+                "\u201d ",
+                '." ',
+                "?) ",
+                ".\u2019 ",
+                "  ",
+                "\t",
+            ]
+        ),
     ),
     max_size=40,
 ).map("".join)
@@ -243,23 +284,32 @@ def test_sentences_still_end_after_an_abbreviation_before_a_sentence_opener(
 
 
 def test_single_line_break_after_a_heading_or_list_line_ends_it() -> None:
-    text = ("Short-term effects\nIn people who drink coffee, the heart rate rises.\n"
-            "Key points:\n- Coffee raises alertness\n- Decaf has less caffeine\n"
-            "2. Tea is milder.\n3. Water is best")
+    text = (
+        "Short-term effects\nIn people who drink coffee, the heart rate rises.\n"
+        "Key points:\n- Coffee raises alertness\n- Decaf has less caffeine\n"
+        "2. Tea is milder.\n3. Water is best"
+    )
     assert _sentences(text) == [
-        "Short-term effects", "In people who drink coffee, the heart rate rises.", "Key points:",
-        "- Coffee raises alertness", "- Decaf has less caffeine", "2. Tea is milder.",
-        "3. Water is best"]
+        "Short-term effects",
+        "In people who drink coffee, the heart rate rises.",
+        "Key points:",
+        "- Coffee raises alertness",
+        "- Decaf has less caffeine",
+        "2. Tea is milder.",
+        "3. Water is best",
+    ]
 
 
 def test_hard_wrapped_prose_is_not_broken() -> None:
     # Wrapped at about 72 columns, as plain-text mail and many Markdown files are: wrapped lines
     # are long, end mid-clause, or go on in lower case.
-    text = ("The Mercurial version control tool was first released in April 2005\n"
-            "(the same month that Git was initially released). Support for Python 2.4\n"
-            "and 2.5 was dropped in May 2015, a decision that took the project a long\n"
-            "time and was debated by\n"
-            "Matt Mackall and others.")
+    text = (
+        "The Mercurial version control tool was first released in April 2005\n"
+        "(the same month that Git was initially released). Support for Python 2.4\n"
+        "and 2.5 was dropped in May 2015, a decision that took the project a long\n"
+        "time and was debated by\n"
+        "Matt Mackall and others."
+    )
     assert _sentences(text) == [
         "The Mercurial version control tool was first released in April 2005\n"
         "(the same month that Git was initially released).",
@@ -270,4 +320,5 @@ def test_hard_wrapped_prose_is_not_broken() -> None:
 
 def test_line_break_after_abbreviation_at_line_end_does_not_split() -> None:
     assert _sentences("The talk was given by Dr.\nOkafor in the main hall.") == [
-        "The talk was given by Dr.\nOkafor in the main hall."]
+        "The talk was given by Dr.\nOkafor in the main hall."
+    ]

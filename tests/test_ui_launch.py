@@ -48,7 +48,8 @@ def readme_launch_config() -> dict:
 
 
 def test_readme_launch_config_works_as_pasted_and_records_the_corpus(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """As pasted into the launchpad: no corpus named, so the demo corpus, recorded as an
     absolute path; the UI was started from some other folder, and the report's re-reads
     (grounding) still find their files."""
@@ -60,16 +61,20 @@ def test_readme_launch_config_works_as_pasted_and_records_the_corpus(
     db = tmp_path / "readme.duckdb"
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(SESSIONS, ["ui-readme"])
-        result = dg.materialize(ALL_ASSETS, instance=instance, partition_key="ui-readme",
-                                resources=_resources(db), run_config=cfg)
+        result = dg.materialize(
+            ALL_ASSETS,
+            instance=instance,
+            partition_key="ui-readme",
+            resources=_resources(db),
+            run_config=cfg,
+        )
         assert result.success
         rep = _metadata(result, "report")
     assert rep["grounding_checked"] > 0
     assert rep["grounding_confirmed"] == rep["grounding_checked"], rep
     assert rep["grounding_unreachable"] == 0
     with Store(db) as st:
-        assert st.scalar("SELECT corpus FROM sessions WHERE id = 'ui-readme'") == str(
-            demo_corpus())
+        assert st.scalar("SELECT corpus FROM sessions WHERE id = 'ui-readme'") == str(demo_corpus())
         assert st.scalar("SELECT unit FROM sessions WHERE id = 'ui-readme'") == "usd_micros"
 
 
@@ -77,15 +82,23 @@ def _openai_without_prices() -> None:
     cfg = config_path()
     cfg.parent.mkdir(parents=True, exist_ok=True)
     # Never contacted: the launch is refused before any call.
-    cfg.write_text(json.dumps({"openai": {"base_url": "http://127.0.0.1:9/v1",
-                                          "models": {"cheap": "llama3.1:8b",
-                                                     "strong": "llama3.1:70b"}}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "openai": {
+                    "base_url": "http://127.0.0.1:9/v1",
+                    "models": {"cheap": "llama3.1:8b", "strong": "llama3.1:70b"},
+                }
+            }
+        )
+    )
     cfg.chmod(0o600)
 
 
 @pytest.mark.parametrize("case", ["session_id", "unpriced", "corpus", "budget"])
 def test_ui_launch_refuses_what_the_cli_refuses_in_the_same_words(
-        tmp_path: Path, case: str) -> None:
+    tmp_path: Path, case: str
+) -> None:
     sid, launch = "ui-ok", {"question": "Is green tea good for sleep?", "usd": "0.10"}
     if case == "session_id":
         sid = "bad id!"
@@ -97,16 +110,27 @@ def test_ui_launch_refuses_what_the_cli_refuses_in_the_same_words(
     else:
         launch["tokens"] = "100"
     with pytest.raises(LaunchError) as expected:
-        check_launch(launch["question"], usd=launch["usd"], tokens=launch.get("tokens"),
-                     provider=launch.get("provider"), corpus=launch.get("corpus"),
-                     session_id=sid, flag="")
+        check_launch(
+            launch["question"],
+            usd=launch["usd"],
+            tokens=launch.get("tokens"),
+            provider=launch.get("provider"),
+            corpus=launch.get("corpus"),
+            session_id=sid,
+            flag="",
+        )
     db = tmp_path / "refused.duckdb"
     Store(db).close()
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(SESSIONS, [sid])
-        result = dg.materialize(ALL_ASSETS[:1], instance=instance, partition_key=sid,
-                                resources=_resources(db), raise_on_error=False,
-                                run_config={"ops": {"session": {"config": launch}}})
+        result = dg.materialize(
+            ALL_ASSETS[:1],
+            instance=instance,
+            partition_key=sid,
+            resources=_resources(db),
+            raise_on_error=False,
+            run_config={"ops": {"session": {"config": launch}}},
+        )
         assert not result.success
         failure = next(e for e in result.all_events if e.is_step_failure)
         assert failure.step_failure_data.user_failure_data.description == str(expected.value)
@@ -125,21 +149,33 @@ def _walk_money(md: dict, asset: str) -> None:
                 assert isinstance(value, float) and value < 1, f"{asset}.{key} = {value!r}"
 
 
-def test_metadata_names_units_and_the_current_status(tmp_path: Path,
-                                                      mini_corpus: Path) -> None:
+def test_metadata_names_units_and_the_current_status(tmp_path: Path, mini_corpus: Path) -> None:
     db = tmp_path / "usd.duckdb"
     with Store(db) as st:
-        sid = create_session(st, "Does green tea affect sleep?", Unit.USD_MICROS, 500_000,
-                             corpus=str(mini_corpus)).session_id
+        sid = create_session(
+            st, "Does green tea affect sleep?", Unit.USD_MICROS, 500_000, corpus=str(mini_corpus)
+        ).session_id
     from assets.checks import ALL_CHECKS
 
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(SESSIONS, [sid])
-        result = dg.materialize([*ALL_ASSETS, *ALL_CHECKS], instance=instance,
-                                partition_key=sid, resources=_resources(db))
+        result = dg.materialize(
+            [*ALL_ASSETS, *ALL_CHECKS],
+            instance=instance,
+            partition_key=sid,
+            resources=_resources(db),
+        )
         assert result.success
-        for asset in ("session", "sub_questions", "fetched_chunks", "mined_claims",
-                      "local_findings", "claim_edges", "confidence_scores", "report"):
+        for asset in (
+            "session",
+            "sub_questions",
+            "fetched_chunks",
+            "mined_claims",
+            "local_findings",
+            "claim_edges",
+            "confidence_scores",
+            "report",
+        ):
             _walk_money(_metadata(result, asset), asset)
         for ev in result.all_events:
             if ev.event_type_value == "ASSET_CHECK_EVALUATION":
@@ -164,8 +200,10 @@ def test_spend_by_role_stage_names_its_unit(store: Store) -> None:
         res = ledger.reserve(sid, Role.PLANNER, amount, tool="t", stage="plan")
         ledger.settle(res, amount)
     materialize_all(store)
-    rows = {r["session_id"]: r for r in store.rows(
-        "SELECT session_id, unit, spent, usd FROM spend_by_role_stage")}
+    rows = {
+        r["session_id"]: r
+        for r in store.rows("SELECT session_id, unit, spent, usd FROM spend_by_role_stage")
+    }
     assert rows[tok]["unit"] == "tokens" and rows[tok]["spent"] == 1200
     assert rows[tok]["usd"] is None  # a token session has no price
     assert rows[usd]["unit"] == "usd_micros" and rows[usd]["spent"] == 75_000
@@ -173,13 +211,15 @@ def test_spend_by_role_stage_names_its_unit(store: Store) -> None:
 
 
 def test_regrounding_selected_with_a_session_partition_opens_no_session(
-        tmp_path: Path, mini_corpus: Path) -> None:
+    tmp_path: Path, mini_corpus: Path
+) -> None:
     """`--select '*' --partition <sid>` puts the unpartitioned regrounding in the run: it must
     not open (and pay from) a maintenance session each time."""
     db = tmp_path / "star.duckdb"
     with Store(db) as st:
-        sid = create_session(st, "Does green tea affect sleep?", Unit.TOKENS, 10_000,
-                             corpus=str(mini_corpus)).session_id
+        sid = create_session(
+            st, "Does green tea affect sleep?", Unit.TOKENS, 10_000, corpus=str(mini_corpus)
+        ).session_id
     local = dg.Definitions(assets=[*ROUND_ASSETS, regrounding], resources=_resources(db))
     with dg.instance_for_test() as instance:
         # Resolved inside the instance: Dagster keeps a process-wide state storage that, outside
@@ -199,10 +239,15 @@ def test_readme_selects_only_the_research_group() -> None:
     selects = re.findall(r"--select\s+'([^']+)'", section)
     assert selects, "the Dagster section shows a --select example"
     graph = defs.resolve_asset_graph()
-    research = {k.to_user_string() for k in defs.resolve_all_asset_keys()
-                if graph.get(k).group_name == "research"}
+    research = {
+        k.to_user_string()
+        for k in defs.resolve_all_asset_keys()
+        if graph.get(k).group_name == "research"
+    }
     assert "regrounding" not in research
     for sel in selects:
-        chosen = {k.to_user_string()
-                  for k in dg.AssetSelection.from_coercible(sel.split(",")).resolve(graph)}
+        chosen = {
+            k.to_user_string()
+            for k in dg.AssetSelection.from_coercible(sel.split(",")).resolve(graph)
+        }
         assert chosen and chosen <= research, (sel, chosen - research)

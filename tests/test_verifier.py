@@ -26,11 +26,20 @@ from mole_dag.verifier.retriever import ClaimText, Pair, candidate_pairs
 
 # -- relations, pairs, batches --------------------------------------------------------------------
 
-@pytest.mark.parametrize(("raw", "want"), [
-    ("contradicts", "contradicts"), ("Duplicate_Of", "duplicate_of"),
-    ("duplicate-of", "duplicate_of"),
-    ("neither", "neither"), ("supports", "neither"), ("refines", "neither"),
-    ("unrelated", "neither"), ("maybe", None)])
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        ("contradicts", "contradicts"),
+        ("Duplicate_Of", "duplicate_of"),
+        ("duplicate-of", "duplicate_of"),
+        ("neither", "neither"),
+        ("supports", "neither"),
+        ("refines", "neither"),
+        ("unrelated", "neither"),
+        ("maybe", None),
+    ],
+)
 def test_relations_normalised(raw: str, want: str | None) -> None:
     assert normalize_relation(raw) == want
 
@@ -47,10 +56,12 @@ def test_candidate_pairs_are_canonical_capped_and_never_rejudged() -> None:
 
 
 def test_idf_prefers_the_rare_shared_term() -> None:
-    pool = [ClaimText("a", "coffee raises bladder cancer risk"),
-            ClaimText("b", "coffee is popular in the morning"),
-            ClaimText("c", "bladder cancer risk is not raised"),
-            ClaimText("d", "coffee prices rose")]
+    pool = [
+        ClaimText("a", "coffee raises bladder cancer risk"),
+        ClaimText("b", "coffee is popular in the morning"),
+        ClaimText("c", "bladder cancer risk is not raised"),
+        ClaimText("d", "coffee prices rose"),
+    ]
     first = candidate_pairs(pool, {"a"}, set(), k=1)
     assert first == [Pair("a", "c")]
 
@@ -62,17 +73,34 @@ def test_batches_of_eight() -> None:
 
 # -- edges and supersession -------------------------------------------------------------------
 
+
 def test_contradiction_far_apart_becomes_supersedes_newer_to_older() -> None:
-    v = [Judged(Pair("a", "b"), "contradicts", "m"), Judged(Pair("c", "d"), "contradicts", "m"),
-         Judged(Pair("e", "f"), "duplicate_of", "m"), Judged(Pair("g", "h"), "neither", "m")]
-    pub = {"a": date(2005, 1, 1), "b": date(2019, 1, 1), "c": date(2020, 1, 1),
-           "d": date(2020, 6, 1), "e": None, "f": None, "g": None, "h": None}
+    v = [
+        Judged(Pair("a", "b"), "contradicts", "m"),
+        Judged(Pair("c", "d"), "contradicts", "m"),
+        Judged(Pair("e", "f"), "duplicate_of", "m"),
+        Judged(Pair("g", "h"), "neither", "m"),
+    ]
+    pub = {
+        "a": date(2005, 1, 1),
+        "b": date(2019, 1, 1),
+        "c": date(2020, 1, 1),
+        "d": date(2020, 6, 1),
+        "e": None,
+        "f": None,
+        "g": None,
+        "h": None,
+    }
     edges = {(e.src, e.dst, e.kind) for e in edges_from(v, pub)}
-    assert edges == {("b", "a", EdgeKind.SUPERSEDES), ("c", "d", EdgeKind.CONTRADICTS),
-                     ("e", "f", EdgeKind.DUPLICATE_OF)}
+    assert edges == {
+        ("b", "a", EdgeKind.SUPERSEDES),
+        ("c", "d", EdgeKind.CONTRADICTS),
+        ("e", "f", EdgeKind.DUPLICATE_OF),
+    }
 
 
 # -- clusters and confidence --------------------------------------------------------------------
+
 
 def test_clusters_only_merge_duplicates() -> None:
     got = clusters(["a", "b", "c", "d"], [("b", "c"), ("c", "d")])
@@ -98,9 +126,11 @@ def test_publishers_counted_once_and_corroboration_saturates() -> None:
 
 
 def test_every_member_gets_the_cluster_score_and_the_strongest_class_represents() -> None:
-    nodes = [_node("c1", "blog.example.com"),
-             _node("c2", "doi:10.5555/x", SourceClass.PEER_REVIEWED),
-             _node("c3", "agency.gov", SourceClass.PRIMARY)]
+    nodes = [
+        _node("c1", "blog.example.com"),
+        _node("c2", "doi:10.5555/x", SourceClass.PEER_REVIEWED),
+        _node("c3", "agency.gov", SourceClass.PRIMARY),
+    ]
     [s] = derive(nodes, [("c1", "c2", "duplicate_of"), ("c2", "c3", "duplicate_of")])
     assert s.members == ("c1", "c2", "c3") and s.representative == "c2"
     assert s.source_class == SourceClass.PEER_REVIEWED and s.publishers == 3
@@ -108,8 +138,13 @@ def test_every_member_gets_the_cluster_score_and_the_strongest_class_represents(
 
 
 def test_contradictors_and_supersession_and_grounding_lower_confidence() -> None:
-    nodes = [_node("a", "one.com"), _node("b", "two.com"), _node("c", "three.com"),
-             _node("d", "four.com"), _node("e", "five.com")]
+    nodes = [
+        _node("a", "one.com"),
+        _node("b", "two.com"),
+        _node("c", "three.com"),
+        _node("d", "four.com"),
+        _node("e", "five.com"),
+    ]
     base = {s.cluster_id: s for s in derive(nodes, [])}
     edges = [("a", "b", "contradicts"), ("a", "c", "contradicts"), ("d", "e", "supersedes")]
     scored = {s.cluster_id: s for s in derive(nodes, edges, grounded={"b": False})}
@@ -124,6 +159,7 @@ def test_contradictors_and_supersession_and_grounding_lower_confidence() -> None
 
 # -- follow-ups ---------------------------------------------------------------------------------
 
+
 def _info(cid: str, depth: int = 0, root: str | None = None) -> ClaimInfo:
     return ClaimInfo(cid, f"green tea claim {cid} about stroke risk", "sq", depth, root or cid)
 
@@ -132,8 +168,10 @@ def test_follow_up_caps_and_order() -> None:
     claims = {c: _info(c) for c in "abcdefgh"}
     contra = [("g", "h"), ("a", "b"), ("c", "d"), ("e", "f")]
     got = propose(contra, claims, {})
-    assert [f.because for f in got] == ["contradiction between a and b",
-                                        "contradiction between c and d"]  # per pass: 2, in order
+    assert [f.because for f in got] == [
+        "contradiction between a and b",
+        "contradiction between c and d",
+    ]  # per pass: 2, in order
     assert all(f.depth == 1 for f in got)
     deep = {"x": _info("x", depth=3), "y": _info("y")}
     assert propose([("x", "y")], deep, {}) == []  # depth cap 3
@@ -143,10 +181,16 @@ def test_follow_up_caps_and_order() -> None:
 
 # -- the pass against a store -----------------------------------------------------------------
 
+
 def _session(tmp_path: Path, mini_corpus: Path, skills, total: int = 100_000) -> Run:  # type: ignore[no-untyped-def]
     store = Store(tmp_path / "v.duckdb")
-    sid = create_session(store, "Does green tea affect sleep and stroke risk?", Unit.TOKENS,
-                         total, corpus=str(mini_corpus)).session_id
+    sid = create_session(
+        store,
+        "Does green tea affect sleep and stroke risk?",
+        Unit.TOKENS,
+        total,
+        corpus=str(mini_corpus),
+    ).session_id
     return Run(store, Ledger(store), skills, sid, progress=lambda m: None)
 
 
@@ -210,13 +254,15 @@ def test_verification_share_caps_judging_and_counts_the_skipped(
     from mole_dag.executor import execute_leads
     from mole_dag.mining.mine import mine_claims
     from mole_dag.planner import plan_round
+
     plan_round(run)
     execute_leads(run)
     mine_claims(run)
     r = build_edges(run, batch_size=1)
     assert r.calls == 2 and r.pairs_skipped_budget >= 1
-    spent_verifier = sum(x["spent"] for x in run.ledger.spend_by_role(run.session_id)
-                         if x["role"] == "verifier")
+    spent_verifier = sum(
+        x["spent"] for x in run.ledger.spend_by_role(run.session_id) if x["role"] == "verifier"
+    )
     assert spent_verifier <= 25
     unverified = run.store.scalar("SELECT count(*) FROM claims WHERE NOT verified")
     assert unverified > 0  # their pairs wait for the next pass

@@ -23,8 +23,10 @@ def _bench():  # noqa: ANN202
     return mod
 
 
-@pytest.mark.skipif(not os.environ.get("MOLE_ROBUSTNESS"),
-                    reason="opt-in: set MOLE_ROBUSTNESS=1 to run over ../shared/web-pages/")
+@pytest.mark.skipif(
+    not os.environ.get("MOLE_ROBUSTNESS"),
+    reason="opt-in: set MOLE_ROBUSTNESS=1 to run over ../shared/web-pages/",
+)
 def test_real_pages_extract_chunk_and_quote(tmp_path: Path) -> None:
     bench = _bench()
     if not bench.PAGES.is_dir():

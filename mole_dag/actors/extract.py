@@ -116,8 +116,22 @@ def _scholarly_ids(html: str) -> dict[str, str]:
 
 
 # Tags of trafilatura's internal (TEI-like) body that start and end a block of their own.
-_BLOCKS = frozenset({"body", "div", "p", "head", "list", "item", "table", "row", "quote", "figure",
-                     "note", "graphic"})
+_BLOCKS = frozenset(
+    {
+        "body",
+        "div",
+        "p",
+        "head",
+        "list",
+        "item",
+        "table",
+        "row",
+        "quote",
+        "figure",
+        "note",
+        "graphic",
+    }
+)
 # Text whose line breaks are the author's (code, preformatted quotes): kept as lines.
 _PREFORMATTED = frozenset({"code", "quote"})
 # Code is a block when it stands between blocks (a listing), inline inside running text.
@@ -154,7 +168,8 @@ def _walk(el: _Element, out: _Blocks, pre: bool = False) -> None:
     tag = el.tag if isinstance(el.tag, str) else ""
     parent = el.getparent()
     is_block = tag in _BLOCKS or (
-        tag == "code" and (parent is None or parent.tag not in _INLINE_HOSTS))
+        tag == "code" and (parent is None or parent.tag not in _INLINE_HOSTS)
+    )
     # Preformatting reaches inline children, not a paragraph nested in a blockquote.
     inner = tag in _PREFORMATTED or (pre and not is_block)
     if is_block:

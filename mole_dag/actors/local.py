@@ -35,10 +35,13 @@ INDEX_VERSION = 3
 
 
 # Words that name the work rather than its subject. A guess, flagged as one.
-_GENERIC = frozenset(stem(w) for w in (
-    "people study studies research result results finding findings data time year years "
-    "also report reported analysis participants author authors paper article page chapter"
-).split())
+_GENERIC = frozenset(
+    stem(w)
+    for w in (
+        "people study studies research result results finding findings data time year years "
+        "also report reported analysis participants author authors paper article page chapter"
+    ).split()
+)
 
 
 # Documents a wide question's facets are read from: enough that a facet few documents share
@@ -231,9 +234,7 @@ class LocalCorpus:
         root = root.resolve()
         files = _files(root)
         if not files:
-            raise CorpusError(
-                f"corpus folder {root} has no .html, .md or .txt documents to search"
-            )
+            raise CorpusError(f"corpus folder {root} has no .html, .md or .txt documents to search")
         cache_dir = cache_dir or index_dir()
         key = hashlib.sha256(str(root).encode()).hexdigest()[:16]
         cache = cache_dir / f"corpus-{key}.json"
@@ -253,9 +254,11 @@ class LocalCorpus:
             # files skipped for their size.
             reasons = Counter(sk.reason.split(":")[0] for sk in index.skipped)
             why = ", ".join(f"{reason}: {n}" for reason, n in reasons.most_common())
-            raise CorpusError(f"corpus folder {root}: all {len(index.skipped)} documents were "
-                              f"skipped ({why}); add readable .html, .md or .txt documents or "
-                              "pass another --corpus")
+            raise CorpusError(
+                f"corpus folder {root}: all {len(index.skipped)} documents were "
+                f"skipped ({why}); add readable .html, .md or .txt documents or "
+                "pass another --corpus"
+            )
         _write_cache(cache, index)
         return _remember(cache, cls(index))
 
@@ -288,8 +291,10 @@ class LocalCorpus:
             kept = [t for t in doc_terms if len(t) > 3 and t.isalpha() and t not in exclude]
             df.update(set(kept))
             tf.update(kept)
-        ranked = sorted(((tf[t] * math.log(1 + n / c), t) for t, c in df.items()
-                         if c > 1 or n == 1), key=lambda x: (-x[0], x[1]))
+        ranked = sorted(
+            ((tf[t] * math.log(1 + n / c), t) for t, c in df.items() if c > 1 or n == 1),
+            key=lambda x: (-x[0], x[1]),
+        )
         top = [t for _, t in ranked[: k * 3]]
         # The commonest word form of each stem ("caffein" reads as "caffeine"), and pairs that
         # are one phrase ("blood pressure") joined, so one facet is not planned twice.

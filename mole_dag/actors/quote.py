@@ -44,8 +44,13 @@ def extends_previous(ch: str) -> bool:
     """True for a character drawn as part of the one before it: a combining mark, a zero-width
     joiner, a variation selector or an emoji skin-tone modifier."""
     cp = ord(ch)
-    return (unicodedata.category(ch) in ("Mn", "Mc", "Me") or ch == _ZWJ
-            or 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or 0x1F3FB <= cp <= 0x1F3FF)
+    return (
+        unicodedata.category(ch) in ("Mn", "Mc", "Me")
+        or ch == _ZWJ
+        or 0xFE00 <= cp <= 0xFE0F
+        or 0xE0100 <= cp <= 0xE01EF
+        or 0x1F3FB <= cp <= 0x1F3FF
+    )
 
 
 def _cuts_cluster(text: str, start: int, end: int) -> bool:

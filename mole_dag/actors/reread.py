@@ -20,8 +20,7 @@ class Unreachable(Exception):
     """The source could not be read this time. Nothing was learned."""
 
 
-def reread(session: SessionRow | None, source: SourceRow | None,
-           store: Store | None = None) -> str:
+def reread(session: SessionRow | None, source: SourceRow | None, store: Store | None = None) -> str:
     """The source's extracted text as it reads now (None: the row is missing)."""
     locator = source.locator if source else None
     if not locator or (source and source.provider_supplied):

@@ -66,16 +66,18 @@ def check_url(url: str) -> str:
     except ValueError:
         parts = None
     if not parts or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SettingsError(f"--searxng-url expects an http(s) URL like http://127.0.0.1:8888, "
-                            f"got {url!r}")
+        raise SettingsError(
+            f"--searxng-url expects an http(s) URL like http://127.0.0.1:8888, got {url!r}"
+        )
     return url.rstrip("/")
 
 
 def check_host(host: str) -> str:
     h = normalise_host(host)
     if not h or any(c in h for c in "/@?#, \t") or "://" in host:
-        raise SettingsError(f"--allow-host expects a host name or IP address like 127.0.0.1, "
-                            f"got {host!r}")
+        raise SettingsError(
+            f"--allow-host expects a host name or IP address like 127.0.0.1, got {host!r}"
+        )
     return h
 
 
@@ -94,8 +96,9 @@ def resolve_settings(
             if not name:
                 continue
             if name not in ALL_PROVIDERS:
-                raise SettingsError(f"unknown search provider {name!r}; available: "
-                                    f"{', '.join(ALL_PROVIDERS)}")
+                raise SettingsError(
+                    f"unknown search provider {name!r}; available: {', '.join(ALL_PROVIDERS)}"
+                )
             if name not in providers:
                 providers.append(name)
     url = searxng_url or config.get("searxng_url")
@@ -138,21 +141,33 @@ def availability(settings: SearchSettings, config: dict[str, Any]) -> Availabili
         spec = SPECS.get(name)
         if spec and spec.needs_key and not api_key(name, config):
             envs = " or ".join(spec.key_env)
-            notes.append(f"search provider {name} skipped: no API key (set {envs}, or "
-                         f"`keys.{name}` in {config_path()})")
+            notes.append(
+                f"search provider {name} skipped: no API key (set {envs}, or "
+                f"`keys.{name}` in {config_path()})"
+            )
             continue
         if spec and spec.needs_url and not settings.searxng_url:
-            notes.append(f"search provider {name} skipped: no instance URL (pass --searxng-url "
-                         f"URL, or set `searxng_url` in {config_path()})")
+            notes.append(
+                f"search provider {name} skipped: no instance URL (pass --searxng-url "
+                f"URL, or set `searxng_url` in {config_path()})"
+            )
             continue
         usable.append(name)
     return Availability(tuple(usable), tuple(notes))
 
 
 def save_for_session(store: Store, session_id: str, settings: SearchSettings) -> None:
-    store.transact(lambda cur: cur.execute(q("session_search_insert"), {
-        "session_id": session_id, "searxng_url": settings.searxng_url,
-        "allow_hosts": ",".join(settings.allow_hosts), "now": utcnow()}))
+    store.transact(
+        lambda cur: cur.execute(
+            q("session_search_insert"),
+            {
+                "session_id": session_id,
+                "searxng_url": settings.searxng_url,
+                "allow_hosts": ",".join(settings.allow_hosts),
+                "now": utcnow(),
+            },
+        )
+    )
 
 
 def load_for_session(store: Store, session_id: str) -> tuple[str | None, tuple[str, ...]]:

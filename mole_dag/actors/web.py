@@ -32,11 +32,13 @@ MIN_PROVIDER_TEXT = 200
 JS_SHELL_MAX_TEXT = 200
 
 _JS_SIGNS = (
-    re.compile(rb"<noscript[^>]*>[^<]{0,400}(?:enable|requires?|turn on|need)[^<]{0,80}javascript",
-               re.I),
+    re.compile(
+        rb"<noscript[^>]*>[^<]{0,400}(?:enable|requires?|turn on|need)[^<]{0,80}javascript", re.I
+    ),
     re.compile(rb"(?:please|you need to|must) enable javascript", re.I),
-    re.compile(rb"""<div[^>]+id=["'](?:root|app|__next|__nuxt|___gatsby|svelte)["'][^>]*>\s*</div>""",
-               re.I),
+    re.compile(
+        rb"""<div[^>]+id=["'](?:root|app|__next|__nuxt|___gatsby|svelte)["'][^>]*>\s*</div>""", re.I
+    ),
     re.compile(rb"<app-root[^>]*>\s*</app-root>", re.I),
 )
 
@@ -67,12 +69,19 @@ def page_document(fetched: Fetched) -> Document | DeadEnd:
             return DeadEnd(DeadEndCause.UNREADABLE, fetched.url, str(exc))
         text = (clean(doc.text) or "").strip("\n")
         if len(text.strip()) < JS_SHELL_MAX_TEXT and needs_javascript(fetched.text):
-            return DeadEnd(DeadEndCause.JS_REQUIRED, fetched.url,
-                           "the page renders its text with JavaScript")
+            return DeadEnd(
+                DeadEndCause.JS_REQUIRED, fetched.url, "the page renders its text with JavaScript"
+            )
         if not any(ch.isalnum() for ch in text):
             return DeadEnd(DeadEndCause.NO_TEXT, fetched.url, "no main text after extraction")
-        return replace(doc, url=fetched.url, text=text, title=_meta(doc.title) or "",
-                       author=_meta(doc.author), publisher=_meta(doc.publisher))
+        return replace(
+            doc,
+            url=fetched.url,
+            text=text,
+            title=_meta(doc.title) or "",
+            author=_meta(doc.author),
+            publisher=_meta(doc.publisher),
+        )
     text = (clean(fetched.text) or "").strip("\n")
     if not any(ch.isalnum() for ch in text):
         return DeadEnd(DeadEndCause.NO_TEXT, fetched.url, "empty text document")
@@ -89,7 +98,9 @@ def _with_hit(doc: Document, hit: Hit) -> Document:
         author=doc.author or _meta(hit.author),
         publisher=doc.publisher or _meta(hit.publisher_name),
         published=doc.published or hit.published,
-        doi=doc.doi or hit.doi, pmid=doc.pmid or hit.pmid, pmcid=doc.pmcid or hit.pmcid,
+        doi=doc.doi or hit.doi,
+        pmid=doc.pmid or hit.pmid,
+        pmcid=doc.pmcid or hit.pmcid,
         arxiv_id=doc.arxiv_id or hit.arxiv_id,
     )
 
@@ -99,9 +110,18 @@ def provider_document(hit: Hit) -> Document | None:
     if len(text) < MIN_PROVIDER_TEXT:
         return None
     return Document(
-        url=hit.url, title=_meta(hit.title) or hit.url, text=text, author=_meta(hit.author),
-        publisher=_meta(hit.publisher_name), published=hit.published, doi=hit.doi,
-        pmid=hit.pmid, pmcid=hit.pmcid, arxiv_id=hit.arxiv_id, provider_supplied=True)
+        url=hit.url,
+        title=_meta(hit.title) or hit.url,
+        text=text,
+        author=_meta(hit.author),
+        publisher=_meta(hit.publisher_name),
+        published=hit.published,
+        doi=hit.doi,
+        pmid=hit.pmid,
+        pmcid=hit.pmcid,
+        arxiv_id=hit.arxiv_id,
+        provider_supplied=True,
+    )
 
 
 @dataclass
@@ -144,8 +164,12 @@ class WebActor:
             if isinstance(got, DeadEnd):
                 yield got
             elif isinstance(got, Stored):
-                yield Found(Document(url=got.url, title=_meta(hit.title) or got.url, text=""),
-                            rank, score, linked=True)
+                yield Found(
+                    Document(url=got.url, title=_meta(hit.title) or got.url, text=""),
+                    rank,
+                    score,
+                    linked=True,
+                )
             else:
                 yield Found(document=got, rank=rank, score=score)
 

@@ -30,8 +30,7 @@ FETCH_LIMITS = FetchLimits()
 
 def web_actor_for(name: str, session: SessionRow, store: Store | None) -> WebActor | None:
     """The actor, or None (with a warning saying what to set) when its key or URL is missing."""
-    searxng_url, allow_hosts = (None, ()) if store is None else load_for_session(
-        store, session.id)
+    searxng_url, allow_hosts = (None, ()) if store is None else load_for_session(store, session.id)
     config = read_config()
     settings = SearchSettings((name,), searxng_url, allow_hosts)
     avail = availability(settings, config)
@@ -39,8 +38,12 @@ def web_actor_for(name: str, session: SessionRow, store: Store | None) -> WebAct
         for note in avail.notes:
             log.warning("session %s: %s", session.id, note)
         return None
-    provider = build(name, key=api_key(name, config), searxng_url=searxng_url,
-                     contact_email=contact_email(config))
+    provider = build(
+        name,
+        key=api_key(name, config),
+        searxng_url=searxng_url,
+        contact_email=contact_email(config),
+    )
     sid = session.id
     known = failed = None
     if store is not None:
@@ -55,9 +58,14 @@ def web_actor_for(name: str, session: SessionRow, store: Store | None) -> WebAct
             return DeadEnd(DeadEndCause(row["cause"]), url, row["detail"])
 
     # One registry per session, shared by all its providers' actors and worker threads.
-    return WebActor(provider, Fetcher(Policy.of(allow_hosts), FETCH_LIMITS),
-                    price_usd_micros=SPECS[name].price_usd_micros, known=known, failed=failed,
-                    once=once.for_session(sid))
+    return WebActor(
+        provider,
+        Fetcher(Policy.of(allow_hosts), FETCH_LIMITS),
+        price_usd_micros=SPECS[name].price_usd_micros,
+        known=known,
+        failed=failed,
+        once=once.for_session(sid),
+    )
 
 
 def reread_page(session: SessionRow | None, store: Store | None, url: str) -> str:
@@ -66,8 +74,7 @@ def reread_page(session: SessionRow | None, store: Store | None, url: str) -> st
     FetchFailed, or ValueError when the page no longer yields a document."""
     if store is not None and session is None:
         raise LookupError("the source's session is not in the store")
-    allow_hosts = () if store is None or session is None else load_for_session(
-        store, session.id)[1]
+    allow_hosts = () if store is None or session is None else load_for_session(store, session.id)[1]
     fetched = Fetcher(Policy.of(allow_hosts), FETCH_LIMITS).fetch(url)
     got = page_document(fetched)
     if isinstance(got, DeadEnd):

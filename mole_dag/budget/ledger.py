@@ -58,14 +58,24 @@ class BudgetExhausted(LedgerError):
 
     reason = "budget"
 
-    def __init__(self, session_id: str, role: Role, requested: int, available: int, unit: str,
-                 message: str | None = None):
+    def __init__(
+        self,
+        session_id: str,
+        role: Role,
+        requested: int,
+        available: int,
+        unit: str,
+        message: str | None = None,
+    ):
         self.session_id, self.role = session_id, role
         self.requested, self.available, self.unit = requested, available, unit
-        super().__init__(message or (
-            f"session {session_id}: {role} needs {requested} {unit} but only {available} "
-            "is available outside escrow"
-        ))
+        super().__init__(
+            message
+            or (
+                f"session {session_id}: {role} needs {requested} {unit} but only {available} "
+                "is available outside escrow"
+            )
+        )
 
 
 class BudgetOverrun(BudgetExhausted):
@@ -78,9 +88,15 @@ class BudgetOverrun(BudgetExhausted):
     def __init__(self, session_id: str, role: Role, requested: int, overrun: int, unit: str):
         self.overrun = overrun
         super().__init__(
-            session_id, role, requested, 0, unit,
-            message=(f"session {session_id}: {role} refused: a provider already used {overrun} "
-                     f"{unit} beyond what its calls were allowed, so no new call is dispatched"),
+            session_id,
+            role,
+            requested,
+            0,
+            unit,
+            message=(
+                f"session {session_id}: {role} refused: a provider already used {overrun} "
+                f"{unit} beyond what its calls were allowed, so no new call is dispatched"
+            ),
         )
 
 
@@ -189,14 +205,19 @@ class Verification:
         """`ok` says the books agree with the append-only ledger; the ceiling as the user sees
         it (spent + overrun) is reported beside it, since a provider that ignored its limit can
         push it past the total without the books being wrong."""
-        ceiling = (f"; CEILING EXCEEDED: spent {self.spent} + overrun {self.overrun} is "
-                   f"{self.over_ceiling} beyond the total {self.total}"
-                   if self.over_ceiling else "")
+        ceiling = (
+            f"; CEILING EXCEEDED: spent {self.spent} + overrun {self.overrun} is "
+            f"{self.over_ceiling} beyond the total {self.total}"
+            if self.over_ceiling
+            else ""
+        )
         if self.ok:
             tail = f" ({self.assumed} assumed at their reservation)" if self.assumed else ""
             if self.overrun:
-                return (f"ledger consistent: spent {self.spent} + overrun {self.overrun} = sum "
-                        f"of {self.calls} tool_calls{tail}{ceiling}")
+                return (
+                    f"ledger consistent: spent {self.spent} + overrun {self.overrun} = sum "
+                    f"of {self.calls} tool_calls{tail}{ceiling}"
+                )
             return f"ledger consistent: spent {self.spent} = sum of {self.calls} tool_calls{tail}"
         parts = []
         if self.spent != self.calls_spent:
@@ -308,8 +329,12 @@ class Ledger:
 
         def tx(cur: duckdb.DuckDBPyConnection) -> bool:
             # The UPDATE's affected-row count: 0 when the check in its WHERE refused the hold.
-            changed = scalar(cur, int, q("reserve_hold"),
-                             {"amount": amount, "now": now, "session_id": session_id})
+            changed = scalar(
+                cur,
+                int,
+                q("reserve_hold"),
+                {"amount": amount, "now": now, "session_id": session_id},
+            )
             if not changed:
                 return False
             cur.execute(
@@ -367,15 +392,31 @@ class Ledger:
                 # The reservation moved wholly into `spent`, so it still covers the call.
                 charged = min(actual, reserved)
                 overrun = actual - charged
-                cur.execute(q("session_charge"), {
-                    "unhold": 0, "charged": charged - reserved, "overrun": overrun, "now": now,
-                    "session_id": reservation.session_id})
-                cur.execute(q("call_settle_assumed_late"), {
-                    "id": reservation.id, "actual": actual, "overrun": overrun,
-                    "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                    "cache_read_tokens": usage.cache_read_tokens,
-                    "cache_write_tokens": usage.cache_write_tokens,
-                    "note": note, "model": model, "now": now})
+                cur.execute(
+                    q("session_charge"),
+                    {
+                        "unhold": 0,
+                        "charged": charged - reserved,
+                        "overrun": overrun,
+                        "now": now,
+                        "session_id": reservation.session_id,
+                    },
+                )
+                cur.execute(
+                    q("call_settle_assumed_late"),
+                    {
+                        "id": reservation.id,
+                        "actual": actual,
+                        "overrun": overrun,
+                        "input_tokens": usage.input_tokens,
+                        "output_tokens": usage.output_tokens,
+                        "cache_read_tokens": usage.cache_read_tokens,
+                        "cache_write_tokens": usage.cache_write_tokens,
+                        "note": note,
+                        "model": model,
+                        "now": now,
+                    },
+                )
                 return Settlement(reservation.id, actual, charged, overrun)
             if status not in (CallStatus.RESERVED, CallStatus.EXPIRED):
                 raise LedgerError(f"reservation {reservation.id} is already {status}")
@@ -417,8 +458,11 @@ class Ledger:
             log.error(
                 "session %s: call %s (%s) used %d beyond its reservation of %d; "
                 "the estimate was not an upper bound; the session dispatches no further call",
-                reservation.session_id, reservation.id, reservation.tool,
-                result.overrun, reservation.amount,
+                reservation.session_id,
+                reservation.id,
+                reservation.tool,
+                result.overrun,
+                reservation.amount,
             )
         return result
 
@@ -471,9 +515,16 @@ class Ledger:
             row = fetch_one(cur, CallRow, q("call_get"), {"id": reservation.id})
             if row is None or row.status != CallStatus.RESERVED:
                 return
-            cur.execute(q("session_charge"), {
-                "unhold": row.reserved, "charged": row.reserved, "overrun": 0, "now": now,
-                "session_id": reservation.session_id})
+            cur.execute(
+                q("session_charge"),
+                {
+                    "unhold": row.reserved,
+                    "charged": row.reserved,
+                    "overrun": 0,
+                    "now": now,
+                    "session_id": reservation.session_id,
+                },
+            )
             cur.execute(q("call_settle_assumed"), {"id": reservation.id, "now": now})
             cur.execute(q("call_note"), {"id": reservation.id, "note": note})
 
@@ -523,9 +574,12 @@ class Ledger:
                 if exc.actual is None:
                     h.release(note=f"call failed: {type(exc).__name__}")
                 else:
-                    h.settle(exc.actual, usage=exc.usage,
-                             note=f"paid for, but failed: {type(exc).__name__}",
-                             model=getattr(exc, "model", None) or None)
+                    h.settle(
+                        exc.actual,
+                        usage=exc.usage,
+                        note=f"paid for, but failed: {type(exc).__name__}",
+                        model=getattr(exc, "model", None) or None,
+                    )
             raise
         except Exception as exc:
             if not h.done:
@@ -540,7 +594,8 @@ class Ledger:
         if not h.done:
             h.release(note="closed without settling")
             raise LedgerError(
-                f"reservation {res.id} for {res.tool} was neither settled nor released")
+                f"reservation {res.id} for {res.tool} was neither settled nor released"
+            )
 
     # -- free calls, in batches -------------------------------------------------------------
 
@@ -566,8 +621,7 @@ class Ledger:
             try:
                 batch.flush()  # the calls were made: their rows are kept even on failure
             except Exception:
-                log.exception("session %s: could not record %d free calls", session_id,
-                              len(batch))
+                log.exception("session %s: could not record %d free calls", session_id, len(batch))
             raise
         with self._batches_lock:
             self._batches.pop(session_id, None)
@@ -593,20 +647,32 @@ class Ledger:
         owner = owner_tag()
         usages = [c.usage for c in calls]
         return {
-            "session_id": session_id, "owner": owner,
-            "id": [c.id for c in calls], "role": [str(c.role) for c in calls],
-            "stage": [c.stage for c in calls], "tool": [c.tool for c in calls],
+            "session_id": session_id,
+            "owner": owner,
+            "id": [c.id for c in calls],
+            "role": [str(c.role) for c in calls],
+            "stage": [c.stage for c in calls],
+            "tool": [c.tool for c in calls],
             "status": [str(c.status) for c in calls],
             "actual": [0 if c.status == CallStatus.SETTLED else None for c in calls],
-            "input_tokens": [u.input_tokens if c.status == CallStatus.SETTLED else None
-                             for c, u in zip(calls, usages, strict=True)],
-            "output_tokens": [u.output_tokens if c.status == CallStatus.SETTLED else None
-                              for c, u in zip(calls, usages, strict=True)],
-            "cache_read_tokens": [u.cache_read_tokens if c.status == CallStatus.SETTLED
-                                  else None for c, u in zip(calls, usages, strict=True)],
-            "cache_write_tokens": [u.cache_write_tokens if c.status == CallStatus.SETTLED
-                                   else None for c, u in zip(calls, usages, strict=True)],
-            "note": [c.note for c in calls], "model": [c.model for c in calls],
+            "input_tokens": [
+                u.input_tokens if c.status == CallStatus.SETTLED else None
+                for c, u in zip(calls, usages, strict=True)
+            ],
+            "output_tokens": [
+                u.output_tokens if c.status == CallStatus.SETTLED else None
+                for c, u in zip(calls, usages, strict=True)
+            ],
+            "cache_read_tokens": [
+                u.cache_read_tokens if c.status == CallStatus.SETTLED else None
+                for c, u in zip(calls, usages, strict=True)
+            ],
+            "cache_write_tokens": [
+                u.cache_write_tokens if c.status == CallStatus.SETTLED else None
+                for c, u in zip(calls, usages, strict=True)
+            ],
+            "note": [c.note for c in calls],
+            "model": [c.model for c in calls],
             "created_at": [c.created_at for c in calls],
             "expires_at": [c.created_at + self.ttl for c in calls],
             "completed_at": [c.completed_at for c in calls],
@@ -614,25 +680,43 @@ class Ledger:
         }
 
     @staticmethod
-    def _insert_free_calls(cur: duckdb.DuckDBPyConnection, session_id: str,
-                           params: dict[str, Any]) -> None:
+    def _insert_free_calls(
+        cur: duckdb.DuckDBPyConnection, session_id: str, params: dict[str, Any]
+    ) -> None:
         if cur.execute(q("session_get"), {"session_id": session_id}).fetchone() is None:
             raise LedgerError(f"no session {session_id!r}")
         cur.execute(q("free_calls_insert_many"), params)
 
-    def _settle_unreserved(self, reservation: Reservation, created_at: datetime, actual: int,
-                           *, usage: Usage | None, note: str | None,
-                           model: str | None) -> Settlement:
+    def _settle_unreserved(
+        self,
+        reservation: Reservation,
+        created_at: datetime,
+        actual: int,
+        *,
+        usage: Usage | None,
+        note: str | None,
+        model: str | None,
+    ) -> Settlement:
         """A call dispatched as free (a hold of 0, not written) reported a cost: write its
         zero reservation and settle it in one transaction, so the excess is recorded as the
         overrun it is (and the session stops dispatching), exactly as if it had been reserved."""
 
         def tx(cur: duckdb.DuckDBPyConnection) -> Settlement:
-            cur.execute(q("call_insert"), {
-                "id": reservation.id, "session_id": reservation.session_id,
-                "role": str(reservation.role), "stage": reservation.stage,
-                "tool": reservation.tool, "amount": 0, "note": None, "now": created_at,
-                "expires_at": reservation.expires_at, "owner": owner_tag()})
+            cur.execute(
+                q("call_insert"),
+                {
+                    "id": reservation.id,
+                    "session_id": reservation.session_id,
+                    "role": str(reservation.role),
+                    "stage": reservation.stage,
+                    "tool": reservation.tool,
+                    "amount": 0,
+                    "note": None,
+                    "now": created_at,
+                    "expires_at": reservation.expires_at,
+                    "owner": owner_tag(),
+                },
+            )
             # Joins this transaction (Store.write nests).
             return self.settle(reservation, actual, usage=usage, note=note, model=model)
 
@@ -666,13 +750,22 @@ class Ledger:
             assumed=row.calls_assumed,
         )
 
-    def set_status(self, session_id: str, status: SessionStatus,
-                   stop_reason: str | None = None) -> None:
+    def set_status(
+        self, session_id: str, status: SessionStatus, stop_reason: str | None = None
+    ) -> None:
         now = self.clock()
         self._generation += 1
-        self.store.transact(lambda cur: cur.execute(q("session_set_status_reason"), {
-            "status": str(status), "reason": stop_reason, "now": now,
-            "session_id": session_id}))
+        self.store.transact(
+            lambda cur: cur.execute(
+                q("session_set_status_reason"),
+                {
+                    "status": str(status),
+                    "reason": stop_reason,
+                    "now": now,
+                    "session_id": session_id,
+                },
+            )
+        )
 
     def spend_by_role(self, session_id: str) -> list[dict[str, Any]]:
         return self.store.named("spend_by_role", {"session_id": session_id})
@@ -691,11 +784,16 @@ class Hold:
         self.settlement: Settlement | None = None
 
     def settle(
-        self, actual: int, *, usage: Usage | None = None, note: str | None = None,
+        self,
+        actual: int,
+        *,
+        usage: Usage | None = None,
+        note: str | None = None,
         model: str | None = None,
     ) -> Settlement:
-        self.settlement = self.ledger.settle(self.reservation, actual, usage=usage, note=note,
-                                             model=model)
+        self.settlement = self.ledger.settle(
+            self.reservation, actual, usage=usage, note=note, model=model
+        )
         self.done = True
         return self.settlement
 
@@ -735,23 +833,37 @@ class FreeCallBatch:
         only when this ledger changed something or FREE_RECHECK_S has passed."""
         with self._lock:
             gen, now = self.ledger._generation, time.monotonic()
-            if self._checked and self._checked[0] == gen \
-                    and now - self._checked[1] < FREE_RECHECK_S:
+            if (
+                self._checked
+                and self._checked[0] == gen
+                and now - self._checked[1] < FREE_RECHECK_S
+            ):
                 return
             bal = self.ledger.balance(self.session_id)  # raises for an unknown session
             if bal.overrun:
                 raise BudgetOverrun(self.session_id, role, 0, bal.overrun, str(bal.unit))
-            if bal.status not in (SessionStatus.CREATED, SessionStatus.RUNNING,
-                                  SessionStatus.REPORTING):
+            if bal.status not in (
+                SessionStatus.CREATED,
+                SessionStatus.RUNNING,
+                SessionStatus.REPORTING,
+            ):
                 raise LedgerError(
-                    f"session {self.session_id} is {bal.status}; it takes no more calls")
+                    f"session {self.session_id} is {bal.status}; it takes no more calls"
+                )
             self._checked = (gen, now)
 
     def hold(self, role: Role, *, tool: str, stage: str) -> Hold:
         self.admit(role)
         now = self.ledger.clock()
-        res = Reservation(f"call-{secrets.token_hex(8)}", self.session_id, role, 0, tool, stage,
-                          now + self.ledger.ttl)
+        res = Reservation(
+            f"call-{secrets.token_hex(8)}",
+            self.session_id,
+            role,
+            0,
+            tool,
+            stage,
+            now + self.ledger.ttl,
+        )
         return _FreeHold(self, res, now)
 
     def add(self, call: FreeCall) -> None:
@@ -774,8 +886,9 @@ class FreeCallBatch:
             return 0  # no transaction for nothing
         return self.write_with(lambda cur: None)[1]
 
-    def write_with(self, fn: Callable[[duckdb.DuckDBPyConnection], T],
-                   store: Store | None = None) -> tuple[T, int]:
+    def write_with(
+        self, fn: Callable[[duckdb.DuckDBPyConnection], T], store: Store | None = None
+    ) -> tuple[T, int]:
         """Run `fn` in a write transaction of `store` (the stage's; default the ledger's) and
         record the calls gathered so far in the same one, on the same cursor: a stage's rows
         and its calls, one commit. (Under Dagster the stage's and the ledger's Store can be two
@@ -807,22 +920,47 @@ class _FreeHold(Hold):
         self.batch = batch
         self.started = started
 
-    def _record(self, status: CallStatus, *, usage: Usage | None = None, note: str | None = None,
-                model: str | None = None, assumed: bool = False) -> None:
+    def _record(
+        self,
+        status: CallStatus,
+        *,
+        usage: Usage | None = None,
+        note: str | None = None,
+        model: str | None = None,
+        assumed: bool = False,
+    ) -> None:
         r = self.reservation
-        self.batch.add(FreeCall(r.id, r.role, r.stage, r.tool, self.started, self.ledger.clock(),
-                                status, usage or Usage(), note, model, assumed))
+        self.batch.add(
+            FreeCall(
+                r.id,
+                r.role,
+                r.stage,
+                r.tool,
+                self.started,
+                self.ledger.clock(),
+                status,
+                usage or Usage(),
+                note,
+                model,
+                assumed,
+            )
+        )
         self.done = True
 
     def settle(
-        self, actual: int, *, usage: Usage | None = None, note: str | None = None,
+        self,
+        actual: int,
+        *,
+        usage: Usage | None = None,
+        note: str | None = None,
         model: str | None = None,
     ) -> Settlement:
         if actual < 0:
             raise LedgerError(f"a call cannot cost a negative amount ({actual})")
         if actual:
             self.settlement = self.ledger._settle_unreserved(
-                self.reservation, self.started, actual, usage=usage, note=note, model=model)
+                self.reservation, self.started, actual, usage=usage, note=note, model=model
+            )
         else:
             self._record(CallStatus.SETTLED, usage=usage, note=note, model=model)
             self.settlement = Settlement(self.reservation.id, 0, 0, 0)

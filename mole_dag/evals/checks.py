@@ -66,10 +66,13 @@ def citation_validity(store: Store, session_id: str) -> CitationResult:
     rep = store.row(q("report_latest"), {"session_id": session_id})
     if rep is None:
         return CitationResult(None, 0, 0)
-    mapping = {r["number"]: r["source_id"]
-               for r in store.named("report_citation_map", {"report_id": rep["id"]})}
-    backing = {r["source_id"] for r in store.named("sources_with_claims",
-                                                    {"session_id": session_id})}
+    mapping = {
+        r["number"]: r["source_id"]
+        for r in store.named("report_citation_map", {"report_id": rep["id"]})
+    }
+    backing = {
+        r["source_id"] for r in store.named("sources_with_claims", {"session_id": session_id})
+    }
     # The Sources list itself ("[n] Title ...") is the map, not a use of it.
     body = rep["markdown"].split("\n## Sources", 1)[0]
     cited = cited_numbers(body)

@@ -56,8 +56,9 @@ def load_labels(path: Path) -> list[tuple[str, str, str]]:
         try:
             items = [json.loads(line) for line in raw.splitlines() if line.strip()]
         except json.JSONDecodeError as exc:
-            raise LabelsError(f"{path}: not JSON or JSON lines ({exc.msg}, line {exc.lineno})")\
-                from None
+            raise LabelsError(
+                f"{path}: not JSON or JSON lines ({exc.msg}, line {exc.lineno})"
+            ) from None
     if not isinstance(items, list):
         raise LabelsError(f"{path}: expected a list of {{a, b, label}} objects")
     out = []
@@ -66,8 +67,9 @@ def load_labels(path: Path) -> list[tuple[str, str, str]]:
             raise LabelsError(f"{path}: item {i} needs keys a, b and label")
         label = str(it["label"]).strip().lower()
         if label not in ("contradicts", "duplicate_of", "neither"):
-            raise LabelsError(f"{path}: item {i} has label {label!r}; use contradicts, "
-                              "duplicate_of or neither")
+            raise LabelsError(
+                f"{path}: item {i} has label {label!r}; use contradicts, duplicate_of or neither"
+            )
         out.append((str(it["a"]), str(it["b"]), label))
     return out
 
@@ -80,73 +82,132 @@ def scorecard(store: Store, session_id: str, labels: Path | None = None) -> list
 
     beyond = max(0, bal.spent + bal.overrun - bal.total)
     over = _pct(beyond, bal.total)
-    metrics.append(Metric("budget_overshoot_pct", over, f"{over:.1f}%",
-                          detail=f"spent {_fmt(bal.charged, unit)} of {_fmt(bal.total, unit)} "
-                                 f"(overrun {_fmt(bal.overrun, unit)} included)"))
+    metrics.append(
+        Metric(
+            "budget_overshoot_pct",
+            over,
+            f"{over:.1f}%",
+            detail=f"spent {_fmt(bal.charged, unit)} of {_fmt(bal.total, unit)} "
+            f"(overrun {_fmt(bal.overrun, unit)} included)",
+        )
+    )
 
     cit = citation_validity(store, session_id)
     if cit.report_id is None:
-        metrics.append(Metric("citation_accuracy_pct", None, "n/a",
-                              reason="no report has been written for this session"))
+        metrics.append(
+            Metric(
+                "citation_accuracy_pct",
+                None,
+                "n/a",
+                reason="no report has been written for this session",
+            )
+        )
     elif cit.citations == 0:
-        metrics.append(Metric("citation_accuracy_pct", None, "n/a",
-                              reason="the report cites nothing (no finding survived)"))
+        metrics.append(
+            Metric(
+                "citation_accuracy_pct",
+                None,
+                "n/a",
+                reason="the report cites nothing (no finding survived)",
+            )
+        )
     else:
         v = _pct(cit.valid, cit.citations)
-        metrics.append(Metric("citation_accuracy_pct", v, f"{v:.1f}%",
-                              detail=f"{cit.valid}/{cit.citations} citations resolve"
-                              + (f"; forged {cit.forged}" if cit.forged else "")
-                              + (f"; unsupported {cit.unsupported}" if cit.unsupported else "")))
+        metrics.append(
+            Metric(
+                "citation_accuracy_pct",
+                v,
+                f"{v:.1f}%",
+                detail=f"{cit.valid}/{cit.citations} citations resolve"
+                + (f"; forged {cit.forged}" if cit.forged else "")
+                + (f"; unsupported {cit.unsupported}" if cit.unsupported else ""),
+            )
+        )
 
     integ = claim_integrity(store, session_id)
     if integ.claims == 0:
-        metrics.append(Metric("claim_integrity_pct", None, "n/a",
-                              reason="the session has no claims"))
+        metrics.append(
+            Metric("claim_integrity_pct", None, "n/a", reason="the session has no claims")
+        )
     else:
         v = _pct(integ.intact, integ.claims)
-        metrics.append(Metric("claim_integrity_pct", v, f"{v:.1f}%",
-                              detail=f"{integ.intact}/{integ.claims} quotes re-found at "
-                                     "their span"))
+        metrics.append(
+            Metric(
+                "claim_integrity_pct",
+                v,
+                f"{v:.1f}%",
+                detail=f"{integ.intact}/{integ.claims} quotes re-found at their span",
+            )
+        )
 
-    g = {r["outcome"]: int(r["n"]) for r in store.named("grounding_counts",
-                                                          {"session_id": session_id})}
+    g = {
+        r["outcome"]: int(r["n"])
+        for r in store.named("grounding_counts", {"session_id": session_id})
+    }
     decisive = g.get("confirmed", 0) + g.get("unsupported", 0)
     if decisive == 0:
         others = ", ".join(f"{k} {v}" for k, v in sorted(g.items())) or "none"
-        metrics.append(Metric("reread_confirmation_pct", None, "n/a",
-                              reason=f"no re-read reached a decisive outcome (checks: {others})"))
+        metrics.append(
+            Metric(
+                "reread_confirmation_pct",
+                None,
+                "n/a",
+                reason=f"no re-read reached a decisive outcome (checks: {others})",
+            )
+        )
     else:
         v = _pct(g.get("confirmed", 0), decisive)
-        metrics.append(Metric("reread_confirmation_pct", v, f"{v:.1f}%",
-                              detail=f"{g.get('confirmed', 0)} confirmed, "
-                                     f"{g.get('unsupported', 0)} unsupported"))
+        metrics.append(
+            Metric(
+                "reread_confirmation_pct",
+                v,
+                f"{v:.1f}%",
+                detail=f"{g.get('confirmed', 0)} confirmed, {g.get('unsupported', 0)} unsupported",
+            )
+        )
 
     metrics.append(_contradiction_precision(store, session_id, labels))
 
     claims = int(store.scalar("SELECT count(*) FROM claims WHERE session_id = ?", [session_id]))
     if claims == 0:
-        metrics.append(Metric("cost_per_accepted_claim", None, "n/a",
-                              reason="no claim was accepted"))
+        metrics.append(
+            Metric("cost_per_accepted_claim", None, "n/a", reason="no claim was accepted")
+        )
     else:
         per = bal.charged / claims
-        metrics.append(Metric("cost_per_accepted_claim", per, _fmt(per, unit),
-                              detail=f"{_fmt(bal.charged, unit)} over {claims} claims"))
+        metrics.append(
+            Metric(
+                "cost_per_accepted_claim",
+                per,
+                _fmt(per, unit),
+                detail=f"{_fmt(bal.charged, unit)} over {claims} claims",
+            )
+        )
 
     by_role = ledger.spend_by_role(session_id)
-    metrics.append(Metric(
-        "spend_by_role", float(sum(int(r["spent"]) for r in by_role)),
-        "; ".join(f"{r['role']} {_fmt(int(r['spent']), unit)} ({r['calls']} calls)"
-                  for r in by_role) or "no calls",
-    ))
+    metrics.append(
+        Metric(
+            "spend_by_role",
+            float(sum(int(r["spent"]) for r in by_role)),
+            "; ".join(
+                f"{r['role']} {_fmt(int(r['spent']), unit)} ({r['calls']} calls)" for r in by_role
+            )
+            or "no calls",
+        )
+    )
     return metrics
 
 
 def _contradiction_precision(store: Store, session_id: str, labels: Path | None) -> Metric:
     name = "contradiction_precision_pct"
     if labels is None:
-        return Metric(name, None, "n/a",
-                      reason="needs a labelled pairs file (--pairs FILE): precision without "
-                             "ground truth would be a guess")
+        return Metric(
+            name,
+            None,
+            "n/a",
+            reason="needs a labelled pairs file (--pairs FILE): precision without "
+            "ground truth would be a guess",
+        )
     truth: dict[frozenset[str], str] = {}
     for a, b, label in load_labels(labels):
         truth[frozenset((a, b))] = label
@@ -156,7 +217,8 @@ def _contradiction_precision(store: Store, session_id: str, labels: Path | None)
     right = 0
     for e in edges:
         found = truth.get(frozenset((e["src_claim_id"], e["dst_claim_id"]))) or truth.get(
-            frozenset((normalized(e["src_text"]), normalized(e["dst_text"]))))
+            frozenset((normalized(e["src_text"]), normalized(e["dst_text"])))
+        )
         if found is None:
             continue
         judged += 1
@@ -164,12 +226,20 @@ def _contradiction_precision(store: Store, session_id: str, labels: Path | None)
     if not edges:
         return Metric(name, None, "n/a", reason="the session has no contradiction edges")
     if judged == 0:
-        return Metric(name, None, "n/a",
-                      reason=f"none of the {len(edges)} contradiction edges is in the labels")
+        return Metric(
+            name,
+            None,
+            "n/a",
+            reason=f"none of the {len(edges)} contradiction edges is in the labels",
+        )
     v = _pct(right, judged)
-    return Metric(name, v, f"{v:.1f}%",
-                  detail=f"{right}/{judged} labelled contradiction edges are contradictions "
-                         f"({len(edges) - judged} unlabelled)")
+    return Metric(
+        name,
+        v,
+        f"{v:.1f}%",
+        detail=f"{right}/{judged} labelled contradiction edges are contradictions "
+        f"({len(edges) - judged} unlabelled)",
+    )
 
 
 def as_json(metrics: list[Metric], session_id: str) -> str:
@@ -182,5 +252,3 @@ def as_text(metrics: list[Metric], session_id: str) -> str:
         tail = f"  ({m.reason})" if m.value is None else (f"  ({m.detail})" if m.detail else "")
         lines.append(f"  {m.name:<30} {m.display}{tail}")
     return "\n".join(lines) + "\n"
-
-

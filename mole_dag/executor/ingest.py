@@ -24,8 +24,9 @@ def locator_of(doc: Document) -> str | None:
     return doc.url if doc.url.startswith(("http://", "https://")) else None
 
 
-def store_source(cur: Any, session_id: str, actor: str, doc: Document,
-                 known: dict[str, str] | None = None) -> tuple[str, int]:
+def store_source(
+    cur: Any, session_id: str, actor: str, doc: Document, known: dict[str, str] | None = None
+) -> tuple[str, int]:
     """Insert the source and its chunks unless this session already has the URL. Returns the
     source id and how many chunks were written. `known`: the session's sources by URL, read
     once by a caller storing many pages (kept up to date here), instead of a query per page."""
@@ -41,24 +42,42 @@ def store_source(cur: Any, session_id: str, actor: str, doc: Document,
     ids = {"doi": doc.doi, "pmid": doc.pmid, "pmcid": doc.pmcid, "arxiv_id": doc.arxiv_id}
     source_id = stable_id(session_id, doc.url, prefix="src-")
     data = doc.text.encode("utf-8")
-    cur.execute(q("source_insert"), {
-        "id": source_id, "session_id": session_id, "url": doc.url, "title": doc.title or None,
-        "publisher": publisher_of(doc.url, **ids), "publisher_name": doc.publisher,
-        "author": doc.author, "published": doc.published, **ids,
-        "source_class": str(class_of(doc.url, **ids)), "actor": actor,
-        "provider_supplied": doc.provider_supplied,
-        "content_sha256": hashlib.sha256(data).hexdigest(), "byte_length": len(data),
-        "now": now, "locator": locator_of(doc),
-    })
+    cur.execute(
+        q("source_insert"),
+        {
+            "id": source_id,
+            "session_id": session_id,
+            "url": doc.url,
+            "title": doc.title or None,
+            "publisher": publisher_of(doc.url, **ids),
+            "publisher_name": doc.publisher,
+            "author": doc.author,
+            "published": doc.published,
+            **ids,
+            "source_class": str(class_of(doc.url, **ids)),
+            "actor": actor,
+            "provider_supplied": doc.provider_supplied,
+            "content_sha256": hashlib.sha256(data).hexdigest(),
+            "byte_length": len(data),
+            "now": now,
+            "locator": locator_of(doc),
+        },
+    )
     spans = chunk_text(doc.text)
     if spans:
         # One statement for the page's chunks, not one per chunk (issue 12).
-        cur.execute(q("chunk_insert_many"), {
-            "session_id": session_id, "source_id": source_id,
-            "id": [f"{source_id}-{s.ordinal:04d}" for s in spans],
-            "ordinal": [s.ordinal for s in spans], "byte_start": [s.byte_start for s in spans],
-            "byte_end": [s.byte_end for s in spans], "text": [s.text for s in spans],
-        })
+        cur.execute(
+            q("chunk_insert_many"),
+            {
+                "session_id": session_id,
+                "source_id": source_id,
+                "id": [f"{source_id}-{s.ordinal:04d}" for s in spans],
+                "ordinal": [s.ordinal for s in spans],
+                "byte_start": [s.byte_start for s in spans],
+                "byte_end": [s.byte_end for s in spans],
+                "text": [s.text for s in spans],
+            },
+        )
     if known is not None:
         known[doc.url] = source_id
     return source_id, len(spans)

@@ -31,8 +31,14 @@ class Lease:
 
 
 def _lease(row: LeadRow, owner: str) -> Lease:
-    return Lease(lead_id=row.id, owner=owner, sub_question_id=row.sub_question_id,
-                 actor=row.actor, query=row.query, depth=row.depth)
+    return Lease(
+        lead_id=row.id,
+        owner=owner,
+        sub_question_id=row.sub_question_id,
+        actor=row.actor,
+        query=row.query,
+        depth=row.depth,
+    )
 
 
 def new_owner() -> str:
@@ -48,8 +54,10 @@ def requeue_expired(store: Store, session_id: str) -> int:
         return 0
     # The UPDATE's affected-row count.
     return store.transact(
-        lambda cur: scalar(cur, int, q("leases_requeue_expired"),
-                           {"session_id": session_id, "now": now}) or 0
+        lambda cur: (
+            scalar(cur, int, q("leases_requeue_expired"), {"session_id": session_id, "now": now})
+            or 0
+        )
     )
 
 
@@ -62,8 +70,12 @@ def lease_next(
         row = fetch_one(cur, LeadRow, q("lead_next_pending"), {"session_id": session_id})
         if row is None:
             return None
-        taken = scalar(cur, int, q("lease_take"),
-                       {"id": row.id, "owner": owner, "expires_at": now + ttl, "now": now})
+        taken = scalar(
+            cur,
+            int,
+            q("lease_take"),
+            {"id": row.id, "owner": owner, "expires_at": now + ttl, "now": now},
+        )
         if not taken:  # another worker got it between our read and write
             return None
         return _lease(row, owner)
@@ -84,10 +96,13 @@ def lease_pending(
     def tx(cur: Any) -> list[Lease]:
         ids = column(cur, str, q("leads_pending"), {"session_id": session_id})
         if ids:
-            cur.execute(q("lease_take_many"), {"ids": ids, "owner": owner,
-                                               "expires_at": now + ttl, "now": now})
-        rows = fetch_all(cur, LeadRow, q("leases_of_owner"),
-                         {"session_id": session_id, "owner": owner})
+            cur.execute(
+                q("lease_take_many"),
+                {"ids": ids, "owner": owner, "expires_at": now + ttl, "now": now},
+            )
+        rows = fetch_all(
+            cur, LeadRow, q("leases_of_owner"), {"session_id": session_id, "owner": owner}
+        )
         return [_lease(r, owner) for r in rows]
 
     return store.transact(tx)
@@ -95,8 +110,10 @@ def lease_pending(
 
 def finish_in(cur: Any, lease: Lease, status: LeadStatus) -> None:
     """`finish`, inside a transaction the caller holds (with the lead's findings)."""
-    cur.execute(q("lease_finish"), {"status": str(status), "now": utcnow(), "id": lease.lead_id,
-                                    "owner": lease.owner})
+    cur.execute(
+        q("lease_finish"),
+        {"status": str(status), "now": utcnow(), "id": lease.lead_id, "owner": lease.owner},
+    )
 
 
 def finish(store: Store, lease: Lease, status: LeadStatus) -> None:
@@ -119,8 +136,15 @@ class Heartbeat:
         self.beats = 0
 
     def _extend(self, cur: Any, now: Any) -> None:
-        cur.execute(q("lease_heartbeat"), {"expires_at": now + self.ttl, "now": now,
-                                           "id": self.lease.lead_id, "owner": self.lease.owner})
+        cur.execute(
+            q("lease_heartbeat"),
+            {
+                "expires_at": now + self.ttl,
+                "now": now,
+                "id": self.lease.lead_id,
+                "owner": self.lease.owner,
+            },
+        )
 
     def _beat(self) -> None:
         interval = self.ttl.total_seconds() / 3
@@ -143,13 +167,20 @@ class OwnerHeartbeat(Heartbeat):
     """Extends every lease `owner` holds on the session, in one statement, every ttl/3: the
     leases `lease_pending` took, running or waiting for a worker."""
 
-    def __init__(self, store: Store, session_id: str, owner: str,
-                 ttl: timedelta = LEASE_TTL) -> None:
+    def __init__(
+        self, store: Store, session_id: str, owner: str, ttl: timedelta = LEASE_TTL
+    ) -> None:
         super().__init__(store, Lease("", owner, "", "", "", 0), ttl)
         self.session_id = session_id
         self._thread.name = f"hb-{owner}"
 
     def _extend(self, cur: Any, now: Any) -> None:
-        cur.execute(q("lease_heartbeat_owner"), {"expires_at": now + self.ttl, "now": now,
-                                                 "session_id": self.session_id,
-                                                 "owner": self.lease.owner})
+        cur.execute(
+            q("lease_heartbeat_owner"),
+            {
+                "expires_at": now + self.ttl,
+                "now": now,
+                "session_id": self.session_id,
+                "owner": self.lease.owner,
+            },
+        )

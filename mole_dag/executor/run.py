@@ -116,15 +116,24 @@ class _Writer:
             batch, self._pending, self._since = self._pending, [], None
         if not batch and not len(self.free):
             return
+
         def write(cur: Any) -> list[tuple[int, int, int]]:
-            known = dict(cur.execute(q("source_urls"),
-                                     {"session_id": self.run.session_id}).fetchall())
+            known = dict(
+                cur.execute(q("source_urls"), {"session_id": self.run.session_id}).fetchall()
+            )
             links: list[dict[str, Any]] = []
             counts = [self._write(cur, o, known, links) for o in batch]
             if links:
-                cur.execute(q("lead_source_insert_many"), {
-                    "session_id": self.run.session_id, "now": utcnow(), **columns(
-                        links, ("lead_id", "sub_question_id", "source_id", "rank", "score"))})
+                cur.execute(
+                    q("lead_source_insert_many"),
+                    {
+                        "session_id": self.run.session_id,
+                        "now": utcnow(),
+                        **columns(
+                            links, ("lead_id", "sub_question_id", "source_id", "rank", "score")
+                        ),
+                    },
+                )
             return counts
 
         try:
@@ -139,22 +148,25 @@ class _Writer:
                 self.result.new_chunks += n_chunks
                 self.result.dead_ends += n_dead
 
-    def _write(self, cur: Any, o: _Outcome, known: dict[str, str],
-               links: list[dict[str, Any]]) -> tuple[int, int, int]:
+    def _write(
+        self, cur: Any, o: _Outcome, known: dict[str, str], links: list[dict[str, Any]]
+    ) -> tuple[int, int, int]:
         sid, lease = self.run.session_id, o.lease
         n_src = n_chunks = n_dead = 0
         for item in o.items:
             if isinstance(item, DeadEnd):
-                store_dead_end(cur, sid, item, sub_question_id=lease.sub_question_id,
-                               lead_id=lease.lead_id)
+                store_dead_end(
+                    cur, sid, item, sub_question_id=lease.sub_question_id, lead_id=lease.lead_id
+                )
                 n_dead += 1
                 continue
             if item.linked:
                 # A stand-in for a source this session stored earlier: link it, never insert it.
                 got = known.get(item.document.url)
                 if got is None:
-                    log.warning("lead %s: linked source %s is not stored", lease.lead_id,
-                                item.document.url)
+                    log.warning(
+                        "lead %s: linked source %s is not stored", lease.lead_id, item.document.url
+                    )
                     continue
                 source_id, chunks = got, 0
             else:
@@ -162,17 +174,31 @@ class _Writer:
             n_src += 1 if chunks else 0
             n_chunks += chunks
             # Written with the batch's other links, in one statement, after its sources.
-            links.append({"lead_id": lease.lead_id, "sub_question_id": lease.sub_question_id,
-                          "source_id": source_id, "rank": item.rank, "score": item.score})
+            links.append(
+                {
+                    "lead_id": lease.lead_id,
+                    "sub_question_id": lease.sub_question_id,
+                    "source_id": source_id,
+                    "rank": item.rank,
+                    "score": item.score,
+                }
+            )
         if o.dead is not None:
-            store_dead_end(cur, sid, o.dead, sub_question_id=lease.sub_question_id,
-                           lead_id=lease.lead_id)
+            store_dead_end(
+                cur, sid, o.dead, sub_question_id=lease.sub_question_id, lead_id=lease.lead_id
+            )
         leases.finish_in(cur, lease, o.status)
         return n_src, n_chunks, n_dead
 
 
-def _run_lead(run: Run, actors: dict[str, Actor], lease: leases.Lease, result: ExecResult,
-              lock: Lock, writer: _Writer) -> None:
+def _run_lead(
+    run: Run,
+    actors: dict[str, Actor],
+    lease: leases.Lease,
+    result: ExecResult,
+    lock: Lock,
+    writer: _Writer,
+) -> None:
     sid = run.session_id
     actor = actors.get(lease.actor)
     items: list[Found | DeadEnd] = []
@@ -187,8 +213,9 @@ def _run_lead(run: Run, actors: dict[str, Actor], lease: leases.Lease, result: E
         # ledger so call counts and spend by stage are complete. Paid search providers reserve
         # their price (a USD price: a token budget does not pay for searches).
         price = int(getattr(actor, "price_usd_micros", 0)) if run.unit == Unit.USD_MICROS else 0
-        with run.ledger.hold(sid, Role.EXECUTOR, price, tool=f"search:{actor.name}",
-                             stage=STAGE) as h:
+        with run.ledger.hold(
+            sid, Role.EXECUTOR, price, tool=f"search:{actor.name}", stage=STAGE
+        ) as h:
             items.extend(actor.gather(lease.query, RESULTS_PER_LEAD))
             h.settle(price)
     except BudgetExhausted as exc:
@@ -228,14 +255,16 @@ def execute_leads(run: Run, workers: int = DEFAULT_WORKERS) -> ExecResult:
     if taken:
         actors = actors_for(run.session(), run.store)
         lock = Lock()
-        with run.ledger.free_calls(sid) as free, \
-                leases.OwnerHeartbeat(run.store, sid, owner):
+        with run.ledger.free_calls(sid) as free, leases.OwnerHeartbeat(run.store, sid, owner):
             writer = _Writer(run, free, result, lock)
             try:
-                with ThreadPoolExecutor(max_workers=max(1, workers),
-                                        thread_name_prefix="lead") as pool:
-                    futures = [pool.submit(_run_lead, run, actors, lease, result, lock, writer)
-                               for lease in taken]
+                with ThreadPoolExecutor(
+                    max_workers=max(1, workers), thread_name_prefix="lead"
+                ) as pool:
+                    futures = [
+                        pool.submit(_run_lead, run, actors, lease, result, lock, writer)
+                        for lease in taken
+                    ]
                     for f in futures:
                         f.result()
             finally:

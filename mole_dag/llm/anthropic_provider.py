@@ -61,10 +61,14 @@ class AnthropicProvider:
         self.models = {**DEFAULT_MODELS, **dict(models or {})}
         self.policy, self.sleep = policy, sleep
         self._secret = api_key
-        http_client = (httpx2.Client(transport=transport, timeout=timeout_s)
-                       if transport is not None else None)
+        http_client = (
+            httpx2.Client(transport=transport, timeout=timeout_s) if transport is not None else None
+        )
         self._client = anthropic.Anthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=timeout_s,
             http_client=http_client,
         )
 
@@ -93,12 +97,22 @@ class AnthropicProvider:
             status = exc.status_code
             detail = redact(str(exc.message), self._secret)[:300]
             if retryable_status(status):
-                raise Retryable(f"HTTP {status}: {detail}", status=status,
-                                retry_after=retry_after_seconds(exc.response.headers)) from None
-            hint = (" (check ANTHROPIC_API_KEY or the key in the config file)"
-                    if status in (401, 403) else "")
-            raise ProviderRejected(f"anthropic refused the call (HTTP {status}){hint}: {detail}",
-                                   provider=NAME, model=model, status=status) from None
+                raise Retryable(
+                    f"HTTP {status}: {detail}",
+                    status=status,
+                    retry_after=retry_after_seconds(exc.response.headers),
+                ) from None
+            hint = (
+                " (check ANTHROPIC_API_KEY or the key in the config file)"
+                if status in (401, 403)
+                else ""
+            )
+            raise ProviderRejected(
+                f"anthropic refused the call (HTTP {status}){hint}: {detail}",
+                provider=NAME,
+                model=model,
+                status=status,
+            ) from None
         except (anthropic.APITimeoutError, anthropic.APIConnectionError) as exc:
             # The SDK wraps whatever its transport raised; a cassette with no answer for this
             # request is not a connection problem and must not be retried as one.
@@ -108,8 +122,13 @@ class AnthropicProvider:
 
     def complete(self, call: Call) -> Completion:
         model = call.model or self.model_for(call.tier)
-        msg = with_retries(lambda: self._attempt(model, call), policy=self.policy,
-                           sleep=self.sleep, provider=NAME, model=model)
+        msg = with_retries(
+            lambda: self._attempt(model, call),
+            policy=self.policy,
+            sleep=self.sleep,
+            provider=NAME,
+            model=model,
+        )
         u = msg.usage
         usage = Usage(
             input_tokens=int(u.input_tokens or 0),
@@ -117,9 +136,11 @@ class AnthropicProvider:
             cache_read_tokens=int(getattr(u, "cache_read_input_tokens", None) or 0),
             cache_write_tokens=int(getattr(u, "cache_creation_input_tokens", None) or 0),
         )
-        text = "".join(getattr(b, "text", "") for b in msg.content
-                       if getattr(b, "type", "") == "text")
+        text = "".join(
+            getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text"
+        )
         if not text.strip():
             raise EmptyOutput(provider=NAME, model=model, usage=usage, stop_reason=msg.stop_reason)
-        return Completion(text=text, usage=usage, model=model,
-                          truncated=msg.stop_reason == "max_tokens")
+        return Completion(
+            text=text, usage=usage, model=model, truncated=msg.stop_reason == "max_tokens"
+        )

@@ -80,8 +80,9 @@ def _target(url: Any) -> str:
 class Cassette:
     """One cassette file, opened for replay or for recording."""
 
-    def __init__(self, path: Path, meta: dict[str, Any], exchanges: list[Exchange],
-                 recording: bool) -> None:
+    def __init__(
+        self, path: Path, meta: dict[str, Any], exchanges: list[Exchange], recording: bool
+    ) -> None:
         self.path = path
         self.meta = meta
         self.recording = recording
@@ -97,8 +98,10 @@ class Cassette:
     def load(cls, path: Path | str) -> Cassette:
         path = Path(path)
         if not path.is_file():
-            raise CassetteError(f"no cassette at {path}; record one with `mole research ... "
-                                "--record FILE` (or pass the right --cassette path)")
+            raise CassetteError(
+                f"no cassette at {path}; record one with `mole research ... "
+                "--record FILE` (or pass the right --cassette path)"
+            )
         meta, exchanges = read(path)
         return cls(path, meta, exchanges, recording=False)
 
@@ -112,8 +115,10 @@ class Cassette:
             if path.exists() and path.stat().st_size > 0:
                 have, _ = read(path)
                 if have.get("provider") != meta.get("provider"):
-                    raise CassetteError(f"{path} holds a {have.get('provider')} recording; "
-                                        f"record {meta.get('provider')} calls to another file")
+                    raise CassetteError(
+                        f"{path} holds a {have.get('provider')} recording; "
+                        f"record {meta.get('provider')} calls to another file"
+                    )
         return cls(path, meta, [], recording=True)
 
     # -- replay and record ------------------------------------------------------------------
@@ -136,10 +141,18 @@ class Cassette:
             return sum(len(q) for q in self._queues.values())
 
     def append(self, ex: Exchange) -> None:
-        line = json.dumps({
-            "request": {"method": ex.method, "target": ex.target, **_encode_body(ex.body)},
-            "response": {"status": ex.status, "headers": ex.headers, **_encode_body(ex.response)},
-        }, ensure_ascii=False, sort_keys=True)
+        line = json.dumps(
+            {
+                "request": {"method": ex.method, "target": ex.target, **_encode_body(ex.body)},
+                "response": {
+                    "status": ex.status,
+                    "headers": ex.headers,
+                    **_encode_body(ex.response),
+                },
+            },
+            ensure_ascii=False,
+            sort_keys=True,
+        )
         with _locks[str(self.path.resolve())]:
             if not self.path.exists() or self.path.stat().st_size == 0:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -153,10 +166,13 @@ class Cassette:
         replays from this cassette, or records what `inner` (default: a real HTTP transport)
         answers."""
         if not self.recording:
+
             def replay(request: Any) -> Any:
                 ex = self.answer(request.method, _target(request.url), request.read())
-                return http.Response(ex.status, headers=ex.headers, content=ex.response,
-                                     request=request)
+                return http.Response(
+                    ex.status, headers=ex.headers, content=ex.response, request=request
+                )
+
             return http.MockTransport(replay)
 
         real = inner if inner is not None else http.HTTPTransport()
@@ -168,12 +184,16 @@ class Cassette:
                 content = resp.read()  # decoded: the content-encoding header is not kept
             finally:
                 resp.close()
-            headers = {k.lower(): v for k, v in resp.headers.items()
-                       if k.lower() in KEEP_HEADERS}
-            self.append(Exchange(request.method, _target(request.url), body, resp.status_code,
-                                 headers, content))
-            return http.Response(resp.status_code, headers=headers, content=content,
-                                 request=request)
+            headers = {k.lower(): v for k, v in resp.headers.items() if k.lower() in KEEP_HEADERS}
+            self.append(
+                Exchange(
+                    request.method, _target(request.url), body, resp.status_code, headers, content
+                )
+            )
+            return http.Response(
+                resp.status_code, headers=headers, content=content, request=request
+            )
+
         return http.MockTransport(record)
 
 
@@ -193,9 +213,16 @@ def read(path: Path) -> tuple[dict[str, Any], list[Exchange]]:
                     meta = {k: v for k, v in obj.items() if k != "mole_cassette"}
                     continue
                 req, resp = obj["request"], obj["response"]
-                out.append(Exchange(str(req["method"]), str(req["target"]), _decode_body(req),
-                                    int(resp["status"]), dict(resp.get("headers") or {}),
-                                    _decode_body(resp)))
+                out.append(
+                    Exchange(
+                        str(req["method"]),
+                        str(req["target"]),
+                        _decode_body(req),
+                        int(resp["status"]),
+                        dict(resp.get("headers") or {}),
+                        _decode_body(resp),
+                    )
+                )
             except (ValueError, KeyError, TypeError) as exc:
                 raise CassetteError(f"{path}, line {n}: {exc}") from None
     if meta is None:

@@ -50,8 +50,11 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # some servers return content parts
-        return "".join(p.get("text", "") for p in content
-                       if isinstance(p, dict) and isinstance(p.get("text"), str))
+        return "".join(
+            p.get("text", "")
+            for p in content
+            if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
     return ""
 
 
@@ -86,8 +89,12 @@ class OpenAICompatProvider:
         headers = {"content-type": "application/json"}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
-        self._client = httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers,
-                                    timeout=timeout_s, transport=transport)
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/") + "/",
+            headers=headers,
+            timeout=timeout_s,
+            transport=transport,
+        )
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAICompatProvider(base_url={str(self._client.base_url)!r})"
@@ -101,8 +108,11 @@ class OpenAICompatProvider:
     def _body(self, model: str, call: Call, json_mode: bool) -> bytes:
         messages = [{"role": "system", "content": call.system}] if call.system else []
         messages += [{"role": m.role, "content": m.content} for m in call.messages]
-        body: dict[str, Any] = {"model": model, "messages": messages,
-                                self.limit_field: call.max_tokens}
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            self.limit_field: call.max_tokens,
+        }
         if json_mode:
             body["response_format"] = {"type": "json_object"}
         # Serialised here, not by httpx, so the bytes (and a cassette's keys) do not depend on
@@ -117,39 +127,69 @@ class OpenAICompatProvider:
             raise Retryable(f"{type(exc).__name__}: {redact(str(exc), self._secret)}") from None
         status = resp.status_code
         detail = redact(resp.text, self._secret)[:300]
-        if (status == 400 and want_json and self.json_mode is None
-                and "response_format" in resp.text):
+        if (
+            status == 400
+            and want_json
+            and self.json_mode is None
+            and "response_format" in resp.text
+        ):
             self.json_mode = False  # this server has no JSON mode; ask plainly from now on
             return self._attempt(model, call)
-        if (status == 400 and self.limit_field == "max_tokens"
-                and "max_completion_tokens" in resp.text):
+        if (
+            status == 400
+            and self.limit_field == "max_tokens"
+            and "max_completion_tokens" in resp.text
+        ):
             # The output bound is still sent, under the name this model wants: the ledger's
             # reservation rests on it.
             self.limit_field = "max_completion_tokens"
             return self._attempt(model, call)
         if status >= 400:
             if retryable_status(status):
-                raise Retryable(f"HTTP {status}: {detail}", status=status,
-                                retry_after=retry_after_seconds(resp.headers))
-            hint = (" (check OPENAI_API_KEY or the key in the config file)"
-                    if status in (401, 403) else "")
-            raise ProviderRejected(f"{self._client.base_url} refused the call (HTTP {status})"
-                                   f"{hint}: {detail}", provider=NAME, model=model, status=status)
+                raise Retryable(
+                    f"HTTP {status}: {detail}",
+                    status=status,
+                    retry_after=retry_after_seconds(resp.headers),
+                )
+            hint = (
+                " (check OPENAI_API_KEY or the key in the config file)"
+                if status in (401, 403)
+                else ""
+            )
+            raise ProviderRejected(
+                f"{self._client.base_url} refused the call (HTTP {status}){hint}: {detail}",
+                provider=NAME,
+                model=model,
+                status=status,
+            )
         try:
             data = resp.json()
         except ValueError:
-            raise ProviderRejected(f"{self._client.base_url} answered HTTP {status} with a body "
-                                   f"that is not JSON: {detail[:120]!r}", provider=NAME,
-                                   model=model, status=status) from None
+            raise ProviderRejected(
+                f"{self._client.base_url} answered HTTP {status} with a body "
+                f"that is not JSON: {detail[:120]!r}",
+                provider=NAME,
+                model=model,
+                status=status,
+            ) from None
         if not isinstance(data, dict):
-            raise ProviderRejected("the chat-completions answer is not a JSON object",
-                                   provider=NAME, model=model, status=status)
+            raise ProviderRejected(
+                "the chat-completions answer is not a JSON object",
+                provider=NAME,
+                model=model,
+                status=status,
+            )
         return data
 
     def complete(self, call: Call) -> Completion:
         model = call.model or self.model_for(call.tier)
-        data = with_retries(lambda: self._attempt(model, call), policy=self.policy,
-                            sleep=self.sleep, provider=NAME, model=model)
+        data = with_retries(
+            lambda: self._attempt(model, call),
+            policy=self.policy,
+            sleep=self.sleep,
+            provider=NAME,
+            model=model,
+        )
         raw_usage = data.get("usage")
         reported = isinstance(raw_usage, dict) and "prompt_tokens" in raw_usage
         usage = Usage()
@@ -158,9 +198,11 @@ class OpenAICompatProvider:
             details = raw_usage.get("prompt_tokens_details") or {}
             cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
             prompt = _int(raw_usage.get("prompt_tokens"))
-            usage = Usage(input_tokens=max(prompt - cached, 0),
-                          output_tokens=_int(raw_usage.get("completion_tokens")),
-                          cache_read_tokens=min(cached, prompt))
+            usage = Usage(
+                input_tokens=max(prompt - cached, 0),
+                output_tokens=_int(raw_usage.get("completion_tokens")),
+                cache_read_tokens=min(cached, prompt),
+            )
         choices = data.get("choices") or []
         first = choices[0] if isinstance(choices, list) and choices else {}
         first = first if isinstance(first, dict) else {}
@@ -168,8 +210,17 @@ class OpenAICompatProvider:
         text = _text_of(message.get("content"))
         finish = first.get("finish_reason")
         if not text.strip():
-            raise EmptyOutput(provider=NAME, model=model, usage=usage,
-                              stop_reason=str(finish) if finish else None,
-                              usage_reported=reported)
-        return Completion(text=text, usage=usage, model=model, truncated=finish == "length",
-                          usage_reported=reported)
+            raise EmptyOutput(
+                provider=NAME,
+                model=model,
+                usage=usage,
+                stop_reason=str(finish) if finish else None,
+                usage_reported=reported,
+            )
+        return Completion(
+            text=text,
+            usage=usage,
+            model=model,
+            truncated=finish == "length",
+            usage_reported=reported,
+        )

@@ -84,8 +84,9 @@ def _fraction(model: str, field: str, value: Any) -> Fraction:
     except InvalidOperation:
         raise PricingError(f"price {field} of {model!r} must be a number, got {value!r}") from None
     if not d.is_finite() or d < 0:
-        raise PricingError(f"price {field} of {model!r} must be a non-negative number, "
-                           f"got {value!r}")
+        raise PricingError(
+            f"price {field} of {model!r} must be a non-negative number, got {value!r}"
+        )
     return Fraction(d)
 
 
@@ -94,8 +95,9 @@ def _price(model: str, raw: Any, as_of: str = "") -> Price:
         raise PricingError(f"the price of {model!r} must be an object with {', '.join(FIELDS)}")
     unknown = set(raw) - set(FIELDS) - set(EXTRA_FIELDS)
     if unknown:
-        raise PricingError(f"price of {model!r} has unknown fields {sorted(unknown)}; "
-                           f"expected {', '.join(FIELDS)}")
+        raise PricingError(
+            f"price of {model!r} has unknown fields {sorted(unknown)}; expected {', '.join(FIELDS)}"
+        )
     if "input" not in raw or "output" not in raw:
         raise PricingError(f"price of {model!r} needs at least input and output")
     stated = raw.get("as_of", as_of)
@@ -106,10 +108,14 @@ def _price(model: str, raw: Any, as_of: str = "") -> Price:
         band = raw["long_prompt"]
         above = band.get("above") if isinstance(band, Mapping) else None
         if isinstance(above, bool) or not isinstance(above, int) or above <= 0:
-            raise PricingError(f"long_prompt of {model!r} needs a positive whole `above` "
-                               "(prompt tokens) and the band's prices")
-        long_prompt = (above, _price(model, {k: v for k, v in band.items() if k != "above"},
-                                     stated))
+            raise PricingError(
+                f"long_prompt of {model!r} needs a positive whole `above` "
+                "(prompt tokens) and the band's prices"
+            )
+        long_prompt = (
+            above,
+            _price(model, {k: v for k, v in band.items() if k != "above"}, stated),
+        )
     inp = _fraction(model, "input", raw["input"])
     # Without a stated cache price, cache tokens are priced as input: a bound that may
     # overstate, never understate, a cache discount.
@@ -166,13 +172,21 @@ class PriceTable:
     def cost(self, model: str, usage: Usage, unit: Unit) -> int:
         """What a call with this usage costs, in the unit (rounded up to a whole micro-dollar)."""
         if unit == Unit.TOKENS:
-            return (usage.input_tokens + usage.output_tokens + usage.cache_read_tokens
-                    + usage.cache_write_tokens)
-        p = self.require(model).band(usage.input_tokens + usage.cache_read_tokens
-                                     + usage.cache_write_tokens)
-        total = (usage.input_tokens * p.input + usage.output_tokens * p.output
-                 + usage.cache_read_tokens * p.cache_read
-                 + usage.cache_write_tokens * p.cache_write)
+            return (
+                usage.input_tokens
+                + usage.output_tokens
+                + usage.cache_read_tokens
+                + usage.cache_write_tokens
+            )
+        p = self.require(model).band(
+            usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        )
+        total = (
+            usage.input_tokens * p.input
+            + usage.output_tokens * p.output
+            + usage.cache_read_tokens * p.cache_read
+            + usage.cache_write_tokens * p.cache_write
+        )
         return math.ceil(total)
 
     def bound(self, model: str, input_tokens: int, max_tokens: int, unit: Unit) -> int:

@@ -112,8 +112,15 @@ class ProviderUnavailable(ModelCallFailed):
     """Retryable failures (429, 529, 5xx, timeouts, refused connections) that outlasted the
     bounded retries, or a server that asked to wait longer than we are willing to."""
 
-    def __init__(self, message: str, *, provider: str = "", model: str = "",
-                 status: int | None = None, attempts: int = 0) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        model: str = "",
+        status: int | None = None,
+        attempts: int = 0,
+    ) -> None:
         self.status, self.attempts = status, attempts
         super().__init__(message, provider=provider, model=model)
 
@@ -122,8 +129,9 @@ class ProviderRejected(ModelCallFailed):
     """A 4xx the server will not change its mind about (bad key, unknown model, bad request).
     Not retried: asking again costs time and gives the same answer."""
 
-    def __init__(self, message: str, *, provider: str = "", model: str = "",
-                 status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, provider: str = "", model: str = "", status: int | None = None
+    ) -> None:
         self.status = status
         super().__init__(message, provider=provider, model=model)
 
@@ -133,8 +141,15 @@ class EmptyOutput(ModelCallFailed, PaidCallFailed):
     allowance thinking. A named error, not a JSON parse failure, and a paid one: the tokens were
     used, so the ledger settles the call at its price instead of releasing it."""
 
-    def __init__(self, *, provider: str, model: str, usage: Usage, stop_reason: str | None,
-                 usage_reported: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str,
+        usage: Usage,
+        stop_reason: str | None,
+        usage_reported: bool = True,
+    ) -> None:
         self.stop_reason = stop_reason
         self.usage_reported = usage_reported
         PaidCallFailed.__init__(self, usage=usage)
@@ -143,7 +158,8 @@ class EmptyOutput(ModelCallFailed, PaidCallFailed):
             f"{provider} model {model} returned no text (stop reason {stop_reason or 'none'}, "
             f"{usage.output_tokens} output tokens): a reasoning model may have spent its "
             "max_tokens thinking; raise the tier's max_tokens or use a non-reasoning model",
-            provider=provider, model=model,
+            provider=provider,
+            model=model,
         )
 
 

@@ -39,8 +39,9 @@ DEFAULT_POLICY = RetryPolicy()
 class Retryable(Exception):
     """Raised by a provider's single attempt when trying again may help."""
 
-    def __init__(self, message: str, *, status: int | None = None,
-                 retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
         self.status, self.retry_after = status, retry_after
         super().__init__(message)
 
@@ -102,11 +103,17 @@ def with_retries(
                 raise ProviderUnavailable(
                     f"{provider} asked to wait {exc.retry_after:.0f}s before retrying, more than "
                     f"the {policy.max_retry_after_s:.0f}s this client waits: {exc}",
-                    provider=provider, model=model, status=exc.status, attempts=n,
+                    provider=provider,
+                    model=model,
+                    status=exc.status,
+                    attempts=n,
                 ) from None
             sleep(exc.retry_after if exc.retry_after is not None else backoff(n, policy))
     assert last is not None
     raise ProviderUnavailable(
         f"{provider} call failed after {policy.max_attempts} attempts: {last}",
-        provider=provider, model=model, status=last.status, attempts=policy.max_attempts,
+        provider=provider,
+        model=model,
+        status=last.status,
+        attempts=policy.max_attempts,
     ) from None

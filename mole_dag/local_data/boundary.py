@@ -45,18 +45,37 @@ class Crossing:
         return ([self.partial] if self.partial is not None else []) + list(self.also_suppressed)
 
 
-def _crossing(kind: str, template: str | None, columns: dict[str, str] | list[str],
-              sql: str | None, executed: str | None, envelope: dict[str, Any], min_rows: int,
-              result: gate.GateResult | None = None,
-              row_sets: list[overlap.Recorded] | None = None) -> Crossing:
+def _crossing(
+    kind: str,
+    template: str | None,
+    columns: dict[str, str] | list[str],
+    sql: str | None,
+    executed: str | None,
+    envelope: dict[str, Any],
+    min_rows: int,
+    result: gate.GateResult | None = None,
+    row_sets: list[overlap.Recorded] | None = None,
+) -> Crossing:
     text = gate.canonical_json(envelope)
     partial = result.suppressed if result is not None else None
     more = tuple(result.also_suppressed) if result is not None else ()
     if partial is None and more:
         partial, more = more[0], more[1:]
     sets = tuple(result.row_sets if result is not None else row_sets or [])
-    return Crossing(kind, template, columns, sql, executed, envelope, text,
-                    gate.sha256_of(text), min_rows, partial, more, sets)
+    return Crossing(
+        kind,
+        template,
+        columns,
+        sql,
+        executed,
+        envelope,
+        text,
+        gate.sha256_of(text),
+        min_rows,
+        partial,
+        more,
+        sets,
+    )
 
 
 def _checked(dataset: Dataset, guarded: Guarded, envelope: dict[str, Any]) -> None:
@@ -71,31 +90,66 @@ def profile_crossing(dataset: Dataset, view: ProfileView) -> Crossing:
     """The profile itself leaves (to whichever mind picks hypotheses), so it is a crossing
     too. Names, types, counts and null rates over all rows; no values."""
     envelope = {
-        "dataset": dataset.sha256[:12], "file": view.file, "rows": view.rows, "floor": FLOOR,
+        "dataset": dataset.sha256[:12],
+        "file": view.file,
+        "rows": view.rows,
+        "floor": FLOOR,
         "columns": [
-            {"name": c.name, "type": c.type, "roles": list(c.roles), "distinct": c.distinct,
-             "null_rate": c.null_rate, "withheld": c.withheld}
+            {
+                "name": c.name,
+                "type": c.type,
+                "roles": list(c.roles),
+                "distinct": c.distinct,
+                "null_rate": c.null_rate,
+                "withheld": c.withheld,
+            }
             for c in view.columns
         ],
     }
-    return _crossing("profile", None, [c.name for c in view.columns], None, None, envelope,
-                     view.rows, row_sets=overlap.profile_sets(dataset))
+    return _crossing(
+        "profile",
+        None,
+        [c.name for c in view.columns],
+        None,
+        None,
+        envelope,
+        view.rows,
+        row_sets=overlap.profile_sets(dataset),
+    )
 
 
-def ask_template(dataset: Dataset, choice: HypothesisChoice,
-                 history: overlap.History | None = None) -> Crossing:
+def ask_template(
+    dataset: Dataset, choice: HypothesisChoice, history: overlap.History | None = None
+) -> Crossing:
     """Raises Refused (hypothesis, sqlguard, gate or exfil) or returns what may leave."""
     rendered = hypothesis.render(choice, dataset)
     guarded = guard(rendered.sql, dataset)
-    request: dict[str, Any] = {"kind": "template", "template": rendered.template,
-                               "columns": rendered.columns}
+    request: dict[str, Any] = {
+        "kind": "template",
+        "template": rendered.template,
+        "columns": rendered.columns,
+    }
     if choice.buckets is not None:
         request["buckets"] = choice.buckets
-    result = gate.run(dataset, guarded, request=request, tests=rendered.tests,
-                      extra=rendered.extra, history=history)
+    result = gate.run(
+        dataset,
+        guarded,
+        request=request,
+        tests=rendered.tests,
+        extra=rendered.extra,
+        history=history,
+    )
     _checked(dataset, guarded, result.envelope)
-    return _crossing("template", rendered.template, rendered.columns, guarded.sql,
-                     result.executed_sql, result.envelope, result.min_rows, result)
+    return _crossing(
+        "template",
+        rendered.template,
+        rendered.columns,
+        guarded.sql,
+        result.executed_sql,
+        result.envelope,
+        result.min_rows,
+        result,
+    )
 
 
 def ask_sql(dataset: Dataset, sql: str, history: overlap.History | None = None) -> Crossing:
@@ -103,5 +157,13 @@ def ask_sql(dataset: Dataset, sql: str, history: overlap.History | None = None) 
     guarded = guard(sql, dataset)
     result = gate.run(dataset, guarded, request={"kind": "sql"}, history=history)
     _checked(dataset, guarded, result.envelope)
-    return _crossing("sql", None, list(guarded.columns), guarded.sql, result.executed_sql,
-                     result.envelope, result.min_rows, result)
+    return _crossing(
+        "sql",
+        None,
+        list(guarded.columns),
+        guarded.sql,
+        result.executed_sql,
+        result.envelope,
+        result.min_rows,
+        result,
+    )

@@ -60,19 +60,28 @@ def choose_hypotheses(view: ProfileView) -> list[HypothesisChoice]:
 
     category_groups = [g for g in groups if BINARY not in g.roles] or groups
     if category_groups and measures:
-        add(HypothesisChoice("mean_by_group", {"group": category_groups[0].name,
-                                               "value": measures[0].name}))
+        add(
+            HypothesisChoice(
+                "mean_by_group", {"group": category_groups[0].name, "value": measures[0].name}
+            )
+        )
     if binaries and category_groups:
         outcome = binaries[0]
         group = next((g for g in category_groups if g.name != outcome.name), None)
         if group is not None:
-            add(HypothesisChoice("proportion_by_group", {"group": group.name,
-                                                         "outcome": outcome.name}))
+            add(
+                HypothesisChoice(
+                    "proportion_by_group", {"group": group.name, "outcome": outcome.name}
+                )
+            )
     if len(measures) >= 2:
         add(HypothesisChoice("correlation", {"x": measures[0].name, "y": measures[1].name}))
     if len(category_groups) >= 2 and measures:
-        add(HypothesisChoice("median_by_group", {"group": category_groups[1].name,
-                                                 "value": measures[0].name}))
+        add(
+            HypothesisChoice(
+                "median_by_group", {"group": category_groups[1].name, "value": measures[0].name}
+            )
+        )
     if category_groups:
         add(HypothesisChoice("count_by_group", {"group": category_groups[0].name}))
     if measures:

@@ -65,8 +65,9 @@ class ColumnProfile:
     levels: tuple[Any, ...] = ()
 
     def view(self) -> ColumnView:
-        return ColumnView(self.name, self.type, self.roles, self.distinct,
-                          round(self.null_rate, 4), self.withheld)
+        return ColumnView(
+            self.name, self.type, self.roles, self.distinct, round(self.null_rate, 4), self.withheld
+        )
 
 
 def ident(name: str) -> str:
@@ -117,8 +118,9 @@ def _check_file(path: Path, hasher: Any) -> None:
                 offset += len(block)
             decoder.decode(b"", final=True)
     except UnicodeDecodeError:
-        raise DataError(f"{path} is not UTF-8: it ends inside a multi-byte character; "
-                        "re-save it as UTF-8") from None
+        raise DataError(
+            f"{path} is not UTF-8: it ends inside a multi-byte character; re-save it as UTF-8"
+        ) from None
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc.strerror}") from None
 
@@ -157,14 +159,18 @@ def _files(path: Path) -> list[Path]:
         return [path]
     if path.is_dir():
         try:
-            found = sorted(p for p in path.iterdir()
-                           if p.suffix.lower() == ".csv" and not p.name.startswith(".")
-                           and p.is_file())
+            found = sorted(
+                p
+                for p in path.iterdir()
+                if p.suffix.lower() == ".csv" and not p.name.startswith(".") and p.is_file()
+            )
         except OSError as exc:
             raise DataError(f"cannot list {path}: {exc.strerror}") from None
         if not found:
-            raise DataError(f"{path} holds no .csv files; --data takes a CSV file or a folder "
-                            "of CSVs that share one header")
+            raise DataError(
+                f"{path} holds no .csv files; --data takes a CSV file or a folder "
+                "of CSVs that share one header"
+            )
         return found
     raise DataError(f"{path} is neither a file nor a folder")
 
@@ -192,8 +198,13 @@ def _sniff(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[str]]:
     from mole_dag.store.records import fetch_one
 
     try:
-        row = fetch_one(con, _Sniffed, "SELECT Delimiter AS delimiter, Columns AS columns "
-                                       "FROM sniff_csv($p, sample_size = -1)", {"p": str(path)})
+        row = fetch_one(
+            con,
+            _Sniffed,
+            "SELECT Delimiter AS delimiter, Columns AS columns "
+            "FROM sniff_csv($p, sample_size = -1)",
+            {"p": str(path)},
+        )
     except duckdb.Error as exc:
         raise _duckdb_csv_error(path, exc) from None
     assert row is not None
@@ -208,8 +219,10 @@ def _sniff(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[str]]:
         _strict_read(con, path, delim, len(fields))
     if len(cols) == 1 and any(d in header for d in ",;\t"):
         # DuckDB falls back to one column when rows disagree on their number of fields.
-        raise DataError(f"{path}: rows do not all have the header's number of fields; "
-                        "fix the file or attach another")
+        raise DataError(
+            f"{path}: rows do not all have the header's number of fields; "
+            "fix the file or attach another"
+        )
     if delim not in _DELIMITERS:
         raise DataError(f"{path}: no comma, semicolon, tab or pipe delimiter was found")
     return delim, cols
@@ -218,9 +231,11 @@ def _sniff(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[str]]:
 def _strict_read(con: duckdb.DuckDBPyConnection, path: Path, delim: str, width: int) -> None:
     columns = {f"c{i}": "VARCHAR" for i in range(width)}
     try:
-        con.execute("SELECT count(*) FROM read_csv($p, delim = $d, header = true, "
-                    "auto_detect = false, columns = $c)",
-                    {"p": str(path), "d": delim, "c": columns}).fetchone()
+        con.execute(
+            "SELECT count(*) FROM read_csv($p, delim = $d, header = true, "
+            "auto_detect = false, columns = $c)",
+            {"p": str(path), "d": delim, "c": columns},
+        ).fetchone()
     except duckdb.Error as exc:
         raise _duckdb_csv_error(path, exc, delim) from None
 
@@ -257,15 +272,19 @@ class Dataset:
                     raise DataError(
                         f"mixed schemas in {root}: {f.name} differs from {first_file.name} "
                         f"(missing {missing or 'none'}, extra {extra or 'none'}); a folder must "
-                        "hold CSVs with one header")
+                        "hold CSVs with one header"
+                    )
                 if d != delim:
-                    raise DataError(f"mixed delimiters in {root}: {f.name} uses {d!r}, "
-                                    f"{first_file.name} uses {delim!r}")
+                    raise DataError(
+                        f"mixed delimiters in {root}: {f.name} uses {d!r}, "
+                        f"{first_file.name} uses {delim!r}"
+                    )
             try:
                 con.execute(
                     f"CREATE TABLE {TABLE} AS SELECT * FROM read_csv($files, header = true, "
                     "delim = $delim, union_by_name = true, sample_size = -1)",
-                    {"files": [str(f) for f in files], "delim": delim})
+                    {"files": [str(f) for f in files], "delim": delim},
+                )
             except duckdb.Error as exc:
                 raise _duckdb_csv_error(root, exc) from None
             # From here on the database can reach nothing outside itself.
@@ -277,14 +296,18 @@ class Dataset:
             if rows == 0:
                 raise DataError(f"{root} has a header but no rows")
             if rows < FLOOR:
-                raise DataError(f"{root} has {rows} rows; no aggregate over fewer than {FLOOR} "
-                                "rows may leave, so there is nothing to analyse")
+                raise DataError(
+                    f"{root} has {rows} rows; no aggregate over fewer than {FLOOR} "
+                    "rows may leave, so there is nothing to analyse"
+                )
             columns = _profile(con, rows)
             if any(c.name.casefold() == "rowid" for c in columns):
                 # The gate's row sets (overlap.py) name rows by DuckDB's rowid, which a column
                 # of that name would hide: better refused than silently mis-bookkept.
-                raise DataError(f"{root} has a column named rowid, a name DuckDB reserves for "
-                                "the row's position; rename the column and attach the data again")
+                raise DataError(
+                    f"{root} has a column named rowid, a name DuckDB reserves for "
+                    "the row's position; rename the column and attach the data again"
+                )
         except BaseException:
             con.close()
             raise
@@ -313,16 +336,25 @@ class Dataset:
     def withheld(self) -> list[ColumnProfile]:
         return [c for c in self.columns if c.withheld]
 
-    def view(self, question: str, templates: tuple[TemplateInfo, ...], max_choices: int
-             ) -> ProfileView:
-        return ProfileView(question, self.name, self.rows,
-                           tuple(c.view() for c in self.columns), templates, max_choices)
+    def view(
+        self, question: str, templates: tuple[TemplateInfo, ...], max_choices: int
+    ) -> ProfileView:
+        return ProfileView(
+            question,
+            self.name,
+            self.rows,
+            tuple(c.view() for c in self.columns),
+            templates,
+            max_choices,
+        )
 
     def describe(self) -> str:
         withheld = ", ".join(f"{c.name} ({c.withheld})" for c in self.withheld) or "none"
         files = f"{len(self.files)} file{'s' if len(self.files) != 1 else ''}"
-        return (f"{self.name}: {self.rows} rows, {len(self.columns)} columns from {files}; "
-                f"withheld: {withheld}")
+        return (
+            f"{self.name}: {self.rows} rows, {len(self.columns)} columns from {files}; "
+            f"withheld: {withheld}"
+        )
 
 
 def _profile(con: duckdb.DuckDBPyConnection, rows: int) -> list[ColumnProfile]:
@@ -337,10 +369,12 @@ def _profile(con: duckdb.DuckDBPyConnection, rows: int) -> list[ColumnProfile]:
         c = ident(d.column_name)
         parts += [f"count({c}) AS non_null_{i}", f"count(DISTINCT {c}) AS distinct_{i}"]
         if _simple_type(d.column_type) == "text":
-            parts += [f"coalesce(avg(length({c})), 0) AS avg_len_{i}",
-                      f"coalesce(max(length({c})), 0) AS max_len_{i}",
-                      f"count_if(regexp_full_match({c}, '{_EMAIL}')) AS emails_{i}",
-                      f"count_if(regexp_full_match({c}, '{_PHONE}')) AS phones_{i}"]
+            parts += [
+                f"coalesce(avg(length({c})), 0) AS avg_len_{i}",
+                f"coalesce(max(length({c})), 0) AS max_len_{i}",
+                f"count_if(regexp_full_match({c}, '{_EMAIL}')) AS emails_{i}",
+                f"count_if(regexp_full_match({c}, '{_PHONE}')) AS phones_{i}",
+            ]
     got = fetch_named(con, f"SELECT {', '.join(parts)} FROM {TABLE}")
     assert got is not None  # an aggregate without GROUP BY has one row
     out: list[ColumnProfile] = []
@@ -362,18 +396,40 @@ def _profile(con: duckdb.DuckDBPyConnection, rows: int) -> list[ColumnProfile]:
                 roles.append(GROUP)
             if distinct == 2:
                 counts = fetch_all(
-                    con, _LevelCount, f"SELECT {ident(name)} AS level, count(*) AS n FROM {TABLE} "
-                    f"WHERE {ident(name)} IS NOT NULL GROUP BY 1 ORDER BY 1")
+                    con,
+                    _LevelCount,
+                    f"SELECT {ident(name)} AS level, count(*) AS n FROM {TABLE} "
+                    f"WHERE {ident(name)} IS NOT NULL GROUP BY 1 ORDER BY 1",
+                )
                 if all(c.n >= FLOOR for c in counts):
                     roles.append(BINARY)
                     levels = tuple(c.level for c in counts)
-        out.append(ColumnProfile(name, dtype, kind, non_null, distinct,
-                                 (rows - non_null) / rows, tuple(roles), withheld, levels))
+        out.append(
+            ColumnProfile(
+                name,
+                dtype,
+                kind,
+                non_null,
+                distinct,
+                (rows - non_null) / rows,
+                tuple(roles),
+                withheld,
+                levels,
+            )
+        )
     return out
 
 
-def _withheld(name: str, kind: str, non_null: int, distinct: int, avg_len: float,
-              max_len: float, emails: float, phones: float) -> str | None:
+def _withheld(
+    name: str,
+    kind: str,
+    non_null: int,
+    distinct: int,
+    avg_len: float,
+    max_len: float,
+    emails: float,
+    phones: float,
+) -> str | None:
     """Why a column may not be used at all, or None. Order matters: the most specific reason."""
     if kind in {"date", "other"}:
         # Dates are quasi-identifiers (a birth date, a visit date) and no template uses them.

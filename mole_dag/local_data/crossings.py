@@ -63,31 +63,72 @@ class Recorder:
         seq = self._seq(cur)
         cid = stable_id(self.session_id, "crossing", str(seq), c.envelope_sha256, prefix="x-")
         for rec in c.row_sets:
-            cur.execute(q("local_row_set_insert"), {
-                "session_id": self.session_id, "crossing_id": cid, "seq": seq,
-                "dataset_sha256": self.dataset.sha256, "cell": rec.cell,
-                "columns": rec.rows.columns, "n": rec.rows.n, "bits": rec.rows.blob()})
-        cur.execute(q("local_crossing_insert"), {
-            "id": cid, "session_id": self.session_id, "seq": seq, "kind": c.kind,
-            "template": c.template, "columns": json.dumps(c.columns, ensure_ascii=False),
-            "sql": c.sql, "executed_sql": c.executed_sql, "envelope": c.envelope_json,
-            "envelope_sha256": c.envelope_sha256, "dataset_sha256": self.dataset.sha256,
-            "floor": FLOOR, "min_rows": c.min_rows, "now": utcnow()})
+            cur.execute(
+                q("local_row_set_insert"),
+                {
+                    "session_id": self.session_id,
+                    "crossing_id": cid,
+                    "seq": seq,
+                    "dataset_sha256": self.dataset.sha256,
+                    "cell": rec.cell,
+                    "columns": rec.rows.columns,
+                    "n": rec.rows.n,
+                    "bits": rec.rows.blob(),
+                },
+            )
+        cur.execute(
+            q("local_crossing_insert"),
+            {
+                "id": cid,
+                "session_id": self.session_id,
+                "seq": seq,
+                "kind": c.kind,
+                "template": c.template,
+                "columns": json.dumps(c.columns, ensure_ascii=False),
+                "sql": c.sql,
+                "executed_sql": c.executed_sql,
+                "envelope": c.envelope_json,
+                "envelope_sha256": c.envelope_sha256,
+                "dataset_sha256": self.dataset.sha256,
+                "floor": FLOOR,
+                "min_rows": c.min_rows,
+                "now": utcnow(),
+            },
+        )
         return cid
 
-    def _write_refusal(self, cur: Any, r: Refused, *, kind: str, request: str,
-                       crossing_id: str | None = None, withheld_sha256: str | None = None) -> None:
+    def _write_refusal(
+        self,
+        cur: Any,
+        r: Refused,
+        *,
+        kind: str,
+        request: str,
+        crossing_id: str | None = None,
+        withheld_sha256: str | None = None,
+    ) -> None:
         seq = self._seq(cur)
-        cur.execute(q("local_refusal_insert"), {
-            "id": stable_id(self.session_id, "refusal", str(seq), prefix="xr-"),
-            "session_id": self.session_id, "seq": seq, "stage": str(r.stage),
-            "reason": str(r.reason), "kind": kind, "request": request[:MAX_REQUEST_CHARS],
-            "detail": r.detail[:1000], "crossing_id": crossing_id,
-            "withheld_sha256": withheld_sha256, "now": utcnow()})
+        cur.execute(
+            q("local_refusal_insert"),
+            {
+                "id": stable_id(self.session_id, "refusal", str(seq), prefix="xr-"),
+                "session_id": self.session_id,
+                "seq": seq,
+                "stage": str(r.stage),
+                "reason": str(r.reason),
+                "kind": kind,
+                "request": request[:MAX_REQUEST_CHARS],
+                "detail": r.detail[:1000],
+                "crossing_id": crossing_id,
+                "withheld_sha256": withheld_sha256,
+                "now": utcnow(),
+            },
+        )
 
     def record_refusal(self, refused: Refused, *, kind: str, request: str) -> None:
-        self.store.transact(lambda cur: self._write_refusal(cur, refused, kind=kind,
-                                                            request=request))
+        self.store.transact(
+            lambda cur: self._write_refusal(cur, refused, kind=kind, request=request)
+        )
 
     def record_profile(self, view: ProfileView) -> str:
         c = boundary.profile_crossing(self.dataset, view)
@@ -96,9 +137,13 @@ class Recorder:
     def history(self, cur: Any) -> overlap.History:
         return overlap.History.load(cur, self.session_id, self.dataset.sha256)
 
-    def _record(self, kind: str, request: str,
-                run: Callable[[overlap.History], Crossing],
-                also: Callable[[Any, str, Crossing], None] | None) -> Outcome:
+    def _record(
+        self,
+        kind: str,
+        request: str,
+        run: Callable[[overlap.History], Crossing],
+        also: Callable[[Any, str, Crossing], None] | None,
+    ) -> Outcome:
         def tx(cur: Any) -> Outcome:
             # Read the history, answer and record in one transaction: the history the gate saw
             # is the one the new row sets are added to.
@@ -106,8 +151,13 @@ class Recorder:
                 crossing = run(self.history(cur))
             except Refused as refused:
                 # An envelope the exfil check stopped is not kept, not even here: only its hash.
-                self._write_refusal(cur, refused, kind=kind, request=request,
-                                    withheld_sha256=refused.envelope_sha256)
+                self._write_refusal(
+                    cur,
+                    refused,
+                    kind=kind,
+                    request=request,
+                    withheld_sha256=refused.envelope_sha256,
+                )
                 return Outcome(None, None, refused)
             cid = self._write_crossing(cur, crossing)
             for partial in crossing.partials:
@@ -118,14 +168,20 @@ class Recorder:
 
         return self.store.transact(tx)
 
-    def ask_template(self, choice: HypothesisChoice,
-                     also: Callable[[Any, str, Crossing], None] | None = None) -> Outcome:
-        return self._record("template", choice_request(choice),
-                            lambda h: boundary.ask_template(self.dataset, choice, h), also)
+    def ask_template(
+        self, choice: HypothesisChoice, also: Callable[[Any, str, Crossing], None] | None = None
+    ) -> Outcome:
+        return self._record(
+            "template",
+            choice_request(choice),
+            lambda h: boundary.ask_template(self.dataset, choice, h),
+            also,
+        )
 
     def ask_sql(self, sql: str) -> Outcome:
-        return self._record("sql", str(sql),
-                            lambda h: boundary.ask_sql(self.dataset, str(sql), h), None)
+        return self._record(
+            "sql", str(sql), lambda h: boundary.ask_sql(self.dataset, str(sql), h), None
+        )
 
 
 class NoData(LookupError):
@@ -137,8 +193,10 @@ def open_session_data(store: Store, session_id: str) -> Dataset:
     if row is None:
         raise NoData(f"no session {session_id!r}")
     if not row.data:
-        raise NoData(f"session {session_id} has no data attached; start one with "
-                     "`mole research ... --data PATH`")
+        raise NoData(
+            f"session {session_id} has no data attached; start one with "
+            "`mole research ... --data PATH`"
+        )
     return Dataset.open(row.data)
 
 
@@ -158,9 +216,11 @@ class Listing:
 
 def listing(store: Store, session_id: str) -> Listing:
     params = {"session_id": session_id}
-    return Listing(store.one(LocalDatasetRow, q("local_dataset_get"), params),
-                   store.many(CrossingRow, q("local_crossings_list"), params),
-                   store.many(RefusalRow, q("local_refusals_list"), params))
+    return Listing(
+        store.one(LocalDatasetRow, q("local_dataset_get"), params),
+        store.many(CrossingRow, q("local_crossings_list"), params),
+        store.many(RefusalRow, q("local_refusals_list"), params),
+    )
 
 
 def _compact(value: Any) -> str:
@@ -192,26 +252,34 @@ def format_listing(session_id: str, got: Listing) -> str:
     out = [f"session {session_id}"]
     ds = got.dataset
     if ds:
-        out.append(f"data    {ds.path} ({ds.row_count} rows, {ds.columns} columns, "
-                   f"{ds.withheld} withheld; sha256 {ds.sha256[:16]}…)")
-    out.append(f"{len(got.crossings)} crossing(s), {len(got.refusals)} refusal(s); "
-               f"floor {FLOOR} rows")
-    events: list[CrossingRow | RefusalRow] = sorted([*got.crossings, *got.refusals],
-                                                     key=lambda r: r.seq)
+        out.append(
+            f"data    {ds.path} ({ds.row_count} rows, {ds.columns} columns, "
+            f"{ds.withheld} withheld; sha256 {ds.sha256[:16]}…)"
+        )
+    out.append(
+        f"{len(got.crossings)} crossing(s), {len(got.refusals)} refusal(s); floor {FLOOR} rows"
+    )
+    events: list[CrossingRow | RefusalRow] = sorted(
+        [*got.crossings, *got.refusals], key=lambda r: r.seq
+    )
     for r in events:
         out.append("")
         if isinstance(r, CrossingRow):
             what = r.template or r.kind
-            out.append(f"#{r.seq} crossing {r.id} · {what} · columns {r.columns} · "
-                       f"smallest figure over {r.min_rows} rows · "
-                       f"{r.created_at:%Y-%m-%d %H:%M:%S}")
+            out.append(
+                f"#{r.seq} crossing {r.id} · {what} · columns {r.columns} · "
+                f"smallest figure over {r.min_rows} rows · "
+                f"{r.created_at:%Y-%m-%d %H:%M:%S}"
+            )
             if r.sql:
                 out.append(f"  sql       {r.sql}")
             out.append(f"  envelope  (canonical JSON, sha256 {r.envelope_sha256})")
             out += [f"    {line}" for line in pretty_envelope(r.envelope)]
         else:
-            out.append(f"#{r.seq} REFUSED at {r.stage}: {r.reason} · {r.kind} · "
-                       f"{r.created_at:%Y-%m-%d %H:%M:%S}")
+            out.append(
+                f"#{r.seq} REFUSED at {r.stage}: {r.reason} · {r.kind} · "
+                f"{r.created_at:%Y-%m-%d %H:%M:%S}"
+            )
             out.append(f"  asked     {' '.join(str(r.request).split())}")
             out.append(f"  why       {r.detail}")
             if r.crossing_id:
@@ -221,5 +289,15 @@ def format_listing(session_id: str, got: Listing) -> str:
     return "\n".join(out)
 
 
-__all__ = ["DataError", "Listing", "NoData", "Outcome", "Recorder", "Stage", "format_listing",
-           "gated_query", "listing", "open_session_data"]
+__all__ = [
+    "DataError",
+    "Listing",
+    "NoData",
+    "Outcome",
+    "Recorder",
+    "Stage",
+    "format_listing",
+    "gated_query",
+    "listing",
+    "open_session_data",
+]

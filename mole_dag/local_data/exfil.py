@@ -49,15 +49,19 @@ def verify_no_leak(dataset: Dataset, guarded: Guarded | None, envelope: dict[str
         for name in guarded.columns:
             col = dataset.column(name)
             if col is None or col.withheld:
-                raise _refuse(Reason.LEAK_WITHHELD_COLUMN,
-                              "the statement read a withheld or unknown column")
+                raise _refuse(
+                    Reason.LEAK_WITHHELD_COLUMN, "the statement read a withheld or unknown column"
+                )
 
     # 1. Every figure rests on at least FLOOR rows.
     for i, r in enumerate(rows):
         if not isinstance(r.get("n"), int) or r["n"] < FLOOR:
             raise _refuse(Reason.LEAK_UNDER_FLOOR, f"row {i} rests on fewer than {FLOOR} rows")
-    tests = envelope.get("tests", {}).get("results", []) if isinstance(
-        envelope.get("tests"), dict) else []
+    tests = (
+        envelope.get("tests", {}).get("results", [])
+        if isinstance(envelope.get("tests"), dict)
+        else []
+    )
     for i, t in enumerate(tests):
         if min(int(t.get("n_a", 0)), int(t.get("n_b", 0))) < FLOOR:
             raise _refuse(Reason.LEAK_UNDER_FLOOR, f"test {i} compares fewer than {FLOOR} rows")
@@ -70,23 +74,39 @@ def verify_no_leak(dataset: Dataset, guarded: Guarded | None, envelope: dict[str
     named = {tuple(r["keys"])[:1] for r in rows if not r.get("other") and r.get("keys")}
     for i, t in enumerate(tests):
         if "a" in t and ((t["a"],) not in named or (t["b"],) not in named):
-            raise _refuse(Reason.LEAK_UNKNOWN_LABEL, f"test {i} compares a group the envelope "
-                                                     "does not name")
+            raise _refuse(
+                Reason.LEAK_UNKNOWN_LABEL, f"test {i} compares a group the envelope does not name"
+            )
 
     # 4. No text equal to a value of a withheld column, anywhere in what is reported.
-    texts = sorted(_strings({"rows": rows, "tests": tests, "level": envelope.get("level"),
-                             "edges": envelope.get("edges")}, set()))
+    texts = sorted(
+        _strings(
+            {
+                "rows": rows,
+                "tests": tests,
+                "level": envelope.get("level"),
+                "edges": envelope.get("edges"),
+            },
+            set(),
+        )
+    )
     if texts:
         # Imported here while the package moves of issue 13 rewrite this module's imports.
         from mole_dag.store.records import scalar
 
         for col in dataset.withheld:
-            hit = scalar(dataset.con, int,
-                         f"SELECT count(*) FROM {TABLE} WHERE list_contains($texts, "
-                         f"CAST({ident(col.name)} AS VARCHAR))", {"texts": texts})
+            hit = scalar(
+                dataset.con,
+                int,
+                f"SELECT count(*) FROM {TABLE} WHERE list_contains($texts, "
+                f"CAST({ident(col.name)} AS VARCHAR))",
+                {"texts": texts},
+            )
             if hit:
-                raise _refuse(Reason.LEAK_WITHHELD_VALUE,
-                              f"it carries a value of the withheld column {col.name!r}")
+                raise _refuse(
+                    Reason.LEAK_WITHHELD_VALUE,
+                    f"it carries a value of the withheld column {col.name!r}",
+                )
 
 
 def _support_counts(guarded: Guarded) -> list[str]:
@@ -98,8 +118,11 @@ def _support_counts(guarded: Guarded) -> list[str]:
         for agg in (n for n in expr.walk() if isinstance(n, AGGREGATES)):
             names = sorted({col.name for col in agg.find_all(exp.Column)})
             if names:
-                out.append("count(*) FILTER (WHERE " + " AND ".join(
-                    f"{ident(c)} IS NOT NULL" for c in names) + f") AS support_{len(out)}")
+                out.append(
+                    "count(*) FILTER (WHERE "
+                    + " AND ".join(f"{ident(c)} IS NOT NULL" for c in names)
+                    + f") AS support_{len(out)}"
+                )
     return out
 
 
@@ -113,33 +136,41 @@ def _recount(dataset: Dataset, guarded: Guarded, rows: list[dict[str, Any]]) -> 
 
         got = fetch_named(dataset.con, f"SELECT {counts_sql} FROM {TABLE}{where}")
         if len(rows) != 1 or rows[0].get("other") or got is None or rows[0]["n"] != got["n"]:
-            raise _refuse(Reason.LEAK_COUNT_MISMATCH,
-                          "its row count differs from the recount of the data")
+            raise _refuse(
+                Reason.LEAK_COUNT_MISMATCH, "its row count differs from the recount of the data"
+            )
         if min(got.values()) < FLOOR:
             raise _refuse(Reason.LEAK_UNDER_FLOOR, f"a figure rests on fewer than {FLOOR} rows")
         return
     keys = ", ".join(expr.sql(dialect="duckdb") for _, expr in guarded.keys)
     nk = len(guarded.keys)
     raw = dataset.con.execute(
-        f"SELECT {keys}, {counts_sql} FROM {TABLE}{where} GROUP BY {keys}").fetchall()
+        f"SELECT {keys}, {counts_sql} FROM {TABLE}{where} GROUP BY {keys}"
+    ).fetchall()
     groups = {tuple(plain(v) for v in r[:nk]): [int(x) for x in r[nk:]] for r in raw}
     small = [c for c in groups.values() if min(c) < FLOOR]
     other_counts = [sum(col) for col in zip(*small, strict=True)] if small else []
     for i, r in enumerate(rows):
         if r.get("other"):
             if not other_counts or r["n"] != other_counts[0]:
-                raise _refuse(Reason.LEAK_COUNT_MISMATCH,
-                              f"row {i} (other) differs from the recount of the small groups")
+                raise _refuse(
+                    Reason.LEAK_COUNT_MISMATCH,
+                    f"row {i} (other) differs from the recount of the small groups",
+                )
             if min(other_counts) < FLOOR:
-                raise _refuse(Reason.LEAK_UNDER_FLOOR,
-                              f"row {i} (other) rests on fewer than {FLOOR} rows")
+                raise _refuse(
+                    Reason.LEAK_UNDER_FLOOR, f"row {i} (other) rests on fewer than {FLOOR} rows"
+                )
             continue
         label = tuple(r.get("keys") or ())
         if label not in groups:
             raise _refuse(Reason.LEAK_UNKNOWN_LABEL, f"row {i} names a group not in the data")
         if min(groups[label]) < FLOOR:
-            raise _refuse(Reason.LEAK_UNDER_FLOOR,
-                          f"row {i} names a group whose figures rest on fewer than {FLOOR} rows")
+            raise _refuse(
+                Reason.LEAK_UNDER_FLOOR,
+                f"row {i} names a group whose figures rest on fewer than {FLOOR} rows",
+            )
         if groups[label][0] != r["n"]:
-            raise _refuse(Reason.LEAK_COUNT_MISMATCH,
-                          f"row {i}'s count differs from the recount of the data")
+            raise _refuse(
+                Reason.LEAK_COUNT_MISMATCH, f"row {i}'s count differs from the recount of the data"
+            )

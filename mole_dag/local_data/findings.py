@@ -64,15 +64,24 @@ class LocalResult:
 
 def _sub_question(cur: Any, sid: str, name: str, round_no: int) -> str:
     sq_id = stable_id(sid, "local-data", prefix="sq-")
-    cur.execute(q("sub_question_insert"), {
-        "id": sq_id, "session_id": sid, "round": max(round_no, 1), "ordinal": 1000,
-        "text": f"What does the attached data ({name}) show?", "query": "attached local data",
-        "now": utcnow()})
+    cur.execute(
+        q("sub_question_insert"),
+        {
+            "id": sq_id,
+            "session_id": sid,
+            "round": max(round_no, 1),
+            "ordinal": 1000,
+            "text": f"What does the attached data ({name}) show?",
+            "query": "attached local data",
+            "now": utcnow(),
+        },
+    )
     return sq_id
 
 
-def _write_finding(cur: Any, sid: str, ds: Dataset, sq_id: str, crossing_id: str,
-                   crossing: Crossing, seq_hint: str) -> int:
+def _write_finding(
+    cur: Any, sid: str, ds: Dataset, sq_id: str, crossing_id: str, crossing: Crossing, seq_hint: str
+) -> int:
     """Source + chunks + claims + provenance for one crossing, in the caller's transaction."""
     from mole_dag.local_data.statements import statements
 
@@ -80,8 +89,10 @@ def _write_finding(cur: Any, sid: str, ds: Dataset, sq_id: str, crossing_id: str
     if not lines:
         return 0
     what = crossing.template or crossing.kind
-    header = (f"Gated aggregate over {ds.name} (sha256 {ds.sha256[:12]}): {what}; every figure "
-              f"rests on at least {crossing.envelope['floor']} rows.")
+    header = (
+        f"Gated aggregate over {ds.name} (sha256 {ds.sha256[:12]}): {what}; every figure "
+        f"rests on at least {crossing.envelope['floor']} rows."
+    )
     text = "\n\n".join([header, *lines]) + "\n"
     data = text.encode("utf-8")
     url = f"data:{ds.name}#{ds.sha256[:12]}/{seq_hint}"
@@ -89,22 +100,45 @@ def _write_finding(cur: Any, sid: str, ds: Dataset, sq_id: str, crossing_id: str
     now = utcnow()
     cols = crossing.columns
     named = ", ".join(f"{k}={v}" for k, v in cols.items()) if isinstance(cols, dict) else ""
-    cur.execute(q("source_insert"), {
-        "id": source_id, "session_id": sid, "url": url,
-        "title": f"{ds.name}: {what} ({named})",
-        "publisher": f"local-data:{ds.sha256[:12]}", "publisher_name": "local data",
-        "author": None, "published": None, "doi": None, "pmid": None, "pmcid": None,
-        "arxiv_id": None, "source_class": str(SourceClass.LOCAL), "actor": ACTOR,
-        "provider_supplied": False, "content_sha256": hashlib.sha256(data).hexdigest(),
-        "byte_length": len(data), "now": now,
-        # Re-verified by re-running its query (mole crossings --verify), not by re-reading.
-        "locator": None})
+    cur.execute(
+        q("source_insert"),
+        {
+            "id": source_id,
+            "session_id": sid,
+            "url": url,
+            "title": f"{ds.name}: {what} ({named})",
+            "publisher": f"local-data:{ds.sha256[:12]}",
+            "publisher_name": "local data",
+            "author": None,
+            "published": None,
+            "doi": None,
+            "pmid": None,
+            "pmcid": None,
+            "arxiv_id": None,
+            "source_class": str(SourceClass.LOCAL),
+            "actor": ACTOR,
+            "provider_supplied": False,
+            "content_sha256": hashlib.sha256(data).hexdigest(),
+            "byte_length": len(data),
+            "now": now,
+            # Re-verified by re-running its query (mole crossings --verify), not by re-reading.
+            "locator": None,
+        },
+    )
     spans = chunk_text(text)
     for span in spans:
-        cur.execute(q("chunk_insert"), {
-            "id": f"{source_id}-{span.ordinal:04d}", "session_id": sid, "source_id": source_id,
-            "ordinal": span.ordinal, "byte_start": span.byte_start, "byte_end": span.byte_end,
-            "text": span.text})
+        cur.execute(
+            q("chunk_insert"),
+            {
+                "id": f"{source_id}-{span.ordinal:04d}",
+                "session_id": sid,
+                "source_id": source_id,
+                "ordinal": span.ordinal,
+                "byte_start": span.byte_start,
+                "byte_end": span.byte_end,
+                "text": span.text,
+            },
+        )
     haystack = CollapsedText(text)
     added = 0
     for line in lines:
@@ -113,15 +147,33 @@ def _write_finding(cur: Any, sid: str, ds: Dataset, sq_id: str, crossing_id: str
             continue
         chunk = next(s for s in spans if s.byte_start <= m.byte_start < s.byte_end)
         claim_id = stable_id(sid, source_id, str(m.byte_start), str(m.byte_end), prefix="c-")
-        cur.execute(q("claim_insert"), {
-            "id": claim_id, "session_id": sid, "source_id": source_id,
-            "chunk_id": f"{source_id}-{chunk.ordinal:04d}", "sub_question_id": sq_id,
-            "text": line, "quote": data[m.byte_start:m.byte_end].decode("utf-8"),
-            "quote_byte_start": m.byte_start, "quote_byte_end": m.byte_end,
-            "created_by": ACTOR, "now": now})
-        cur.execute(q("local_finding_insert"), {
-            "claim_id": claim_id, "session_id": sid, "crossing_id": crossing_id,
-            "sql": crossing.sql, "envelope_sha256": crossing.envelope_sha256, "now": now})
+        cur.execute(
+            q("claim_insert"),
+            {
+                "id": claim_id,
+                "session_id": sid,
+                "source_id": source_id,
+                "chunk_id": f"{source_id}-{chunk.ordinal:04d}",
+                "sub_question_id": sq_id,
+                "text": line,
+                "quote": data[m.byte_start : m.byte_end].decode("utf-8"),
+                "quote_byte_start": m.byte_start,
+                "quote_byte_end": m.byte_end,
+                "created_by": ACTOR,
+                "now": now,
+            },
+        )
+        cur.execute(
+            q("local_finding_insert"),
+            {
+                "claim_id": claim_id,
+                "session_id": sid,
+                "crossing_id": crossing_id,
+                "sql": crossing.sql,
+                "envelope_sha256": crossing.envelope_sha256,
+                "now": now,
+            },
+        )
         added += 1
     return added
 
@@ -145,9 +197,15 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
     except DataError as exc:
         # Checked when the session was created; the file changed or vanished since.
         error = result.error = str(exc)
-        store.transact(lambda cur: store_dead_end(
-            cur, sid, DeadEnd(DeadEndCause.UNREADABLE, detail=error),
-            sub_question_id=None, lead_id=None))
+        store.transact(
+            lambda cur: store_dead_end(
+                cur,
+                sid,
+                DeadEnd(DeadEndCause.UNREADABLE, detail=error),
+                sub_question_id=None,
+                lead_id=None,
+            )
+        )
         run.progress(f"local data unreadable: {error}")
         return result
     with ds:
@@ -155,10 +213,20 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
         round_no = sess.rounds or 1
 
         def register(cur: Any) -> str:
-            cur.execute(q("local_dataset_insert"), {
-                "session_id": sid, "path": str(ds.path), "name": ds.name, "sha256": ds.sha256,
-                "files": len(ds.files), "row_count": ds.rows, "columns": len(ds.columns),
-                "withheld": len(ds.withheld), "now": utcnow()})
+            cur.execute(
+                q("local_dataset_insert"),
+                {
+                    "session_id": sid,
+                    "path": str(ds.path),
+                    "name": ds.name,
+                    "sha256": ds.sha256,
+                    "files": len(ds.files),
+                    "row_count": ds.rows,
+                    "columns": len(ds.columns),
+                    "withheld": len(ds.withheld),
+                    "now": utcnow(),
+                },
+            )
             return _sub_question(cur, sid, ds.name, round_no)
 
         sq_id = store.transact(register)
@@ -170,21 +238,26 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
         for i, choice in enumerate(choices):
             result.asked += 1
             if i >= max_hypotheses:
-                over = Refused(Stage.HYPOTHESIS, Reason.BAD_ARGUMENTS,
-                               f"more than {max_hypotheses} hypotheses; this one was not asked")
+                over = Refused(
+                    Stage.HYPOTHESIS,
+                    Reason.BAD_ARGUMENTS,
+                    f"more than {max_hypotheses} hypotheses; this one was not asked",
+                )
                 recorder.record_refusal(over, kind="template", request=_request_text(choice))
                 result.refused[str(over.reason)] += 1
                 continue
             if not isinstance(choice, HypothesisChoice):
-                bad = Refused(Stage.HYPOTHESIS, Reason.BAD_ARGUMENTS,
-                              "the answer is not a template choice")
+                bad = Refused(
+                    Stage.HYPOTHESIS, Reason.BAD_ARGUMENTS, "the answer is not a template choice"
+                )
                 recorder.record_refusal(bad, kind="template", request=_request_text(choice))
                 result.refused[str(bad.reason)] += 1
                 continue
 
             def also(cur: Any, crossing_id: str, crossing: Crossing, i: int = i) -> None:
-                result.claims += _write_finding(cur, sid, ds, sq_id, crossing_id, crossing,
-                                                str(i + 1))
+                result.claims += _write_finding(
+                    cur, sid, ds, sq_id, crossing_id, crossing, str(i + 1)
+                )
 
             outcome = recorder.ask_template(choice, also)
             if outcome.crossing is not None:
@@ -192,8 +265,10 @@ def analyse_local_data(run: Run, *, max_hypotheses: int = MAX_HYPOTHESES) -> Loc
             if outcome.refused is not None:
                 result.refused[str(outcome.refused.reason)] += 1
     refused = sum(result.refused.values())
-    run.progress(f"local data: {result.crossings} findings crossed the boundary "
-                 f"({result.claims} claims), {refused} requests refused")
+    run.progress(
+        f"local data: {result.crossings} findings crossed the boundary "
+        f"({result.claims} claims), {refused} requests refused"
+    )
     return result
 
 
@@ -203,8 +278,9 @@ def _request_text(choice: object) -> str:
     return choice_request(choice) if isinstance(choice, HypothesisChoice) else repr(choice)[:500]
 
 
-def _choose(run: Run, view: ProfileView, result: LocalResult,
-            profile_leaves: Callable[[], object]) -> list[Any] | None:
+def _choose(
+    run: Run, view: ProfileView, result: LocalResult, profile_leaves: Callable[[], object]
+) -> list[Any] | None:
     """Ask the session's mind for hypotheses. The profile crosses to that mind, so it is
     recorded as a crossing at the moment of the call (and not if the budget stops the call)."""
     from mole_dag.local_data.choose_extractive import choose_hypotheses
@@ -215,30 +291,41 @@ def _choose(run: Run, view: ProfileView, result: LocalResult,
         # A provider written before the hypothesis skill existed: say so and use the model-free
         # chooser rather than skip the data.
         result.chooser = "extractive (fallback)"
-        run.progress(f"provider {skills.name} has no hypothesis skill; the model-free chooser "
-                     "picks the questions")
+        run.progress(
+            f"provider {skills.name} has no hypothesis skill; the model-free chooser "
+            "picks the questions"
+        )
         profile_leaves()
         return choose_hypotheses(view)
     result.chooser = skills.name
     unit = run.unit
     try:
         estimate = skills.estimate_hypothesize(view, unit)
-        with run.ledger.hold(sid, Role.PLANNER, estimate, tool=f"{skills.name}:hypothesize",
-                             stage=STAGE) as h:
+        with run.ledger.hold(
+            sid, Role.PLANNER, estimate, tool=f"{skills.name}:hypothesize", stage=STAGE
+        ) as h:
             profile_leaves()
             got = skills.hypothesize(view, unit)
             h.settle(got.cost, usage=got.usage, model=got.model or None)
     except ModelCallFailed as exc:
         # The model gave no usable answer; the data still gets its model-free questions.
         result.chooser = "extractive (fallback)"
-        run.progress(f"local data: the model chose nothing ({type(exc).__name__}); the "
-                     "model-free chooser picks the questions")
+        run.progress(
+            f"local data: the model chose nothing ({type(exc).__name__}); the "
+            "model-free chooser picks the questions"
+        )
         return choose_hypotheses(view)
     except BudgetExhausted as exc:
         detail = str(exc)
-        run.store.transact(lambda cur: store_dead_end(
-            cur, sid, DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=detail),
-            sub_question_id=None, lead_id=None))
+        run.store.transact(
+            lambda cur: store_dead_end(
+                cur,
+                sid,
+                DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=detail),
+                sub_question_id=None,
+                lead_id=None,
+            )
+        )
         run.progress(f"local data: no budget left to choose hypotheses ({detail})")
         return None
     return list(got.value or [])
@@ -265,8 +352,7 @@ def reverify(store: Any, crossing_id: str) -> tuple[bool, str]:
         # The gate judged the crossing against the session's answers before it; so does the
         # re-run, or an answer trimmed by overlap control would not reproduce.
         with store.read() as cur:
-            history = overlap.History.load(cur, row.session_id, ds.sha256,
-                                           before_seq=row.seq)
+            history = overlap.History.load(cur, row.session_id, ds.sha256, before_seq=row.seq)
         try:
             if row.kind == "profile":
                 view = ds.view("", hypothesis.CATALOGUE, MAX_HYPOTHESES)
@@ -274,8 +360,11 @@ def reverify(store: Any, crossing_id: str) -> tuple[bool, str]:
             elif row.kind == "template":
                 env = json.loads(row.envelope)
                 req = env["request"]
-                again = boundary.ask_template(ds, HypothesisChoice(
-                    req["template"], req["columns"], req.get("buckets")), history)
+                again = boundary.ask_template(
+                    ds,
+                    HypothesisChoice(req["template"], req["columns"], req.get("buckets")),
+                    history,
+                )
             else:
                 again = boundary.ask_sql(ds, row.sql or "", history)
         except Refused as r:

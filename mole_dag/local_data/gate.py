@@ -83,8 +83,9 @@ def plain(value: Any) -> Any:
 
 
 def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def sha256_of(text: str) -> str:
@@ -107,8 +108,9 @@ def _execute(dataset: Dataset, sql: str) -> list[tuple[Any, ...]]:
         return dataset.con.execute(sql).fetchall()
     except duckdb.Error as exc:
         # Only the class: the message may quote a value from a row.
-        raise Refused(Stage.GATE, Reason.EXECUTION_ERROR,
-                      f"the query failed in DuckDB ({type(exc).__name__})") from None
+        raise Refused(
+            Stage.GATE, Reason.EXECUTION_ERROR, f"the query failed in DuckDB ({type(exc).__name__})"
+        ) from None
 
 
 def supports(guarded: Guarded) -> list[str]:
@@ -139,8 +141,10 @@ def fold_sql(dataset: Dataset, guarded: Guarded) -> tuple[str, str, str]:
     big, n = ident(_fresh(dataset, "__mole_big")), ident(_fresh(dataset, "__mole_n"))
     support = ident(_fresh(dataset, "__mole_support"))
     where = f" WHERE {guarded.where.sql(dialect='duckdb')}" if guarded.where is not None else ""
-    values = [f"{expr.sql(dialect='duckdb')} AS {ident(f'v{i}')}"
-              for i, (_, expr) in enumerate(guarded.values)]
+    values = [
+        f"{expr.sql(dialect='duckdb')} AS {ident(f'v{i}')}"
+        for i, (_, expr) in enumerate(guarded.values)
+    ]
     counts = supports(guarded)
     if not guarded.keys:
         select = ", ".join([*values, f"count(*) AS {n}", f"{_least(counts)} AS {support}"])
@@ -148,16 +152,29 @@ def fold_sql(dataset: Dataset, guarded: Guarded) -> tuple[str, str, str]:
     key_sql = [expr.sql(dialect="duckdb") for _, expr in guarded.keys]
     window = f"OVER (PARTITION BY {', '.join(key_sql)})"
     folded = [f"CASE WHEN {big} THEN {k} END" for k in key_sql]
-    select = ", ".join([*(f"{f} AS {ident(f'k{i}')}" for i, f in enumerate(folded)), *values,
-                        f"count(*) AS {n}", f"{_least(counts)} AS {support}", big])
-    inner = (f"SELECT *, {_least([f'{c} {window}' for c in counts])} >= {FLOOR} AS {big} "
-             f"FROM {TABLE}{where}")
-    return (f"SELECT {select} FROM ({inner}) AS {TABLE} GROUP BY {', '.join([*folded, big])}",
-            big, n)
+    select = ", ".join(
+        [
+            *(f"{f} AS {ident(f'k{i}')}" for i, f in enumerate(folded)),
+            *values,
+            f"count(*) AS {n}",
+            f"{_least(counts)} AS {support}",
+            big,
+        ]
+    )
+    inner = (
+        f"SELECT *, {_least([f'{c} {window}' for c in counts])} >= {FLOOR} AS {big} "
+        f"FROM {TABLE}{where}"
+    )
+    return (
+        f"SELECT {select} FROM ({inner}) AS {TABLE} GROUP BY {', '.join([*folded, big])}",
+        big,
+        n,
+    )
 
 
-def fold_rows(guarded: Guarded, result: list[tuple[Any, ...]]
-              ) -> tuple[list[dict[str, Any]], bool, int]:
+def fold_rows(
+    guarded: Guarded, result: list[tuple[Any, ...]]
+) -> tuple[list[dict[str, Any]], bool, int]:
     """Result rows -> envelope rows; any row whose figures rest on fewer than FLOOR rows is
     dropped (in practice only "other", or the one row of an ungrouped statement).
     Returns (rows, suppressed, the smallest support among the rows kept)."""
@@ -168,7 +185,7 @@ def fold_rows(guarded: Guarded, result: list[tuple[Any, ...]]
     least = 0
     for r in result:
         keys = [plain(v) for v in r[:nk]]
-        values = [plain(v) for v in r[nk:nk + nv]]
+        values = [plain(v) for v in r[nk : nk + nv]]
         count, support = int(r[nk + nv]), int(r[nk + nv + 1])
         is_big = bool(r[nk + nv + 2]) if nk else True
         if support < FLOOR:
@@ -185,29 +202,45 @@ def fold_rows(guarded: Guarded, result: list[tuple[Any, ...]]
     return named, suppressed, least
 
 
-def run(dataset: Dataset, guarded: Guarded, *, request: dict[str, Any],
-        tests: TestSpec | None = None, extra: dict[str, Any] | None = None,
-        history: overlap.History | None = None) -> GateResult:
+def run(
+    dataset: Dataset,
+    guarded: Guarded,
+    *,
+    request: dict[str, Any],
+    tests: TestSpec | None = None,
+    extra: dict[str, Any] | None = None,
+    history: overlap.History | None = None,
+) -> GateResult:
     """`history`: the row sets of the session's earlier answers (none: a fresh session)."""
     executed, big, _ = fold_sql(dataset, guarded)
     rows, suppressed, least = fold_rows(guarded, _execute(dataset, executed))
     if not rows:
-        raise Refused(Stage.GATE, Reason.BELOW_FLOOR,
-                      f"every figure rests on fewer than {FLOOR} rows; nothing leaves")
+        raise Refused(
+            Stage.GATE,
+            Reason.BELOW_FLOOR,
+            f"every figure rests on fewer than {FLOOR} rows; nothing leaves",
+        )
     # The floor across queries: groups whose rows nearly repeat an earlier answer's, and groups
     # whose absence would let a suppressed remainder be recovered, are suppressed too.
-    controlled = overlap.control(rows, overlap.raw_groups(dataset, guarded),
-                                 history if history is not None else overlap.History(),
-                                 grouped=bool(guarded.keys))
+    controlled = overlap.control(
+        rows,
+        overlap.raw_groups(dataset, guarded),
+        history if history is not None else overlap.History(),
+        grouped=bool(guarded.keys),
+    )
     rows_before = rows
     dropped = len(controlled.rows) < len(rows)
     if dropped:
         rows, least = controlled.rows, controlled.least
     envelope: dict[str, Any] = {
-        "dataset": dataset.sha256[:12], "table": TABLE, "floor": FLOOR, "request": request,
+        "dataset": dataset.sha256[:12],
+        "table": TABLE,
+        "floor": FLOOR,
+        "request": request,
         "keys": [name for name, _ in guarded.keys],
         "values": [name for name, _ in guarded.values],
-        "rows": rows, "suppressed": suppressed,
+        "rows": rows,
+        "suppressed": suppressed,
     }
     if dropped:
         # How many groups (never which, never their rows): the reader learns the table is not
@@ -225,19 +258,24 @@ def run(dataset: Dataset, guarded: Guarded, *, request: dict[str, Any],
         min_rows = min(min_rows, int(t["n_a"]), int(t["n_b"]))
     refusal = None
     if suppressed:
-        refusal = Refused(Stage.GATE, Reason.BELOW_FLOOR,
-                          f"a remainder of groups under {FLOOR} rows was suppressed "
-                          "(still under the floor after folding); the rest left")
-    return GateResult(envelope, executed, min_rows, refusal, samples_sql,
-                      controlled.refusals, controlled.recorded)
+        refusal = Refused(
+            Stage.GATE,
+            Reason.BELOW_FLOOR,
+            f"a remainder of groups under {FLOOR} rows was suppressed "
+            "(still under the floor after folding); the rest left",
+        )
+    return GateResult(
+        envelope, executed, min_rows, refusal, samples_sql, controlled.refusals, controlled.recorded
+    )
 
 
 def _named_labels(rows: list[dict[str, Any]], index: int = 0) -> list[Any]:
     return [r["keys"][index] for r in rows if not r.get("other")]
 
 
-def _tests(dataset: Dataset, guarded: Guarded, rows: list[dict[str, Any]], spec: TestSpec,
-           big: str) -> tuple[dict[str, Any] | None, list[str]]:
+def _tests(
+    dataset: Dataset, guarded: Guarded, rows: list[dict[str, Any]], spec: TestSpec, big: str
+) -> tuple[dict[str, Any] | None, list[str]]:
     import numpy as np  # here, not at the top: only local data needs it (issue 12)
 
     where = guarded.where.sql(dialect="duckdb") if guarded.where is not None else "true"
@@ -262,19 +300,28 @@ def _tests(dataset: Dataset, guarded: Guarded, rows: list[dict[str, Any]], spec:
         complete.sort(key=lambda g: -sum(cells[g].values()))
         complete = complete[:MAX_TEST_GROUPS]
         tests = [
-            stats.fisher(a, cells[a][counted], cells[a][other_level],
-                         b, cells[b][counted], cells[b][other_level])
-            for i, a in enumerate(complete) for b in complete[i + 1:]
+            stats.fisher(
+                a,
+                cells[a][counted],
+                cells[a][other_level],
+                b,
+                cells[b][counted],
+                cells[b][other_level],
+            )
+            for i, a in enumerate(complete)
+            for b in complete[i + 1 :]
         ]
         return (stats.family(tests) if tests else None), []
 
     # welch / mann_whitney: one key, one value column; samples of the named groups only.
-    (_, key_expr), = guarded.keys
+    ((_, key_expr),) = guarded.keys
     value = ident(spec.columns[0])
     key_sql = key_expr.sql(dialect="duckdb")
-    sql = (f"SELECT {key_sql}, {value} FROM (SELECT *, count(*) OVER (PARTITION BY {key_sql}) "
-           f">= {FLOOR} AS {big} FROM {TABLE} WHERE {where}) AS {TABLE} "
-           f"WHERE {big} AND {value} IS NOT NULL ORDER BY 1, 2")
+    sql = (
+        f"SELECT {key_sql}, {value} FROM (SELECT *, count(*) OVER (PARTITION BY {key_sql}) "
+        f">= {FLOOR} AS {big} FROM {TABLE} WHERE {where}) AS {TABLE} "
+        f"WHERE {big} AND {value} IS NOT NULL ORDER BY 1, 2"
+    )
     samples: dict[Any, list[float]] = {}
     for k, v in _execute(dataset, sql):
         samples.setdefault(plain(k), []).append(float(v))
@@ -284,7 +331,7 @@ def _tests(dataset: Dataset, guarded: Guarded, rows: list[dict[str, Any]], spec:
     test = stats.welch if spec.kind == "welch" else stats.mann_whitney
     tests = []
     for i, a in enumerate(labels):
-        for b in labels[i + 1:]:
+        for b in labels[i + 1 :]:
             xa, xb = np.array(samples[a]), np.array(samples[b])
             if spec.kind == "welch" and (np.var(xa) == 0 and np.var(xb) == 0):
                 continue  # t is undefined for two constant samples

@@ -91,14 +91,26 @@ class History:
             self._by_key.setdefault(s.columns, []).append(s)
 
     @classmethod
-    def load(cls, cur: duckdb.DuckDBPyConnection, session_id: str, dataset_sha256: str,
-             before_seq: int | None = None) -> History:
+    def load(
+        cls,
+        cur: duckdb.DuckDBPyConnection,
+        session_id: str,
+        dataset_sha256: str,
+        before_seq: int | None = None,
+    ) -> History:
         from mole_dag.store import q
         from mole_dag.store.records import RowSetRow, fetch_all
 
-        got = fetch_all(cur, RowSetRow, q("local_row_sets_history"), {
-            "session_id": session_id, "dataset_sha256": dataset_sha256,
-            "before_seq": 2**31 - 1 if before_seq is None else before_seq})
+        got = fetch_all(
+            cur,
+            RowSetRow,
+            q("local_row_sets_history"),
+            {
+                "session_id": session_id,
+                "dataset_sha256": dataset_sha256,
+                "before_seq": 2**31 - 1 if before_seq is None else before_seq,
+            },
+        )
         return cls(RowSet.from_blob(r.columns, r.n, r.bits) for r in got)
 
     def __len__(self) -> int:
@@ -173,8 +185,9 @@ def raw_groups(dataset: Dataset, guarded: Guarded) -> Groups:
     try:
         got = dataset.con.execute(f"SELECT {select} FROM {TABLE}{where}{group}").fetchall()
     except duckdb.Error as exc:
-        raise Refused(Stage.GATE, Reason.EXECUTION_ERROR,
-                      f"the query failed in DuckDB ({type(exc).__name__})") from None
+        raise Refused(
+            Stage.GATE, Reason.EXECUTION_ERROR, f"the query failed in DuckDB ({type(exc).__name__})"
+        ) from None
     nk = len(key_sql)
     groups = []
     for r in got:
@@ -186,13 +199,11 @@ def raw_groups(dataset: Dataset, guarded: Guarded) -> Groups:
 def profile_sets(dataset: Dataset) -> list[Recorded]:
     """What the profile tells: the row count, and per usable column its non-null count."""
     usable = [c.name for c in dataset.columns if not c.withheld]
-    lists = ["list(rowid)"] + [f"list(rowid) FILTER (WHERE {ident(c)} IS NOT NULL)"
-                               for c in usable]
+    lists = ["list(rowid)"] + [f"list(rowid) FILTER (WHERE {ident(c)} IS NOT NULL)" for c in usable]
     got = dataset.con.execute(f"SELECT {', '.join(lists)} FROM {TABLE}").fetchone()
     assert got is not None
     masks = _masks(dataset.rows, got)
-    return [Recorded(UNION, RowSet.of(k, m))
-            for k, m in zip([ROWS, *usable], masks, strict=True)]
+    return [Recorded(UNION, RowSet.of(k, m)) for k, m in zip([ROWS, *usable], masks, strict=True)]
 
 
 # --- the control ----------------------------------------------------------------------------
@@ -206,8 +217,7 @@ class Controlled:
     refusals: list[Refused]
 
 
-def _cells(rows: list[dict[str, Any]], groups: Groups
-           ) -> list[dict[str, np.ndarray]]:
+def _cells(rows: list[dict[str, Any]], groups: Groups) -> list[dict[str, np.ndarray]]:
     """Each envelope row's masks: a named row is its raw group; "other" is every raw group not
     named (which is what the fold put in it)."""
     by_key: dict[tuple[Any, ...], list[tuple[int, dict[str, np.ndarray]]]] = {}
@@ -223,8 +233,11 @@ def _cells(rows: list[dict[str, Any]], groups: Groups
         candidates = by_key.get(tuple(r.get("keys") or ()), [])
         pick = next((m for n, m in candidates if n == r["n"] and id(m) not in used), None)
         if pick is None:
-            raise Refused(Stage.GATE, Reason.EXECUTION_ERROR,
-                          "a group in the answer has no rows behind it; nothing leaves")
+            raise Refused(
+                Stage.GATE,
+                Reason.EXECUTION_ERROR,
+                "a group in the answer has no rows behind it; nothing leaves",
+            )
         used.add(id(pick))
         cells.append(pick)
     n_rows = len(groups.groups[0][1][ROWS]) if groups.groups else 0
@@ -240,34 +253,49 @@ def _cells(rows: list[dict[str, Any]], groups: Groups
     return out
 
 
-def control(rows: list[dict[str, Any]], groups: Groups, history: History, *,
-            grouped: bool, k: int = FLOOR) -> Controlled:
+def control(
+    rows: list[dict[str, Any]], groups: Groups, history: History, *, grouped: bool, k: int = FLOOR
+) -> Controlled:
     """Apply overlap control and secondary suppression to the rows the fold let through.
     Raises Refused when nothing may leave."""
     n_rows = len(groups.groups[0][1][ROWS]) if groups.groups else 0
     cells = _cells(rows, groups)
     total = groups.total(n_rows)
     keep = list(range(len(rows)))
-    overlapped = [i for i in keep
-                  if any(history.near(RowSet.of(key, cells[i][key]), k) for key in groups.keys)]
+    overlapped = [
+        i
+        for i in keep
+        if any(history.near(RowSet.of(key, cells[i][key]), k) for key in groups.keys)
+    ]
     refusals: list[Refused] = []
     if overlapped:
         if not grouped:
-            raise Refused(Stage.GATE, Reason.QUERY_OVERLAP,
-                          f"its rows differ from those of an earlier answer in this session by "
-                          f"fewer than {k} (1 to {k - 1} rows): the difference of the two "
-                          "would single those rows out; nothing leaves")
+            raise Refused(
+                Stage.GATE,
+                Reason.QUERY_OVERLAP,
+                f"its rows differ from those of an earlier answer in this session by "
+                f"fewer than {k} (1 to {k - 1} rows): the difference of the two "
+                "would single those rows out; nothing leaves",
+            )
         keep = [i for i in keep if i not in overlapped]
-        refusals.append(Refused(
-            Stage.GATE, Reason.QUERY_OVERLAP,
-            f"{len(overlapped)} group(s) suppressed: their rows differ from those of an earlier "
-            f"answer in this session by 1 to {k - 1} rows; the rest left"))
+        refusals.append(
+            Refused(
+                Stage.GATE,
+                Reason.QUERY_OVERLAP,
+                f"{len(overlapped)} group(s) suppressed: their rows differ from those of an "
+                f"earlier "
+                f"answer in this session by 1 to {k - 1} rows; the rest left",
+            )
+        )
     secondary = 0
     while keep:
         union = {key: np.logical_or.reduce([cells[i][key] for i in keep]) for key in groups.keys}
         isolates = any(0 < int((total[key] & ~union[key]).sum()) < k for key in groups.keys)
-        near = grouped and len(keep) > 1 and any(
-            history.near(RowSet.of(key, union[key]), k) for key in groups.keys)
+        near = (
+            grouped
+            and len(keep) > 1
+            and any(history.near(RowSet.of(key, union[key]), k) for key in groups.keys)
+        )
         if not isolates and not near:
             break
         # Give up the smallest shown group (the last such in order on a tie): the least
@@ -277,15 +305,22 @@ def control(rows: list[dict[str, Any]], groups: Groups, history: History, *,
         keep.remove(smallest)
         secondary += 1
     if secondary:
-        refusals.append(Refused(
-            Stage.GATE, Reason.SECONDARY_SUPPRESSION,
-            f"{secondary} further group(s) suppressed so that rows suppressed under the floor "
-            "cannot be recovered by subtracting the groups shown from a total; the rest left"))
+        refusals.append(
+            Refused(
+                Stage.GATE,
+                Reason.SECONDARY_SUPPRESSION,
+                f"{secondary} further group(s) suppressed so that rows suppressed under the floor "
+                "cannot be recovered by subtracting the groups shown from a total; the rest left",
+            )
+        )
     if not keep:
         reason = Reason.SECONDARY_SUPPRESSION if secondary else Reason.QUERY_OVERLAP
-        raise Refused(Stage.GATE, reason,
-                      "every group would have to be suppressed (overlap with earlier answers in "
-                      "this session, or a remainder recoverable by subtraction); nothing leaves")
+        raise Refused(
+            Stage.GATE,
+            reason,
+            "every group would have to be suppressed (overlap with earlier answers in "
+            "this session, or a remainder recoverable by subtraction); nothing leaves",
+        )
     recorded: list[Recorded] = []
     least = 0
     for pos, i in enumerate(keep):

@@ -28,17 +28,31 @@ def hypothesize_call(view: ProfileView) -> Call:
         if c.withheld:
             cols.append(f"- {flat(c.name, 80)}: withheld ({flat(c.withheld, 80)})")
         else:
-            cols.append(f"- {flat(c.name, 80)}: {c.type}, roles {', '.join(c.roles) or 'none'}, "
-                        f"{c.distinct} distinct, {c.null_rate:.0%} empty")
-    temps = [f"- {t.name}: slots " + ", ".join(f"{slot} ({role})" for slot, role in t.slots)
-             + f". {flat(t.description, 200)}" for t in view.templates]
-    user = (f"Question: {flat(view.question, 600)}\n"
-            f"Table: {flat(view.file, 120)}, {view.rows} rows\n"
-            "Columns:\n" + "\n".join(cols) + "\n"
-            "Templates:\n" + "\n".join(temps) + "\n"
-            f"Choose at most {view.max_choices}.")
-    return Call(Tier.STRONG, (Message("user", user),), HYPOTHESIZE_MAX_TOKENS,
-                system=HYPOTHESIZE_SYSTEM, json=True, purpose="hypothesize")
+            cols.append(
+                f"- {flat(c.name, 80)}: {c.type}, roles {', '.join(c.roles) or 'none'}, "
+                f"{c.distinct} distinct, {c.null_rate:.0%} empty"
+            )
+    temps = [
+        f"- {t.name}: slots "
+        + ", ".join(f"{slot} ({role})" for slot, role in t.slots)
+        + f". {flat(t.description, 200)}"
+        for t in view.templates
+    ]
+    user = (
+        f"Question: {flat(view.question, 600)}\n"
+        f"Table: {flat(view.file, 120)}, {view.rows} rows\n"
+        "Columns:\n" + "\n".join(cols) + "\n"
+        "Templates:\n" + "\n".join(temps) + "\n"
+        f"Choose at most {view.max_choices}."
+    )
+    return Call(
+        Tier.STRONG,
+        (Message("user", user),),
+        HYPOTHESIZE_MAX_TOKENS,
+        system=HYPOTHESIZE_SYSTEM,
+        json=True,
+        purpose="hypothesize",
+    )
 
 
 def parse_hypotheses(text: str, view: ProfileView) -> list[HypothesisChoice]:
@@ -52,7 +66,11 @@ def parse_hypotheses(text: str, view: ProfileView) -> list[HypothesisChoice]:
             continue
         named = {str(k): str(v) for k, v in columns.items() if isinstance(v, str | int | float)}
         buckets = item.get("buckets")
-        out.append(HypothesisChoice(template, named,
-                                    buckets if isinstance(buckets, int) and not
-                                    isinstance(buckets, bool) else None))
+        out.append(
+            HypothesisChoice(
+                template,
+                named,
+                buckets if isinstance(buckets, int) and not isinstance(buckets, bool) else None,
+            )
+        )
     return out

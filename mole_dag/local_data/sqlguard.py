@@ -34,48 +34,148 @@ from mole_dag.local_data.refusal import Reason, Refused, Stage
 # STRING_AGG, MODE and quantiles other than the median return (or approach) one row's value, so
 # they are not here. The ones that need a number say so.
 _NUMERICAGGREGATES: tuple[type[exp.Expr], ...] = (
-    exp.Sum, exp.Avg, exp.Median, exp.Stddev, exp.StddevSamp, exp.StddevPop, exp.Variance,
-    exp.VariancePop, exp.Corr,
+    exp.Sum,
+    exp.Avg,
+    exp.Median,
+    exp.Stddev,
+    exp.StddevSamp,
+    exp.StddevPop,
+    exp.Variance,
+    exp.VariancePop,
+    exp.Corr,
 )
 AGGREGATES: tuple[type[exp.Expr], ...] = (exp.Count, *_NUMERICAGGREGATES)
 _SCALAR_FUNCTIONS: tuple[type[exp.Expr], ...] = (
-    exp.Round, exp.Abs, exp.Floor, exp.Ceil, exp.Coalesce, exp.Lower, exp.Upper, exp.Length,
-    exp.Nullif, exp.Greatest, exp.Least, exp.Ln, exp.Sqrt, exp.Cast, exp.TryCast, exp.Trim,
+    exp.Round,
+    exp.Abs,
+    exp.Floor,
+    exp.Ceil,
+    exp.Coalesce,
+    exp.Lower,
+    exp.Upper,
+    exp.Length,
+    exp.Nullif,
+    exp.Greatest,
+    exp.Least,
+    exp.Ln,
+    exp.Sqrt,
+    exp.Cast,
+    exp.TryCast,
+    exp.Trim,
 )
 _OPERATORS: tuple[type[exp.Expr], ...] = (
-    exp.And, exp.Or, exp.Not, exp.Neg, exp.Paren, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT,
-    exp.LTE, exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Add, exp.Sub, exp.Mul,
-    exp.Div, exp.IntDiv, exp.Mod, exp.Case, exp.If,
+    exp.And,
+    exp.Or,
+    exp.Not,
+    exp.Neg,
+    exp.Paren,
+    exp.EQ,
+    exp.NEQ,
+    exp.GT,
+    exp.GTE,
+    exp.LT,
+    exp.LTE,
+    exp.Is,
+    exp.In,
+    exp.Between,
+    exp.Like,
+    exp.ILike,
+    exp.Add,
+    exp.Sub,
+    exp.Mul,
+    exp.Div,
+    exp.IntDiv,
+    exp.Mod,
+    exp.Case,
+    exp.If,
 )
 _LEAVES: tuple[type[exp.Expr], ...] = (
-    exp.Literal, exp.Boolean, exp.Null, exp.Identifier, exp.DataType, exp.DataTypeParam,
+    exp.Literal,
+    exp.Boolean,
+    exp.Null,
+    exp.Identifier,
+    exp.DataType,
+    exp.DataTypeParam,
     exp.Var,
 )
 _STRUCTURE: tuple[type[exp.Expr], ...] = (
-    exp.Select, exp.From, exp.Table, exp.Where, exp.Group, exp.Alias, exp.Column, exp.Distinct,
+    exp.Select,
+    exp.From,
+    exp.Table,
+    exp.Where,
+    exp.Group,
+    exp.Alias,
+    exp.Column,
+    exp.Distinct,
     exp.Star,
 )
 # Function names that read files, other databases or the catalogue.
 _FILE_FUNCTION_PREFIXES = (
-    "read_", "parquet", "csv", "sniff", "glob", "query", "duckdb_", "pragma", "sqlite",
-    "postgres", "mysql", "iceberg", "delta", "json", "scan", "arrow", "range", "generate_series",
-    "unnest", "repeat_row", "which_secret",
+    "read_",
+    "parquet",
+    "csv",
+    "sniff",
+    "glob",
+    "query",
+    "duckdb_",
+    "pragma",
+    "sqlite",
+    "postgres",
+    "mysql",
+    "iceberg",
+    "delta",
+    "json",
+    "scan",
+    "arrow",
+    "range",
+    "generate_series",
+    "unnest",
+    "repeat_row",
+    "which_secret",
 )
 # Refusal order: when a statement breaks several rules, the most fundamental one is its reason.
 _PRIORITY = [
-    Reason.PARSE_ERROR, Reason.MULTIPLE_STATEMENTS, Reason.SET_OPERATION, Reason.NOT_SELECT,
-    Reason.CTE, Reason.SUBQUERY, Reason.JOIN, Reason.TABLE_FUNCTION, Reason.UNKNOWN_TABLE,
-    Reason.STAR, Reason.WINDOW_FUNCTION, Reason.WITHHELD_COLUMN, Reason.UNKNOWN_COLUMN,
-    Reason.FUNCTION_NOT_ALLOWED, Reason.AGGREGATE_ARGUMENT, Reason.ROW_VALUES,
-    Reason.CLAUSE_NOT_ALLOWED, Reason.CONSTRUCT_NOT_ALLOWED,
+    Reason.PARSE_ERROR,
+    Reason.MULTIPLE_STATEMENTS,
+    Reason.SET_OPERATION,
+    Reason.NOT_SELECT,
+    Reason.CTE,
+    Reason.SUBQUERY,
+    Reason.JOIN,
+    Reason.TABLE_FUNCTION,
+    Reason.UNKNOWN_TABLE,
+    Reason.STAR,
+    Reason.WINDOW_FUNCTION,
+    Reason.WITHHELD_COLUMN,
+    Reason.UNKNOWN_COLUMN,
+    Reason.FUNCTION_NOT_ALLOWED,
+    Reason.AGGREGATE_ARGUMENT,
+    Reason.ROW_VALUES,
+    Reason.CLAUSE_NOT_ALLOWED,
+    Reason.CONSTRUCT_NOT_ALLOWED,
 ]
 _CLAUSES = {
-    "having": "HAVING", "order": "ORDER BY", "limit": "LIMIT", "offset": "OFFSET",
-    "qualify": "QUALIFY", "sample": "SAMPLE", "distinct": "DISTINCT", "into": "INTO",
-    "windows": "WINDOW", "laterals": "LATERAL", "prewhere": "PREWHERE", "connect": "CONNECT BY",
-    "match": "MATCH_RECOGNIZE", "kind": "SELECT AS STRUCT", "settings": "SETTINGS",
-    "format": "FORMAT", "options": "OPTIONS", "locks": "FOR UPDATE", "cluster": "CLUSTER BY",
-    "distribute": "DISTRIBUTE BY", "sort": "SORT BY",
+    "having": "HAVING",
+    "order": "ORDER BY",
+    "limit": "LIMIT",
+    "offset": "OFFSET",
+    "qualify": "QUALIFY",
+    "sample": "SAMPLE",
+    "distinct": "DISTINCT",
+    "into": "INTO",
+    "windows": "WINDOW",
+    "laterals": "LATERAL",
+    "prewhere": "PREWHERE",
+    "connect": "CONNECT BY",
+    "match": "MATCH_RECOGNIZE",
+    "kind": "SELECT AS STRUCT",
+    "settings": "SETTINGS",
+    "format": "FORMAT",
+    "options": "OPTIONS",
+    "locks": "FOR UPDATE",
+    "cluster": "CLUSTER BY",
+    "distribute": "DISTRIBUTE BY",
+    "sort": "SORT BY",
 }
 
 
@@ -148,12 +248,18 @@ def parse_one_select(sql: str) -> exp.Expr:
         parsed = sqlglot.parse(sql, read="duckdb")
     except SqlglotError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise Refused(Stage.SQLGUARD, Reason.PARSE_ERROR,
-                      f"not parseable as one SQL statement ({_show(first, 120)})") from None
+        raise Refused(
+            Stage.SQLGUARD,
+            Reason.PARSE_ERROR,
+            f"not parseable as one SQL statement ({_show(first, 120)})",
+        ) from None
     statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     if len(statements) != 1:
-        raise Refused(Stage.SQLGUARD, Reason.MULTIPLE_STATEMENTS,
-                      f"{len(statements)} statements; exactly one SELECT is allowed")
+        raise Refused(
+            Stage.SQLGUARD,
+            Reason.MULTIPLE_STATEMENTS,
+            f"{len(statements)} statements; exactly one SELECT is allowed",
+        )
     return statements[0]
 
 
@@ -161,11 +267,17 @@ def guard(sql: str, dataset: Dataset) -> Guarded:
     """Check `sql` against the rules above; return it canonicalised or raise Refused."""
     root = parse_one_select(sql)
     if isinstance(root, exp.SetOperation):
-        raise Refused(Stage.SQLGUARD, Reason.SET_OPERATION,
-                      f"{type(root).__name__.upper()} combines statements; one SELECT only")
+        raise Refused(
+            Stage.SQLGUARD,
+            Reason.SET_OPERATION,
+            f"{type(root).__name__.upper()} combines statements; one SELECT only",
+        )
     if not isinstance(root, exp.Select):
-        raise Refused(Stage.SQLGUARD, Reason.NOT_SELECT,
-                      f"a {type(root).__name__.upper()} statement; only SELECT is allowed")
+        raise Refused(
+            Stage.SQLGUARD,
+            Reason.NOT_SELECT,
+            f"a {type(root).__name__.upper()} statement; only SELECT is allowed",
+        )
     problems = _Problems()
     _check_clauses(root, problems)
     _check_from(root, problems)
@@ -199,13 +311,17 @@ def _check_clauses(root: exp.Select, problems: _Problems) -> None:
     if group is not None:
         for arg in ("all", "rollup", "cube", "grouping_sets", "totals"):
             if group.args.get(arg):
-                problems.add(Reason.CLAUSE_NOT_ALLOWED,
-                             f"GROUP BY {arg.upper().replace('_', ' ')} is not allowed; "
-                             "name the key expressions")
+                problems.add(
+                    Reason.CLAUSE_NOT_ALLOWED,
+                    f"GROUP BY {arg.upper().replace('_', ' ')} is not allowed; "
+                    "name the key expressions",
+                )
         for key in group.expressions:
             if isinstance(key, exp.Literal):
-                problems.add(Reason.CLAUSE_NOT_ALLOWED,
-                             "GROUP BY by position is not allowed; name the key expressions")
+                problems.add(
+                    Reason.CLAUSE_NOT_ALLOWED,
+                    "GROUP BY by position is not allowed; name the key expressions",
+                )
 
 
 def _check_from(root: exp.Select, problems: _Problems) -> None:
@@ -222,19 +338,25 @@ def _check_from(root: exp.Select, problems: _Problems) -> None:
         problems.add(Reason.SUBQUERY, "a subquery in FROM is not allowed")
         return
     if not isinstance(table, exp.Table):
-        problems.add(Reason.TABLE_FUNCTION, f"FROM {_show(table.sql(dialect='duckdb'))} is not "
-                                            f"the table {TABLE}")
+        problems.add(
+            Reason.TABLE_FUNCTION,
+            f"FROM {_show(table.sql(dialect='duckdb'))} is not the table {TABLE}",
+        )
         return
     if not isinstance(table.this, exp.Identifier):
-        problems.add(Reason.TABLE_FUNCTION,
-                     f"table function {_func_name(table.this)}() is not allowed; FROM {TABLE} only")
+        problems.add(
+            Reason.TABLE_FUNCTION,
+            f"table function {_func_name(table.this)}() is not allowed; FROM {TABLE} only",
+        )
         return
     name = table.name
     if any(ch in name for ch in "/\\.:") or name.lower().endswith(("csv", "parquet", "json")):
         problems.add(Reason.TABLE_FUNCTION, f"FROM {_show(name)} reads a file; FROM {TABLE} only")
     elif name.casefold() != TABLE or table.args.get("db") or table.args.get("catalog"):
-        problems.add(Reason.UNKNOWN_TABLE, f"table {_show(table.sql(dialect='duckdb'))} is not "
-                                           f"the registered table {TABLE}")
+        problems.add(
+            Reason.UNKNOWN_TABLE,
+            f"table {_show(table.sql(dialect='duckdb'))} is not the registered table {TABLE}",
+        )
     if table.args.get("alias"):
         problems.add(Reason.CONSTRUCT_NOT_ALLOWED, "a table alias is not allowed; drop it")
     for arg in ("sample", "pivots", "joins", "laterals", "version", "when", "changes"):
@@ -256,17 +378,24 @@ def _check_nodes(root: exp.Select, dataset: Dataset, problems: _Problems) -> set
         elif isinstance(node, (exp.Join, exp.Lateral)):
             problems.add(Reason.JOIN, "joins are not allowed")
         elif isinstance(node, (exp.Rollup, exp.Cube, exp.GroupingSets)):
-            problems.add(Reason.CLAUSE_NOT_ALLOWED, "ROLLUP, CUBE and GROUPING SETS are not "
-                                                    "allowed; name the key expressions")
+            problems.add(
+                Reason.CLAUSE_NOT_ALLOWED,
+                "ROLLUP, CUBE and GROUPING SETS are not allowed; name the key expressions",
+            )
         elif isinstance(node, exp.Filter):
-            problems.add(Reason.AGGREGATE_ARGUMENT, "FILTER (WHERE ...) narrows an aggregate to "
-                                                    "rows the floor does not count; use WHERE")
+            problems.add(
+                Reason.AGGREGATE_ARGUMENT,
+                "FILTER (WHERE ...) narrows an aggregate to "
+                "rows the floor does not count; use WHERE",
+            )
         elif isinstance(node, exp.Window):
             problems.add(Reason.WINDOW_FUNCTION, "window functions (OVER) are not allowed")
         elif isinstance(node, exp.Star):
             if not (isinstance(node.parent, exp.Count) and node.arg_key == "this"):
-                problems.add(Reason.STAR, "* is not allowed (except in count(*)); name the "
-                                          "aggregates you want")
+                problems.add(
+                    Reason.STAR,
+                    "* is not allowed (except in count(*)); name the aggregates you want",
+                )
         elif isinstance(node, exp.Column):
             _check_column(node, dataset, problems, columns)
         elif isinstance(node, exp.Table):
@@ -277,8 +406,10 @@ def _check_nodes(root: exp.Select, dataset: Dataset, problems: _Problems) -> set
         elif isinstance(node, exp.Func) and not isinstance(node, _SCALAR_FUNCTIONS + _OPERATORS):
             name = _func_name(node)
             if name.startswith(_FILE_FUNCTION_PREFIXES) or isinstance(node, exp.ReadCSV):
-                problems.add(Reason.TABLE_FUNCTION, f"{name}() reads outside the registered "
-                                                    "table; it is not allowed")
+                problems.add(
+                    Reason.TABLE_FUNCTION,
+                    f"{name}() reads outside the registered table; it is not allowed",
+                )
             else:
                 problems.add(Reason.FUNCTION_NOT_ALLOWED, f"function {name}() is not allowed")
         elif isinstance(node, exp.Distinct):
@@ -294,22 +425,25 @@ def _check_nodes(root: exp.Select, dataset: Dataset, problems: _Problems) -> set
     return columns
 
 
-def _check_column(node: exp.Column, dataset: Dataset, problems: _Problems,
-                  columns: set[str]) -> None:
+def _check_column(
+    node: exp.Column, dataset: Dataset, problems: _Problems, columns: set[str]
+) -> None:
     if isinstance(node.this, exp.Star):
         problems.add(Reason.STAR, "* is not allowed; name the aggregates you want")
         return
     qualifier = node.table
     if qualifier and qualifier.casefold() != TABLE or node.args.get("db"):
-        problems.add(Reason.UNKNOWN_TABLE, f"column qualifier {_show(qualifier)} is not "
-                                           f"the table {TABLE}")
+        problems.add(
+            Reason.UNKNOWN_TABLE, f"column qualifier {_show(qualifier)} is not the table {TABLE}"
+        )
     col = dataset.column(node.name)
     if col is None:
         problems.add(Reason.UNKNOWN_COLUMN, f"no column {_show(node.name)} in {dataset.name}")
         return
     if col.withheld:
-        problems.add(Reason.WITHHELD_COLUMN,
-                     f"column {_show(col.name)} is withheld ({col.withheld})")
+        problems.add(
+            Reason.WITHHELD_COLUMN, f"column {_show(col.name)} is withheld ({col.withheld})"
+        )
         return
     columns.add(col.name)
 
@@ -330,22 +464,28 @@ def _check_aggregate(node: exp.Expr, dataset: Dataset, problems: _Problems) -> N
                 return
         elif isinstance(inner, exp.Column):
             return
-        problems.add(Reason.AGGREGATE_ARGUMENT,
-                     "count() takes *, a column or DISTINCT column: an expression inside an "
-                     "aggregate can single out one row")
+        problems.add(
+            Reason.AGGREGATE_ARGUMENT,
+            "count() takes *, a column or DISTINCT column: an expression inside an "
+            "aggregate can single out one row",
+        )
         return
     if isinstance(node, exp.Corr):
         args = [node.this, node.expression]
     for arg in args:
         if not isinstance(arg, exp.Column):
-            problems.add(Reason.AGGREGATE_ARGUMENT,
-                         f"{name}() takes a plain column: an expression inside an aggregate "
-                         "(e.g. sum(CASE WHEN ... THEN x END)) can single out one row")
+            problems.add(
+                Reason.AGGREGATE_ARGUMENT,
+                f"{name}() takes a plain column: an expression inside an aggregate "
+                "(e.g. sum(CASE WHEN ... THEN x END)) can single out one row",
+            )
             return
         col = dataset.column(arg.name)
         if col is not None and not col.withheld and col.type not in {"integer", "number"}:
-            problems.add(Reason.AGGREGATE_ARGUMENT,
-                         f"{name}() needs a numeric column; {_show(col.name)} is {col.type}")
+            problems.add(
+                Reason.AGGREGATE_ARGUMENT,
+                f"{name}() needs a numeric column; {_show(col.name)} is {col.type}",
+            )
 
 
 def _contains_aggregate(node: exp.Expr) -> bool:
@@ -365,13 +505,17 @@ def _output_name(node: exp.Expr, index: int) -> str:
     return node.sql(dialect="duckdb", comments=False) or f"col{index}"
 
 
-def _check_outputs(root: exp.Select, problems: _Problems, *, loose: bool = False
-                   ) -> tuple[list[tuple[str, exp.Expr]], list[tuple[str, exp.Expr]]]:
+def _check_outputs(
+    root: exp.Select, problems: _Problems, *, loose: bool = False
+) -> tuple[list[tuple[str, exp.Expr]], list[tuple[str, exp.Expr]]]:
     group = root.args.get("group")
     group_keys = list(group.expressions) if group is not None else []
-    if group is not None and (group.args.get("all") or any(
-            isinstance(k, (exp.Literal, exp.Rollup, exp.Cube, exp.GroupingSets))
-            for k in group_keys)):
+    if group is not None and (
+        group.args.get("all")
+        or any(
+            isinstance(k, (exp.Literal, exp.Rollup, exp.Cube, exp.GroupingSets)) for k in group_keys
+        )
+    ):
         return [], []  # the GROUP BY itself is refused; its outputs cannot be judged
     key_forms = {_canonical_key(k, loose): k for k in group_keys}
     keys: list[tuple[str, exp.Expr]] = []
@@ -391,22 +535,28 @@ def _check_outputs(root: exp.Select, problems: _Problems, *, loose: bool = False
             continue
         unaggregated = [c for c in bare.find_all(exp.Column) if _inside_aggregate(c) is None]
         if unaggregated:
-            problems.add(Reason.ROW_VALUES,
-                         f"output {_show(name)} is a row value: every output must be an "
-                         "aggregate or a GROUP BY key")
+            problems.add(
+                Reason.ROW_VALUES,
+                f"output {_show(name)} is a row value: every output must be an "
+                "aggregate or a GROUP BY key",
+            )
             continue
         if not _contains_aggregate(bare) and not group_keys:
-            problems.add(Reason.ROW_VALUES,
-                         f"output {_show(name)} would repeat once per row; aggregate something")
+            problems.add(
+                Reason.ROW_VALUES,
+                f"output {_show(name)} would repeat once per row; aggregate something",
+            )
             continue
         values.append((name, bare))
     for k in group_keys:
         if _contains_aggregate(k):
             problems.add(Reason.CONSTRUCT_NOT_ALLOWED, "an aggregate inside GROUP BY")
         elif _canonical_key(k, loose) not in projected_keys:
-            problems.add(Reason.CONSTRUCT_NOT_ALLOWED,
-                         f"GROUP BY key {_show(k.sql(dialect='duckdb'))} must also be selected, "
-                         "so every figure is labelled")
+            problems.add(
+                Reason.CONSTRUCT_NOT_ALLOWED,
+                f"GROUP BY key {_show(k.sql(dialect='duckdb'))} must also be selected, "
+                "so every figure is labelled",
+            )
     if not root.expressions:
         problems.add(Reason.ROW_VALUES, "nothing is selected")
     return keys, values
@@ -414,6 +564,7 @@ def _check_outputs(root: exp.Select, problems: _Problems, *, loose: bool = False
 
 def _canonicalise(root: exp.Select, dataset: Dataset) -> exp.Select:
     """Comments dropped, columns by their profile names, quoted and unqualified."""
+
     def fix(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column):
             col: ColumnProfile | None = dataset.column(node.name)

@@ -20,11 +20,19 @@ MAX_PAIR_CLAIMS = 6
 MAX_HEADLINE_GROUPS = 8
 
 _TEST_NAMES = {
-    "welch_t": "Welch t-test", "mann_whitney_u": "Mann-Whitney U test",
-    "fisher_exact": "Fisher exact test", "pearson_r": "Pearson", "spearman_rho": "Spearman",
+    "welch_t": "Welch t-test",
+    "mann_whitney_u": "Mann-Whitney U test",
+    "fisher_exact": "Fisher exact test",
+    "pearson_r": "Pearson",
+    "spearman_rho": "Spearman",
 }
-_EFFECT_NAMES = {"cohens_d": "Cohen's d", "rank_biserial": "rank-biserial r",
-                 "risk_difference": "difference", "r": "r", "rho": "rho"}
+_EFFECT_NAMES = {
+    "cohens_d": "Cohen's d",
+    "rank_biserial": "rank-biserial r",
+    "risk_difference": "difference",
+    "r": "r",
+    "rho": "rho",
+}
 
 
 def label(value: Any) -> str:
@@ -75,15 +83,19 @@ def _tail(env: dict[str, Any]) -> str:
     parts = []
     other = _other(env)
     if other is not None:
-        parts.append(f"{num(other['n'])} rows in groups under {FLOOR} are counted together as an "
-                     "unnamed other")
+        parts.append(
+            f"{num(other['n'])} rows in groups under {FLOOR} are counted together as an "
+            "unnamed other"
+        )
     more = int(env.get("also_suppressed") or 0)
     if env.get("suppressed"):
         parts.append(f"a remainder under {FLOOR} rows was suppressed")
     if more:
-        parts.append(f"{more} further group{'s were' if more > 1 else ' was'} suppressed so "
-                     f"that no figure over fewer than {FLOOR} rows can be recovered from other "
-                     "figures")
+        parts.append(
+            f"{more} further group{'s were' if more > 1 else ' was'} suppressed so "
+            f"that no figure over fewer than {FLOOR} rows can be recovered from other "
+            "figures"
+        )
     return ("; " + "; ".join(parts)) if parts else ""
 
 
@@ -132,29 +144,41 @@ def statements(env: dict[str, Any], file: str) -> list[str]:
     lines: list[str] = []
     tests = (env.get("tests") or {}).get("results", [])
     m = (env.get("tests") or {}).get("m", 0)
-    significant = sorted((t for t in tests if t.get("significant")),
-                         key=lambda t: (t["p_holm"], -abs(t["effect"]["value"] or 0)))
+    significant = sorted(
+        (t for t in tests if t.get("significant")),
+        key=lambda t: (t["p_holm"], -abs(t["effect"]["value"] or 0)),
+    )
 
     if template == "count_by_group":
         total = sum(r["n"] for r in env["rows"])
-        items = [f"{label(r['keys'][0])} {num(r['n'])} ({pct(r['n'] / total)})"
-                 for r in sorted(_named(env), key=lambda r: -r["n"])]
-        lines.append(f"{src}, {cols['group']} splits {num(total)} rows into groups of at least "
-                     f"{FLOOR}: {_listing(items)}{_tail(env)}.")
+        items = [
+            f"{label(r['keys'][0])} {num(r['n'])} ({pct(r['n'] / total)})"
+            for r in sorted(_named(env), key=lambda r: -r["n"])
+        ]
+        lines.append(
+            f"{src}, {cols['group']} splits {num(total)} rows into groups of at least "
+            f"{FLOOR}: {_listing(items)}{_tail(env)}."
+        )
     elif template in {"mean_by_group", "median_by_group"}:
         stat = "mean" if template == "mean_by_group" else "median"
         rows = sorted(_named(env), key=lambda r: -(_value(r, env, stat) or 0))
-        items = [f"{label(r['keys'][0])} {num(_value(r, env, stat))} (n = {num(r['n'])})"
-                 for r in rows]
+        items = [
+            f"{label(r['keys'][0])} {num(_value(r, env, stat))} (n = {num(r['n'])})" for r in rows
+        ]
         test = "Welch t-tests" if stat == "mean" else "Mann-Whitney U tests"
-        lines.append(f"{src}, the {stat} of {cols['value']} by {cols['group']} is "
-                     f"{_listing(items)}{_tail(env)}{_verdicts(len(significant), m, test)}.")
+        lines.append(
+            f"{src}, the {stat} of {cols['value']} by {cols['group']} is "
+            f"{_listing(items)}{_tail(env)}{_verdicts(len(significant), m, test)}."
+        )
         by_label = {r["keys"][0]: r for r in rows}
         for t in significant[:MAX_PAIR_CLAIMS]:
             a, b = by_label[t["a"]], by_label[t["b"]]
             va, vb = _value(a, env, stat), _value(b, env, stat)
-            hi, lo, vh, vl, nh, nl = ((t["a"], t["b"], va, vb, a["n"], b["n"]) if va >= vb
-                                      else (t["b"], t["a"], vb, va, b["n"], a["n"]))
+            hi, lo, vh, vl, nh, nl = (
+                (t["a"], t["b"], va, vb, a["n"], b["n"])
+                if va >= vb
+                else (t["b"], t["a"], vb, va, b["n"], a["n"])
+            )
             eff = t["effect"]
             size = num(abs(eff["value"])) if eff["value"] is not None else "n/a"
             lines.append(
@@ -162,25 +186,30 @@ def statements(env: dict[str, Any], file: str) -> list[str]:
                 f"{label(hi)} than for {label(lo)} ({num(vh)} vs {num(vl)}; "
                 f"{_TEST_NAMES[t['test']]}, Holm-corrected p {pval(t['p_holm'])}, "
                 f"{_EFFECT_NAMES[eff['name']]} = {size}, "
-                f"n = {num(nh)} and {num(nl)}).")
+                f"n = {num(nh)} and {num(nl)})."
+            )
     elif template == "proportion_by_group":
         shares = _shares(env)
         level = label(env.get("level"))
         ordered = sorted(shares.items(), key=lambda kv: -kv[1][0])
         items = [f"{label(g)} {pct(s)} (n = {num(n)})" for g, (s, n) in ordered]
-        lines.append(f"{src}, the share of {cols['outcome']} = {level} by {cols['group']} is "
-                     f"{_listing(items) or 'not reportable (cells under the floor)'}"
-                     f"{_tail(env)}{_verdicts(len(significant), m, 'Fisher exact tests')}.")
+        lines.append(
+            f"{src}, the share of {cols['outcome']} = {level} by {cols['group']} is "
+            f"{_listing(items) or 'not reportable (cells under the floor)'}"
+            f"{_tail(env)}{_verdicts(len(significant), m, 'Fisher exact tests')}."
+        )
         for t in significant[:MAX_PAIR_CLAIMS]:
             sa, na = shares[t["a"]]
             sb, nb = shares[t["b"]]
-            hi, lo, sh, sl, nh, nl = ((t["a"], t["b"], sa, sb, na, nb) if sa >= sb
-                                      else (t["b"], t["a"], sb, sa, nb, na))
+            hi, lo, sh, sl, nh, nl = (
+                (t["a"], t["b"], sa, sb, na, nb) if sa >= sb else (t["b"], t["a"], sb, sa, nb, na)
+            )
             lines.append(
                 f"{src}, {cols['outcome']} = {level} is more common for {cols['group']} "
                 f"{label(hi)} than for {label(lo)} ({pct(sh)} vs {pct(sl)}; Fisher exact test, "
                 f"Holm-corrected p {pval(t['p_holm'])}, difference {100 * (sh - sl):.1f} "
-                f"points, n = {num(nh)} and {num(nl)}).")
+                f"points, n = {num(nh)} and {num(nl)})."
+            )
     elif template == "correlation":
         row = env["rows"][0]
         by = {t["test"]: t for t in tests}
@@ -188,12 +217,18 @@ def statements(env: dict[str, Any], file: str) -> list[str]:
         rho = by.get("spearman_rho", {}).get("statistic")
         direction = "positively" if (r or 0) > 0 else "negatively"
         ps = sorted({pval(t["p_holm"]) for t in tests})
-        lines.append(f"{src}, {cols['x']} and {cols['y']} are {direction} correlated (Pearson "
-                     f"r = {num(r)}, Spearman rho = {num(rho)}, n = {num(row['n'])}; "
-                     f"Holm-corrected p {' and '.join(ps) or 'n/a'}).")
+        lines.append(
+            f"{src}, {cols['x']} and {cols['y']} are {direction} correlated (Pearson "
+            f"r = {num(r)}, Spearman rho = {num(rho)}, n = {num(row['n'])}; "
+            f"Holm-corrected p {' and '.join(ps) or 'n/a'})."
+        )
     elif template == "distribution":
-        items = [f"{label(str(r['keys'][0]).split(': ', 1)[-1])}: {num(r['n'])} rows"
-                 for r in _named(env)]
-        lines.append(f"{src}, {cols['value']} falls into quantile buckets as follows: "
-                     f"{'; '.join(items)}{_tail(env)}.")
+        items = [
+            f"{label(str(r['keys'][0]).split(': ', 1)[-1])}: {num(r['n'])} rows"
+            for r in _named(env)
+        ]
+        lines.append(
+            f"{src}, {cols['value']} falls into quantile buckets as follows: "
+            f"{'; '.join(items)}{_tail(env)}."
+        )
     return [_fit(line) for line in lines]

@@ -24,6 +24,7 @@ def _scipy_stats():  # noqa: ANN202 - the scipy.stats module
 
     return stats
 
+
 ALPHA = 0.05
 # Significant figures kept for figures that leave. Enough for a reader; few enough that
 # re-running the query reproduces the envelope byte for byte despite floating-point summation
@@ -73,11 +74,13 @@ def welch(label_a: object, a: np.ndarray, label_b: object, b: np.ndarray) -> Pai
     """Welch's t-test (unequal variances); effect: Cohen's d with the pooled SD."""
     res = _scipy_stats().ttest_ind(a, b, equal_var=False)
     na, nb = len(a), len(b)
-    pooled = math.sqrt(((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1))
-                       / (na + nb - 2))
+    pooled = math.sqrt(
+        ((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1)) / (na + nb - 2)
+    )
     d = (float(np.mean(a)) - float(np.mean(b))) / pooled if pooled > 0 else None
-    return PairTest(label_a, label_b, "welch_t", float(res.statistic), float(res.pvalue),
-                    na, nb, "cohens_d", d)
+    return PairTest(
+        label_a, label_b, "welch_t", float(res.statistic), float(res.pvalue), na, nb, "cohens_d", d
+    )
 
 
 def mann_whitney(label_a: object, a: np.ndarray, label_b: object, b: np.ndarray) -> PairTest:
@@ -86,19 +89,38 @@ def mann_whitney(label_a: object, a: np.ndarray, label_b: object, b: np.ndarray)
     res = _scipy_stats().mannwhitneyu(a, b, alternative="two-sided")
     na, nb = len(a), len(b)
     r = 2.0 * float(res.statistic) / (na * nb) - 1.0
-    return PairTest(label_a, label_b, "mann_whitney_u", float(res.statistic), float(res.pvalue),
-                    na, nb, "rank_biserial", r)
+    return PairTest(
+        label_a,
+        label_b,
+        "mann_whitney_u",
+        float(res.statistic),
+        float(res.pvalue),
+        na,
+        nb,
+        "rank_biserial",
+        r,
+    )
 
 
-def fisher(label_a: object, a_yes: int, a_no: int, label_b: object, b_yes: int, b_no: int
-           ) -> PairTest:
+def fisher(
+    label_a: object, a_yes: int, a_no: int, label_b: object, b_yes: int, b_no: int
+) -> PairTest:
     """Fisher's exact test on the 2x2 table; effect: difference in proportions (a - b)."""
     res = _scipy_stats().fisher_exact([[a_yes, a_no], [b_yes, b_no]])
     na, nb = a_yes + a_no, b_yes + b_no
     diff = a_yes / na - b_yes / nb
     odds = float(res.statistic)
-    return PairTest(label_a, label_b, "fisher_exact", odds if math.isfinite(odds) else -1.0,
-                    float(res.pvalue), na, nb, "risk_difference", diff)
+    return PairTest(
+        label_a,
+        label_b,
+        "fisher_exact",
+        odds if math.isfinite(odds) else -1.0,
+        float(res.pvalue),
+        na,
+        nb,
+        "risk_difference",
+        diff,
+    )
 
 
 def correlations(x: np.ndarray, y: np.ndarray) -> list[PairTest]:
@@ -106,11 +128,33 @@ def correlations(x: np.ndarray, y: np.ndarray) -> list[PairTest]:
     n = len(x)
     out = []
     pr = _scipy_stats().pearsonr(x, y)
-    out.append(PairTest("x", "y", "pearson_r", float(pr.statistic), float(pr.pvalue), n, n,
-                        "r", float(pr.statistic)))
+    out.append(
+        PairTest(
+            "x",
+            "y",
+            "pearson_r",
+            float(pr.statistic),
+            float(pr.pvalue),
+            n,
+            n,
+            "r",
+            float(pr.statistic),
+        )
+    )
     sr = _scipy_stats().spearmanr(x, y)
-    out.append(PairTest("x", "y", "spearman_rho", float(sr.statistic), float(sr.pvalue), n, n,
-                        "rho", float(sr.statistic)))
+    out.append(
+        PairTest(
+            "x",
+            "y",
+            "spearman_rho",
+            float(sr.statistic),
+            float(sr.pvalue),
+            n,
+            n,
+            "rho",
+            float(sr.statistic),
+        )
+    )
     return out
 
 
@@ -120,8 +164,12 @@ def family(tests: list[PairTest], *, labelled: bool = True) -> dict[str, object]
     results = []
     for t, p_holm in zip(tests, adjusted, strict=True):
         row: dict[str, object] = {
-            "test": t.test, "statistic": sig(t.statistic), "p": sig(t.p, P_SIG_FIGS),
-            "p_holm": sig(p_holm, P_SIG_FIGS), "n_a": t.n_a, "n_b": t.n_b,
+            "test": t.test,
+            "statistic": sig(t.statistic),
+            "p": sig(t.p, P_SIG_FIGS),
+            "p_holm": sig(p_holm, P_SIG_FIGS),
+            "n_a": t.n_a,
+            "n_b": t.n_b,
             "effect": {"name": t.effect_name, "value": sig(t.effect, 4)},
             "significant": bool(p_holm < ALPHA),
         }

@@ -81,8 +81,7 @@ def _errors() -> Iterator[None]:
         yield
     except ToolError as exc:
         raise ToolError(redact(str(exc))) from None
-    except (BadInput, LaunchError, sessions.UnknownSession, StoreError, NoData,
-            DataError) as exc:
+    except (BadInput, LaunchError, sessions.UnknownSession, StoreError, NoData, DataError) as exc:
         raise ToolError(redact(str(exc))) from None
 
 
@@ -105,8 +104,10 @@ def _session_id(session: str) -> str:
     try:
         return check_session_id(session.strip(), flag="")
     except LaunchError:
-        raise BadInput(f"{session!r} is not a session id (letters, digits, '.', '_' or '-', "
-                       "as research returned it)") from None
+        raise BadInput(
+            f"{session!r} is not a session id (letters, digits, '.', '_' or '-', "
+            "as research returned it)"
+        ) from None
 
 
 SessionArg = Annotated[str, Field(description="the session id research returned", max_length=64)]
@@ -115,15 +116,24 @@ SessionArg = Annotated[str, Field(description="the session id research returned"
 # -- research mode --------------------------------------------------------------------------
 
 
-def research_argv(sid: str, launch: Any, *, usd: float | str | None, tokens: int | None,
-                  search: list[str] | None) -> list[str]:
+def research_argv(
+    sid: str, launch: Any, *, usd: float | str | None, tokens: int | None, search: list[str] | None
+) -> list[str]:
     """The `mole research` arguments for a checked launch (mole_dag.launch.Launch): the same
     budget as given, and the provider, corpus and data as resolved, so the worker cannot
     resolve them differently."""
-    args = ["--session-id", sid, "--quiet", "--no-report-print",
-            "--usd" if usd is not None else "--tokens",
-            str(usd) if usd is not None else str(tokens),
-            "--provider", launch.provider, "--corpus", str(launch.corpus)]
+    args = [
+        "--session-id",
+        sid,
+        "--quiet",
+        "--no-report-print",
+        "--usd" if usd is not None else "--tokens",
+        str(usd) if usd is not None else str(tokens),
+        "--provider",
+        launch.provider,
+        "--corpus",
+        str(launch.corpus),
+    ]
     for name in search or []:
         args += ["--search", name]
     if launch.data:
@@ -132,26 +142,30 @@ def research_argv(sid: str, launch: Any, *, usd: float | str | None, tokens: int
     return [*args, "--", launch.question]
 
 
-@server.tool(description=(
-    "Start a research session on a question, within a hard budget: exactly one of usd (e.g. "
-    "0.50) or tokens (e.g. 20000), no default. Everything is checked first; bad input is "
-    "refused and nothing is written. Returns the session id at once while the research runs "
-    "detached (it survives this connection closing): poll session_status(session) until "
-    "finished is true, then call report(session). Caps: question at most "
-    f"{MAX_QUESTION_CHARS} characters, paths at most {MAX_PATH_CHARS}. corpus: a folder of "
-    ".html/.md/.txt documents for the local search provider (default: the bundled demo "
-    "corpus). provider: extractive (no model), anthropic, openai or cassette (default: "
-    "MOLE_PROVIDER, else the config file, else extractive). search: provider names (local, "
-    "searxng, brave, tavily, arxiv, openalex, crossref, pubmed). data: a CSV file or folder of "
-    "CSVs analysed only through the aggregation gate (k >= 5)."))
+@server.tool(
+    description=(
+        "Start a research session on a question, within a hard budget: exactly one of usd (e.g. "
+        "0.50) or tokens (e.g. 20000), no default. Everything is checked first; bad input is "
+        "refused and nothing is written. Returns the session id at once while the research runs "
+        "detached (it survives this connection closing): poll session_status(session) until "
+        "finished is true, then call report(session). Caps: question at most "
+        f"{MAX_QUESTION_CHARS} characters, paths at most {MAX_PATH_CHARS}. corpus: a folder of "
+        ".html/.md/.txt documents for the local search provider (default: the bundled demo "
+        "corpus). provider: extractive (no model), anthropic, openai or cassette (default: "
+        "MOLE_PROVIDER, else the config file, else extractive). search: provider names (local, "
+        "searxng, brave, tavily, arxiv, openalex, crossref, pubmed). data: a CSV file or folder of "
+        "CSVs analysed only through the aggregation gate (k >= 5)."
+    )
+)
 def research(
     question: Annotated[str, Field(max_length=MAX_QUESTION_CHARS)],
     usd: Annotated[float | str | None, Field(description="budget in US dollars")] = None,
     tokens: Annotated[int | None, Field(description="budget in model tokens")] = None,
     corpus: Annotated[str | None, Field(max_length=MAX_PATH_CHARS)] = None,
     provider: Annotated[str | None, Field(max_length=64)] = None,
-    search: Annotated[list[Annotated[str, Field(max_length=64)]] | None,
-                      Field(max_length=MAX_SEARCH_PROVIDERS)] = None,
+    search: Annotated[
+        list[Annotated[str, Field(max_length=64)]] | None, Field(max_length=MAX_SEARCH_PROVIDERS)
+    ] = None,
     data: Annotated[str | None, Field(max_length=MAX_PATH_CHARS)] = None,
 ) -> dict[str, Any]:
     from mole_dag.budget.ledger import new_session_id
@@ -161,27 +175,45 @@ def research(
     with _errors():
         # The two mistakes the library words for a command line, worded for a tool call.
         if usd is None and tokens is None:
-            raise BadInput("a budget is required: pass usd (e.g. 0.50) or tokens (e.g. 20000); "
-                           "there is no default")
+            raise BadInput(
+                "a budget is required: pass usd (e.g. 0.50) or tokens (e.g. 20000); "
+                "there is no default"
+            )
         if usd is not None and tokens is not None:
             raise BadInput("pass usd or tokens, not both")
         launch = check_launch(
-            question, usd=None if usd is None else str(usd),
-            tokens=None if tokens is None else str(tokens), provider=provider, corpus=corpus,
-            data=data, search=search, note=notes.append, flag="")
+            question,
+            usd=None if usd is None else str(usd),
+            tokens=None if tokens is None else str(tokens),
+            provider=provider,
+            corpus=corpus,
+            data=data,
+            search=search,
+            note=notes.append,
+            flag="",
+        )
         sid = new_session_id()
-        worker = workers.start(sid, research_argv(sid, launch, usd=usd, tokens=tokens,
-                                                  search=search))
-    return redact_all({
-        "session": sid, "status": "starting", "pid": worker.pid, "notes": notes,
-        "next": "poll session_status(session) until finished is true, then report(session)",
-    })
+        worker = workers.start(
+            sid, research_argv(sid, launch, usd=usd, tokens=tokens, search=search)
+        )
+    return redact_all(
+        {
+            "session": sid,
+            "status": "starting",
+            "pid": worker.pid,
+            "notes": notes,
+            "next": "poll session_status(session) until finished is true, then report(session)",
+        }
+    )
 
 
-@server.tool(description=(
-    "Continue an interrupted research session (status interrupted: stopped by a signal, or its "
-    "process died) within its original budget, detached like research. Returns at once; poll "
-    "session_status(session). A finished session (done, exhausted, failed) is refused."))
+@server.tool(
+    description=(
+        "Continue an interrupted research session (status interrupted: stopped by a signal, or its "
+        "process died) within its original budget, detached like research. Returns at once; poll "
+        "session_status(session). A finished session (done, exhausted, failed) is refused."
+    )
+)
 def resume(session: SessionArg) -> dict[str, Any]:
     from mole_dag.core import SessionStatus
     from mole_dag.store import q
@@ -202,24 +234,31 @@ def resume(session: SessionArg) -> dict[str, Any]:
         status = sess.status
         resumable = status == SessionStatus.INTERRUPTED or (
             status in (SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING)
-            and owner_alive(sess.owner) is False)
+            and owner_alive(sess.owner) is False
+        )
         if not resumable:
-            raise BadInput(f"session {sid} is {status}; only an interrupted session can be "
-                           "resumed")
+            raise BadInput(f"session {sid} is {status}; only an interrupted session can be resumed")
         worker = workers.start(sid, ["resume", sid, "--quiet"])
-    return redact_all({
-        "session": sid, "status": "resuming", "pid": worker.pid,
-        "next": "poll session_status(session) until finished is true, then report(session)",
-    })
+    return redact_all(
+        {
+            "session": sid,
+            "status": "resuming",
+            "pid": worker.pid,
+            "next": "poll session_status(session) until finished is true, then report(session)",
+        }
+    )
 
 
-@server.tool(description=(
-    "Status of a research session: status (created, running, reporting, done, failed, "
-    "abandoned, exhausted, interrupted; or starting before its process has created it), "
-    "finished, rounds, budget (spent includes any overrun) and spend by role, counts "
-    "(sub-questions, leads, sources, chunks, claims, edges, dead ends, "
-    "reports), the ledger consistency check, whether the report is ready, and the detached "
-    "process (with the end of its log if it failed)."))
+@server.tool(
+    description=(
+        "Status of a research session: status (created, running, reporting, done, failed, "
+        "abandoned, exhausted, interrupted; or starting before its process has created it), "
+        "finished, rounds, budget (spent includes any overrun) and spend by role, counts "
+        "(sub-questions, leads, sources, chunks, claims, edges, dead ends, "
+        "reports), the ledger consistency check, whether the report is ready, and the detached "
+        "process (with the end of its log if it failed)."
+    )
+)
 def session_status(session: SessionArg) -> dict[str, Any]:
     from mole_dag.store import StoreBusy
 
@@ -237,16 +276,23 @@ def session_status(session: SessionArg) -> dict[str, Any]:
         except StoreBusy:
             if worker is None or not worker.running:
                 raise
-            got = {"session": sid, "status": "running", "finished": False,
-                   "worker": sessions.worker_info(worker),
-                   "next": "the research process is holding the store for a round; poll "
-                           "again shortly"}
+            got = {
+                "session": sid,
+                "status": "running",
+                "finished": False,
+                "worker": sessions.worker_info(worker),
+                "next": "the research process is holding the store for a round; poll again shortly",
+            }
     return redact_all(got)
 
 
-@server.tool(structured_output=False, description=(
-    "The session's report as Markdown, once written (session_status says report_ready). "
-    "Citations [n] are numbered mechanically and each maps to a listed source."))
+@server.tool(
+    structured_output=False,
+    description=(
+        "The session's report as Markdown, once written (session_status says report_ready). "
+        "Citations [n] are numbered mechanically and each maps to a listed source."
+    ),
+)
 def report(session: SessionArg) -> str:
     with _errors():
         sid = _session_id(session)
@@ -254,9 +300,13 @@ def report(session: SessionArg) -> str:
             return redact(sessions.report(store, sid))
 
 
-@server.tool(structured_output=False, description=(
-    "How the session's graph reached its numbers: duplicate clusters, edges and who decided "
-    "them, confidence with its derivation, follow-ups and grounding outcomes (plain text)."))
+@server.tool(
+    structured_output=False,
+    description=(
+        "How the session's graph reached its numbers: duplicate clusters, edges and who decided "
+        "them, confidence with its derivation, follow-ups and grounding outcomes (plain text)."
+    ),
+)
 def trace(session: SessionArg) -> str:
     with _errors():
         sid = _session_id(session)
@@ -264,10 +314,14 @@ def trace(session: SessionArg) -> str:
             return redact(sessions.trace(store, sid))
 
 
-@server.tool(name="eval", description=(
-    "The session's scorecard as JSON: budget overshoot, citation accuracy, claim integrity, "
-    "re-read confirmation rate, contradiction precision, cost per accepted claim, spend by "
-    "role. A metric that cannot be computed has value null and says why."))
+@server.tool(
+    name="eval",
+    description=(
+        "The session's scorecard as JSON: budget overshoot, citation accuracy, claim integrity, "
+        "re-read confirmation rate, contradiction precision, cost per accepted claim, spend by "
+        "role. A metric that cannot be computed has value null and says why."
+    ),
+)
 def eval_(session: SessionArg) -> dict[str, Any]:
     with _errors():
         sid = _session_id(session)
@@ -278,13 +332,17 @@ def eval_(session: SessionArg) -> dict[str, Any]:
 # -- toolkit mode ---------------------------------------------------------------------------
 
 
-@server.tool(description=(
-    "Split text into contiguous chunks at paragraph, then sentence (CJK terminators too), then "
-    "whitespace boundaries, never inside a UTF-8 character. Returns byte offsets into the UTF-8 "
-    "text; the chunks concatenated are the text, byte for byte, so a quote found in a chunk "
-    f"can be located in the source. Caps: text at most {toolkit.MAX_TEXT_CHARS:,} characters; "
-    f"max_bytes between {toolkit.MIN_CHUNK_BYTES} and {toolkit.MAX_CHUNK_BYTES:,} (default "
-    "2400)."))
+@server.tool(
+    description=(
+        "Split text into contiguous chunks at paragraph, then sentence (CJK terminators too), then "
+        "whitespace boundaries, never inside a UTF-8 character. Returns byte offsets into the "
+        "UTF-8 "
+        "text; the chunks concatenated are the text, byte for byte, so a quote found in a chunk "
+        f"can be located in the source. Caps: text at most {toolkit.MAX_TEXT_CHARS:,} characters; "
+        f"max_bytes between {toolkit.MIN_CHUNK_BYTES} and {toolkit.MAX_CHUNK_BYTES:,} (default "
+        "2400)."
+    )
+)
 def chunk(
     text: Annotated[str, Field(max_length=toolkit.MAX_TEXT_CHARS)],
     max_bytes: int | None = None,
@@ -293,14 +351,17 @@ def chunk(
         return toolkit.chunk(text, max_bytes)
 
 
-@server.tool(description=(
-    "Check that a quote occurs verbatim in a source text (runs of whitespace collapse to one "
-    "space; no case folding, no fuzzy matching, no cutting a character cluster). Returns "
-    "found with the byte span of the first occurrence and the number of occurrences; or not "
-    f"found; or rejected when the quote is shorter than {MIN_QUOTE_CHARS} characters after "
-    "collapsing "
-    "(a short quote matches almost any text by chance). Caps: source_text at most "
-    f"{toolkit.MAX_TEXT_CHARS:,} characters, quote at most {toolkit.MAX_QUOTE_CHARS:,}."))
+@server.tool(
+    description=(
+        "Check that a quote occurs verbatim in a source text (runs of whitespace collapse to one "
+        "space; no case folding, no fuzzy matching, no cutting a character cluster). Returns "
+        "found with the byte span of the first occurrence and the number of occurrences; or not "
+        f"found; or rejected when the quote is shorter than {MIN_QUOTE_CHARS} characters after "
+        "collapsing "
+        "(a short quote matches almost any text by chance). Caps: source_text at most "
+        f"{toolkit.MAX_TEXT_CHARS:,} characters, quote at most {toolkit.MAX_QUOTE_CHARS:,}."
+    )
+)
 def find_quote(
     source_text: Annotated[str, Field(max_length=toolkit.MAX_TEXT_CHARS)],
     quote: Annotated[str, Field(max_length=toolkit.MAX_QUOTE_CHARS)],
@@ -309,13 +370,16 @@ def find_quote(
         return toolkit.quote(source_text, quote)
 
 
-@server.tool(description=(
-    "The publisher a source counts under for corroboration, and its source class "
-    "(peer-reviewed > primary > local > secondary > unknown). Web pages count by registrable "
-    "domain from the public suffix list (bbc.co.uk, not co.uk; alice.github.io and "
-    "bob.github.io apart); papers by DOI, then PMID, PMC id, arXiv id. Give a url, or an "
-    f"identifier, or both. Caps: url at most {toolkit.MAX_URL_CHARS} characters, identifiers "
-    f"at most {toolkit.MAX_ID_CHARS}."))
+@server.tool(
+    description=(
+        "The publisher a source counts under for corroboration, and its source class "
+        "(peer-reviewed > primary > local > secondary > unknown). Web pages count by registrable "
+        "domain from the public suffix list (bbc.co.uk, not co.uk; alice.github.io and "
+        "bob.github.io apart); papers by DOI, then PMID, PMC id, arXiv id. Give a url, or an "
+        f"identifier, or both. Caps: url at most {toolkit.MAX_URL_CHARS} characters, identifiers "
+        f"at most {toolkit.MAX_ID_CHARS}."
+    )
+)
 def publisher_of(
     url: Annotated[str, Field(max_length=toolkit.MAX_URL_CHARS)] = "",
     doi: Annotated[str | None, Field(max_length=toolkit.MAX_ID_CHARS)] = None,
@@ -332,8 +396,12 @@ Id = Annotated[str, Field(min_length=1, max_length=toolkit.MAX_ID_CHARS)]
 
 class ClaimIn(BaseModel):
     id: Id
-    publisher: Annotated[str, Field(min_length=1, max_length=toolkit.MAX_ID_CHARS,
-                                    description="as publisher_of returns it")]
+    publisher: Annotated[
+        str,
+        Field(
+            min_length=1, max_length=toolkit.MAX_ID_CHARS, description="as publisher_of returns it"
+        ),
+    ]
     source_class: Literal["peer-reviewed", "primary", "local", "secondary", "unknown"] = "unknown"
 
 
@@ -342,32 +410,42 @@ class EdgeIn(BaseModel):
     dst: Id
     kind: Literal["contradicts", "duplicate_of", "supersedes"] = Field(
         description="src contradicts dst; src is a duplicate of dst (same assertion); or src "
-                    "supersedes dst (dst is the older claim)")
+        "supersedes dst (dst is the older claim)"
+    )
 
 
-@server.tool(description=(
-    "Confidence derived from the claim graph, never asked of a model: claims joined by "
-    "duplicate_of edges form one cluster (union-find); each cluster scores class weight x "
-    "saturating corroboration over distinct publishers x the share of agreeing publishers "
-    "against contradicting ones x supersession x grounding (a re-read that confirmed the claim, "
-    "true, or did not support it, false), with a one-line explanation. Caps: at most "
-    f"{toolkit.MAX_CLAIMS:,} claims and {toolkit.MAX_EDGES:,} edges per call, ids and "
-    f"publishers at most {toolkit.MAX_ID_CHARS} characters."))
+@server.tool(
+    description=(
+        "Confidence derived from the claim graph, never asked of a model: claims joined by "
+        "duplicate_of edges form one cluster (union-find); each cluster scores class weight x "
+        "saturating corroboration over distinct publishers x the share of agreeing publishers "
+        "against contradicting ones x supersession x grounding (a re-read that confirmed the "
+        "claim, true, or did not support it, false), with a one-line explanation. Caps: at most "
+        f"{toolkit.MAX_CLAIMS:,} claims and {toolkit.MAX_EDGES:,} edges per call, ids and "
+        f"publishers at most {toolkit.MAX_ID_CHARS} characters."
+    )
+)
 def confidence(
     claims: Annotated[list[ClaimIn], Field(min_length=1, max_length=toolkit.MAX_CLAIMS)],
     edges: Annotated[list[EdgeIn] | None, Field(max_length=toolkit.MAX_EDGES)] = None,
-    grounded: Annotated[dict[str, bool] | None, Field(
-        description="claim id -> whether a re-read of its source confirmed it")] = None,
+    grounded: Annotated[
+        dict[str, bool] | None,
+        Field(description="claim id -> whether a re-read of its source confirmed it"),
+    ] = None,
 ) -> dict[str, Any]:
     with _errors():
-        return toolkit.confidence([c.model_dump() for c in claims],
-                                  [e.model_dump() for e in edges or []], grounded)
+        return toolkit.confidence(
+            [c.model_dump() for c in claims], [e.model_dump() for e in edges or []], grounded
+        )
 
 
-@server.tool(description=(
-    "For a session started with data: the data's profile (table `data`: column names, types, "
-    "roles, distinct counts, null rates; withheld free-text and identifier columns marked; no "
-    "values), recorded as a crossing. Use it to write local_query statements."))
+@server.tool(
+    description=(
+        "For a session started with data: the data's profile (table `data`: column names, types, "
+        "roles, distinct counts, null rates; withheld free-text and identifier columns marked; no "
+        "values), recorded as a crossing. Use it to write local_query statements."
+    )
+)
 def local_profile(session: SessionArg) -> dict[str, Any]:
     with _errors():
         sid = _session_id(session)
@@ -375,12 +453,15 @@ def local_profile(session: SessionArg) -> dict[str, Any]:
             return sessions.local_profile(store, sid)
 
 
-@server.tool(description=(
-    "For a session started with data: run one aggregate SELECT over the table `data` through "
-    "the local-data boundary (SQL guard, k >= 5 gate: groups under 5 rows are folded into an "
-    "unnamed other or suppressed, withheld columns refused, exfil check). Returns the envelope "
-    "that may leave, or the refusal with its stage and reason; either is recorded and listed "
-    f"by `mole crossings`. Cap: sql at most {sessions.MAX_SQL_CHARS:,} characters."))
+@server.tool(
+    description=(
+        "For a session started with data: run one aggregate SELECT over the table `data` through "
+        "the local-data boundary (SQL guard, k >= 5 gate: groups under 5 rows are folded into an "
+        "unnamed other or suppressed, withheld columns refused, exfil check). Returns the envelope "
+        "that may leave, or the refusal with its stage and reason; either is recorded and listed "
+        f"by `mole crossings`. Cap: sql at most {sessions.MAX_SQL_CHARS:,} characters."
+    )
+)
 def local_query(
     session: SessionArg,
     sql: Annotated[str, Field(max_length=sessions.MAX_SQL_CHARS)],

@@ -18,8 +18,13 @@ from mole_dag.sanitize import one_line
 from mole_dag.store import Store, q
 from mole_dag.store.records import CrossingRow, SessionRow
 
-TERMINAL = (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.ABANDONED,
-            SessionStatus.EXHAUSTED, SessionStatus.INTERRUPTED)
+TERMINAL = (
+    SessionStatus.DONE,
+    SessionStatus.FAILED,
+    SessionStatus.ABANDONED,
+    SessionStatus.EXHAUSTED,
+    SessionStatus.INTERRUPTED,
+)
 MAX_SQL_CHARS = 10_000
 
 
@@ -30,8 +35,9 @@ class UnknownSession(LookupError):
 def session_row(store: Store, session_id: str) -> SessionRow:
     row = store.one(SessionRow, q("session_get"), {"session_id": session_id})
     if row is None:
-        raise UnknownSession(f"no session {session_id!r} in this store; `research` starts one "
-                             "and returns its id")
+        raise UnknownSession(
+            f"no session {session_id!r} in this store; `research` starts one and returns its id"
+        )
     return row
 
 
@@ -42,8 +48,11 @@ def _fmt(amount: int, unit: str) -> str:
 def worker_info(worker: WorkerState | None) -> dict[str, Any] | None:
     if worker is None:
         return None
-    out: dict[str, Any] = {"pid": worker.pid, "running": worker.running,
-                           "exit_code": worker.exit_code}
+    out: dict[str, Any] = {
+        "pid": worker.pid,
+        "running": worker.running,
+        "exit_code": worker.exit_code,
+    }
     if not worker.running and worker.exit_code not in (0, None):
         out["log_tail"] = worker.log_tail()
     return out
@@ -58,8 +67,11 @@ def starting(session_id: str, worker: WorkerState) -> dict[str, Any]:
         "status": "failed_to_start" if failed else "starting",
         "finished": failed,
         "worker": worker_info(worker),
-        "next": ("see worker.log_tail for why; nothing was spent" if failed
-                 else "poll session_status again in a few seconds"),
+        "next": (
+            "see worker.log_tail for why; nothing was spent"
+            if failed
+            else "poll session_status again in a few seconds"
+        ),
     }
 
 
@@ -81,16 +93,27 @@ def status(store: Store, session_id: str, worker: WorkerState | None) -> dict[st
         "provider": sess.provider,
         "rounds": sess.rounds,
         "budget": {
-            "unit": unit, "total": bal.total, "spent": bal.spent, "held": bal.held,
-            "escrow": bal.escrow, "overrun": bal.overrun, "available": max(bal.available, 0),
+            "unit": unit,
+            "total": bal.total,
+            "spent": bal.spent,
+            "held": bal.held,
+            "escrow": bal.escrow,
+            "overrun": bal.overrun,
+            "available": max(bal.available, 0),
             # spent + overrun: what the session cost, against its total.
             "charged": bal.charged,
             "summary": f"spent {_fmt(bal.charged, unit)} of {_fmt(bal.total, unit)}"
-                       + (f" (overrun {_fmt(bal.overrun, unit)} included)" if bal.overrun else ""),
+            + (f" (overrun {_fmt(bal.overrun, unit)} included)" if bal.overrun else ""),
         },
-        "spend_by_role": [{"role": r["role"], "calls": int(r["calls"]),
-                           "spent": int(r["spent"]), "held": int(r["held"])}
-                          for r in ledger.spend_by_role(session_id)],
+        "spend_by_role": [
+            {
+                "role": r["role"],
+                "calls": int(r["calls"]),
+                "spent": int(r["spent"]),
+                "held": int(r["held"]),
+            }
+            for r in ledger.spend_by_role(session_id)
+        ],
         "counts": {k: int(v) for k, v in counts.items()},
         "ledger": {"ok": check.ok, "check": check.explain()},
         "report_ready": report is not None,
@@ -101,10 +124,13 @@ def status(store: Store, session_id: str, worker: WorkerState | None) -> dict[st
         out["stop_reason"] = one_line(sess.stop_reason)
     if bal.status == SessionStatus.INTERRUPTED:
         out["next"] = "resume(session) continues it within its original budget"
-    elif (worker_ended and worker is not None and bal.status not in TERMINAL
-          and worker.exit_code != 0):
-        out["next"] = ("the research process ended with an error before finishing (see "
-                       "worker.log_tail); what it stored is still readable with trace and eval")
+    elif (
+        worker_ended and worker is not None and bal.status not in TERMINAL and worker.exit_code != 0
+    ):
+        out["next"] = (
+            "the research process ended with an error before finishing (see "
+            "worker.log_tail); what it stored is still readable with trace and eval"
+        )
     elif report is not None:
         out["next"] = "report(session) returns the Markdown"
     elif not finished:
@@ -116,8 +142,10 @@ def report(store: Store, session_id: str) -> str:
     sess = session_row(store, session_id)
     rep = store.row(q("report_latest"), {"session_id": session_id})
     if rep is None:
-        raise BadInput(f"session {session_id} has no report yet (status {sess.status}); poll "
-                       "session_status until report_ready is true")
+        raise BadInput(
+            f"session {session_id} has no report yet (status {sess.status}); poll "
+            "session_status until report_ready is true"
+        )
     return str(rep["markdown"])
 
 
@@ -139,8 +167,10 @@ def scorecard(store: Store, session_id: str) -> dict[str, Any]:
 def _data_session(store: Store, session_id: str) -> None:
     sess = session_row(store, session_id)
     if not sess.data:
-        raise BadInput(f"session {session_id} has no data attached; start one with "
-                       "research(..., data=PATH) to a CSV file or a folder of CSVs")
+        raise BadInput(
+            f"session {session_id} has no data attached; start one with "
+            "research(..., data=PATH) to a CSV file or a folder of CSVs"
+        )
 
 
 def local_profile(store: Store, session_id: str) -> dict[str, Any]:
@@ -156,8 +186,12 @@ def local_profile(store: Store, session_id: str) -> dict[str, Any]:
         cid = Recorder(store, session_id, ds).record_profile(view)
     row = store.one(CrossingRow, q("local_crossing_get"), {"id": cid})
     assert row is not None  # recorded just above
-    return {"crossing_id": cid, "table": "data", "envelope": json.loads(row.envelope),
-            "envelope_sha256": row.envelope_sha256}
+    return {
+        "crossing_id": cid,
+        "table": "data",
+        "envelope": json.loads(row.envelope),
+        "envelope_sha256": row.envelope_sha256,
+    }
 
 
 def local_query(store: Store, session_id: str, sql: str) -> dict[str, Any]:
@@ -174,20 +208,35 @@ def local_query(store: Store, session_id: str, sql: str) -> dict[str, Any]:
     if got.crossing is None:
         refused = got.refused
         assert refused is not None
-        return {"ok": False, "refused": {"stage": str(refused.stage),
-                                         "reason": str(refused.reason),
-                                         "detail": refused.detail},
-                "recorded": "as a refusal; `mole crossings` lists it"}
+        return {
+            "ok": False,
+            "refused": {
+                "stage": str(refused.stage),
+                "reason": str(refused.reason),
+                "detail": refused.detail,
+            },
+            "recorded": "as a refusal; `mole crossings` lists it",
+        }
     c = got.crossing
     out: dict[str, Any] = {
-        "ok": True, "crossing_id": got.crossing_id, "sql": c.sql, "columns": c.columns,
-        "envelope": c.envelope, "envelope_sha256": c.envelope_sha256, "min_rows": c.min_rows,
+        "ok": True,
+        "crossing_id": got.crossing_id,
+        "sql": c.sql,
+        "columns": c.columns,
+        "envelope": c.envelope,
+        "envelope_sha256": c.envelope_sha256,
+        "min_rows": c.min_rows,
     }
     if c.partial is not None:
-        out["suppressed"] = {"stage": str(c.partial.stage), "reason": str(c.partial.reason),
-                             "detail": c.partial.detail}
+        out["suppressed"] = {
+            "stage": str(c.partial.stage),
+            "reason": str(c.partial.reason),
+            "detail": c.partial.detail,
+        }
     if c.also_suppressed:
         # Overlap control and secondary suppression (issue 11), each recorded as a refusal.
-        out["also_suppressed"] = [{"stage": str(r.stage), "reason": str(r.reason),
-                                   "detail": r.detail} for r in c.also_suppressed]
+        out["also_suppressed"] = [
+            {"stage": str(r.stage), "reason": str(r.reason), "detail": r.detail}
+            for r in c.also_suppressed
+        ]
     return out

@@ -38,8 +38,10 @@ def _text(name: str, value: Any, cap: int, *, empty_ok: bool = False) -> str:
     if not isinstance(value, str):
         raise BadInput(f"{name} must be a string, got {type(value).__name__}")
     if len(value) > cap:
-        raise BadInput(f"{name} has {len(value):,} characters; the cap is {cap:,}: split it "
-                       "and send the parts in separate calls")
+        raise BadInput(
+            f"{name} has {len(value):,} characters; the cap is {cap:,}: split it "
+            "and send the parts in separate calls"
+        )
     if not empty_ok and not value.strip():
         raise BadInput(f"{name} is empty")
     return value
@@ -52,14 +54,23 @@ def chunk(text: str, max_bytes: int | None = None) -> dict[str, Any]:
     if isinstance(size, bool) or not isinstance(size, int):
         raise BadInput(f"max_bytes must be a whole number, got {max_bytes!r}")
     if not MIN_CHUNK_BYTES <= size <= MAX_CHUNK_BYTES:
-        raise BadInput(f"max_bytes must be between {MIN_CHUNK_BYTES} and {MAX_CHUNK_BYTES:,} "
-                       f"(a UTF-8 character is up to 4 bytes), got {size}")
+        raise BadInput(
+            f"max_bytes must be between {MIN_CHUNK_BYTES} and {MAX_CHUNK_BYTES:,} "
+            f"(a UTF-8 character is up to 4 bytes), got {size}"
+        )
     spans = chunk_text(text, size)
     return {
         "bytes": len(text.encode("utf-8")),
         "max_bytes": size,
-        "chunks": [{"ordinal": s.ordinal, "byte_start": s.byte_start, "byte_end": s.byte_end,
-                    "text": s.text} for s in spans],
+        "chunks": [
+            {
+                "ordinal": s.ordinal,
+                "byte_start": s.byte_start,
+                "byte_end": s.byte_end,
+                "text": s.text,
+            }
+            for s in spans
+        ],
     }
 
 
@@ -70,15 +81,29 @@ def quote(source_text: str, quote_text: str) -> dict[str, Any]:
     try:
         got = find_quote(source_text, quote_text)
     except QuoteRejected as exc:
-        return {"found": False, "rejected": True, "reason": exc.cause, "detail": str(exc),
-                "min_quote_chars": MIN_QUOTE_CHARS}
+        return {
+            "found": False,
+            "rejected": True,
+            "reason": exc.cause,
+            "detail": str(exc),
+            "min_quote_chars": MIN_QUOTE_CHARS,
+        }
     if got is None:
-        return {"found": False, "rejected": False, "reason": "quote_not_found",
-                "detail": "the quote does not occur in the source, even with whitespace "
-                          "collapsed; copy it verbatim (no paraphrase, no changed characters)"}
-    span = source_text.encode("utf-8")[got.byte_start:got.byte_end].decode("utf-8")
-    return {"found": True, "byte_start": got.byte_start, "byte_end": got.byte_end,
-            "occurrences": got.occurrences, "text": span}
+        return {
+            "found": False,
+            "rejected": False,
+            "reason": "quote_not_found",
+            "detail": "the quote does not occur in the source, even with whitespace "
+            "collapsed; copy it verbatim (no paraphrase, no changed characters)",
+        }
+    span = source_text.encode("utf-8")[got.byte_start : got.byte_end].decode("utf-8")
+    return {
+        "found": True,
+        "byte_start": got.byte_start,
+        "byte_end": got.byte_end,
+        "occurrences": got.occurrences,
+        "text": span,
+    }
 
 
 def publisher(
@@ -128,8 +153,10 @@ def confidence(
     if not claims:
         raise BadInput("claims is empty: send at least one {id, publisher, source_class?}")
     if len(claims) > MAX_CLAIMS or len(edges) > MAX_EDGES:
-        raise BadInput(f"at most {MAX_CLAIMS:,} claims and {MAX_EDGES:,} edges per call, got "
-                       f"{len(claims):,} and {len(edges):,}")
+        raise BadInput(
+            f"at most {MAX_CLAIMS:,} claims and {MAX_EDGES:,} edges per call, got "
+            f"{len(claims):,} and {len(edges):,}"
+        )
     nodes: dict[str, ClaimNode] = {}
     for i, c in enumerate(claims):
         cid = _field(c, "id", f"claims[{i}]")
@@ -137,8 +164,10 @@ def confidence(
             raise BadInput(f"claims[{i}]: id {cid!r} appears twice; ids must be unique")
         raw_cls = c.get("source_class") or str(SourceClass.UNKNOWN)
         if raw_cls not in SOURCE_CLASSES:
-            raise BadInput(f"claims[{i}]: source_class {raw_cls!r} is not one of "
-                           f"{', '.join(SOURCE_CLASSES)} (omit it for unknown, the weakest)")
+            raise BadInput(
+                f"claims[{i}]: source_class {raw_cls!r} is not one of "
+                f"{', '.join(SOURCE_CLASSES)} (omit it for unknown, the weakest)"
+            )
         nodes[cid] = ClaimNode(cid, _field(c, "publisher", f"claims[{i}]"), SourceClass(raw_cls))
     triples: list[tuple[str, str, str]] = []
     for i, e in enumerate(edges):
@@ -156,13 +185,25 @@ def confidence(
         if cid not in nodes:
             raise BadInput(f"grounded: claim {cid!r} is not among the claims sent")
         if not isinstance(verdict, bool):
-            raise BadInput(f"grounded[{cid!r}] must be true (a re-read confirmed it) or false "
-                           "(a re-read did not support it)")
+            raise BadInput(
+                f"grounded[{cid!r}] must be true (a re-read confirmed it) or false "
+                "(a re-read did not support it)"
+            )
     scores = derive(list(nodes.values()), triples, dict(grounded))
-    return {"clusters": [{
-        "cluster_id": s.cluster_id, "members": list(s.members),
-        "representative": s.representative, "confidence": s.confidence,
-        "publishers": s.publishers, "contradicting_publishers": s.contradictors,
-        "superseded": s.superseded, "grounded": s.grounded,
-        "source_class": str(s.source_class), "explanation": s.explanation,
-    } for s in scores]}
+    return {
+        "clusters": [
+            {
+                "cluster_id": s.cluster_id,
+                "members": list(s.members),
+                "representative": s.representative,
+                "confidence": s.confidence,
+                "publishers": s.publishers,
+                "contradicting_publishers": s.contradictors,
+                "superseded": s.superseded,
+                "grounded": s.grounded,
+                "source_class": str(s.source_class),
+                "explanation": s.explanation,
+            }
+            for s in scores
+        ]
+    }

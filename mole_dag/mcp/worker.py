@@ -26,8 +26,10 @@ def _write_exit(path: Path, code: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 2 or args[1] != "--":
-        print("usage: python -m mole_dag.mcp.worker EXIT_FILE -- <mole research arguments>",
-              file=sys.stderr)
+        print(
+            "usage: python -m mole_dag.mcp.worker EXIT_FILE -- <mole research arguments>",
+            file=sys.stderr,
+        )
         return 2
     exit_file = Path(args[0])
     code = 1

@@ -102,12 +102,21 @@ class Workers:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, env=_child_env(),
-                start_new_session=True, close_fds=True)
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=fd,
+                stderr=fd,
+                env=_child_env(),
+                start_new_session=True,
+                close_fds=True,
+            )
         finally:
             os.close(fd)
-        meta = {"pid": proc.pid, "started_at": utcnow().isoformat(timespec="seconds"),
-                "session": session_id}
+        meta = {
+            "pid": proc.pid,
+            "started_at": utcnow().isoformat(timespec="seconds"),
+            "session": session_id,
+        }
         (folder / f"{session_id}.json").write_text(json.dumps(meta), "utf-8")
         with self._lock:
             self._procs[session_id] = proc
@@ -133,8 +142,9 @@ class Workers:
         if proc is not None:
             polled = proc.poll()
             if polled is not None:
-                return WorkerState(session_id, pid, False, code if code is not None else polled,
-                                   log)
+                return WorkerState(
+                    session_id, pid, False, code if code is not None else polled, log
+                )
             return WorkerState(session_id, pid, True, None, log)
         if code is not None:
             return WorkerState(session_id, pid, False, code, log)

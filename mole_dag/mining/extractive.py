@@ -36,8 +36,11 @@ def _lone_line(sentence: str, sentences_in_block: int) -> bool:
     """A short block of one unpunctuated line is a heading, a caption or a menu entry in any
     language (extraction keeps each heading its own block): the furniture filter's word lists
     are English, this shape is not. At most HEADING_WORDS words, a guess flagged as one."""
-    return (sentences_in_block == 1 and len(sentence.split()) <= HEADING_WORDS
-            and sentence.rstrip()[-1:] not in _TERMINAL)
+    return (
+        sentences_in_block == 1
+        and len(sentence.split()) <= HEADING_WORDS
+        and sentence.rstrip()[-1:] not in _TERMINAL
+    )
 
 
 def mine_sentences(req: MineRequest) -> list[ClaimDraft]:

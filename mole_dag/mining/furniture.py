@@ -29,8 +29,7 @@ _BRACKET_TOKEN = re.compile(r"\[[^\]\n]{0,40}\]")
 _TERMINAL = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"')\]\u201d\u2019]*\Z")
 
 # Wiki and CMS edit links and bracketed note markers. A guess, flagged as one.
-_MARKUP = re.compile(r"\[(?:edit|source|edit source|citation needed|show|hide|top|\d{1,3})\]",
-                     re.I)
+_MARKUP = re.compile(r"\[(?:edit|source|edit source|citation needed|show|hide|top|\d{1,3})\]", re.I)
 
 # Site chrome written as prose: cookie banners, advertising labels, newsletter pitches, legal
 # lines, Q&A network headers. Matched anywhere. A guess, flagged as one.
@@ -71,8 +70,11 @@ _NAV_WEAK = re.compile(
     r"see (?:also|more)|view (?:all|more)|load more|top stories|latest|trending)\b",
     re.I,
 )
-_SOCIAL = re.compile(r"\b(?:facebook|twitter|whatsapp|linkedin|pinterest|reddit|instagram|"
-                     r"telegram|xing|e-?mail)\b", re.I)
+_SOCIAL = re.compile(
+    r"\b(?:facebook|twitter|whatsapp|linkedin|pinterest|reddit|instagram|"
+    r"telegram|xing|e-?mail)\b",
+    re.I,
+)
 _BREADCRUMB = re.compile(r"\s[\u00bb\u203a>/|]\s")
 _DOWNLOAD = re.compile(r"\bdownloads?\b", re.I)
 
@@ -89,8 +91,10 @@ _REF_STRONG = (
     re.compile(r"\b[A-Z][a-z'\u2019-]+, [A-Z][a-z]+(?: [A-Z]\.)*;"),
     re.compile(r"\((?:19|20)\d{2}-\d{2}-\d{2}\)"),
     # two author-with-initials entries in a row: "Smith J, Doe AB," / "Smith, J., Doe, A."
-    re.compile(r"\b[A-Z][a-z'\u2019-]+,?\s+(?:[A-Z]\.?\s?){1,3}[,;.]\s*(?:and\s+|&\s*)?"
-               r"[A-Z][a-z'\u2019-]+,?\s+(?:[A-Z]\.?\s?){1,3}[,;.]"),
+    re.compile(
+        r"\b[A-Z][a-z'\u2019-]+,?\s+(?:[A-Z]\.?\s?){1,3}[,;.]\s*(?:and\s+|&\s*)?"
+        r"[A-Z][a-z'\u2019-]+,?\s+(?:[A-Z]\.?\s?){1,3}[,;.]"
+    ),
 )
 _REF_WEAK = (
     re.compile(r"\bet al\b\.?"),
@@ -99,10 +103,12 @@ _REF_WEAK = (
     re.compile(r"\b(?:vol|no|ed|eds)\.\s", re.I),
     re.compile(r"\bIn:\s|\(eds?\.\)|\bpress\b|\bjournal of\b|\bproceedings of\b", re.I),
     # journal abbreviations: "J Clin Invest", "Proc. Natl. Acad. Sci.", "N Engl J Med"
-    re.compile(r"\b(?:J|Proc|Natl|Acad|Sci|Med|Rev|Lett|Phys|Chem|Biol|Engl|Res|Clin|Ann|Trans|"
-               r"Soc|Assoc|Dermatol|Immunol|Pharmacol|Epidemiol|Nutr|Psychol|Neurol|Int)\.?\s+"
-               r"(?:J|Proc|Natl|Acad|Sci|Med|Rev|Lett|Phys|Chem|Biol|Engl|Res|Clin|Ann|Trans|"
-               r"Soc|Assoc|Dermatol|Immunol|Pharmacol|Epidemiol|Nutr|Psychol|Neurol|Int)\b"),
+    re.compile(
+        r"\b(?:J|Proc|Natl|Acad|Sci|Med|Rev|Lett|Phys|Chem|Biol|Engl|Res|Clin|Ann|Trans|"
+        r"Soc|Assoc|Dermatol|Immunol|Pharmacol|Epidemiol|Nutr|Psychol|Neurol|Int)\.?\s+"
+        r"(?:J|Proc|Natl|Acad|Sci|Med|Rev|Lett|Phys|Chem|Biol|Engl|Res|Clin|Ann|Trans|"
+        r"Soc|Assoc|Dermatol|Immunol|Pharmacol|Epidemiol|Nutr|Psychol|Neurol|Int)\b"
+    ),
 )
 
 # Finite-verb evidence. A light check, a guess flagged as one: auxiliaries, copulas and modals,
@@ -201,9 +207,14 @@ def has_verb(text: str) -> bool:
             return True
         if not w.isalpha():
             continue
-        after_subject = (0 < i < len(low) - 1 and tokens[i][0].islower()
-                         and found[i][1] not in ",;:" and low[i - 1] not in _NOT_SUBJECT
-                         and not low[i - 1].isdigit() and low[i + 1] not in _NOUN_FOLLOWERS)
+        after_subject = (
+            0 < i < len(low) - 1
+            and tokens[i][0].islower()
+            and found[i][1] not in ",;:"
+            and low[i - 1] not in _NOT_SUBJECT
+            and not low[i - 1].isdigit()
+            and low[i + 1] not in _NOUN_FOLLOWERS
+        )
         if w in _PRESENT and after_subject:
             return True
         if i > 0 and w.endswith("ed") and len(w) > 4 and tokens[i][0].islower():
@@ -267,8 +278,12 @@ def non_claim_reason(sentence: str) -> str | None:
         return None if re.search(r"\d", s) else "heading"
     low = [t.lower() for t in tokens]
     # Positive evidence of English, and no sign of running prose, before a missing verb counts.
-    title_like = (english and any(t in _ENGLISH for t in low) or n <= 3) and "," not in bare \
-        and not any(t in _PROSE for t in low[1:]) and low[0] not in _PROSE - {"the", "a", "an"}
+    title_like = (
+        (english and any(t in _ENGLISH for t in low) or n <= 3)
+        and "," not in bare
+        and not any(t in _PROSE for t in low[1:])
+        and low[0] not in _PROSE - {"the", "a", "an"}
+    )
     if not terminal:
         letters = [ch for ch in bare if ch.isalpha()]
         if len(letters) > 3 and all(ch.isupper() for ch in letters):

@@ -29,8 +29,9 @@ STAGE = "mined_claims"
 
 # What a quote found verbatim can still be, and no claim: the page's furniture. Not "question" or
 # "no_verb": a model may fairly quote a clause or a noun phrase out of a sentence.
-_FURNITURE = frozenset({"markup", "boilerplate", "caption", "navigation", "download",
-                        "reference_entry"})
+_FURNITURE = frozenset(
+    {"markup", "boilerplate", "caption", "navigation", "download", "reference_entry"}
+)
 # A line this short, unpunctuated and verbless is a heading; a guess, flagged as one, and the
 # same bound the extractive miner's heading rule uses.
 _HEADING_WORDS = 14
@@ -45,7 +46,7 @@ def quotes_furniture(data: bytes, start: int, end: int) -> bool:
         return True
     line_start = data.rfind(b"\n", 0, start) + 1
     line_end = data.find(b"\n", end)
-    line = data[line_start:len(data) if line_end < 0 else line_end].decode("utf-8", "replace")
+    line = data[line_start : len(data) if line_end < 0 else line_end].decode("utf-8", "replace")
     reason = non_claim_reason(line)
     if reason in _FURNITURE:
         return True
@@ -89,24 +90,61 @@ class _Pending:
     def write(self, cur: Any, sid: str, created_by: str) -> None:
         now = utcnow()
         if self.claims:
-            cur.execute(q("claim_insert_many"), {
-                "session_id": sid, "created_by": created_by, **columns(self.claims, (
-                    "id", "source_id", "chunk_id", "sub_question_id", "text", "quote",
-                    "quote_byte_start", "quote_byte_end", "created_at"))})
+            cur.execute(
+                q("claim_insert_many"),
+                {
+                    "session_id": sid,
+                    "created_by": created_by,
+                    **columns(
+                        self.claims,
+                        (
+                            "id",
+                            "source_id",
+                            "chunk_id",
+                            "sub_question_id",
+                            "text",
+                            "quote",
+                            "quote_byte_start",
+                            "quote_byte_end",
+                            "created_at",
+                        ),
+                    ),
+                },
+            )
         if self.grades:
             # The miner's grade is kept with the relevance row; the lexical part is scored by
             # score_relevance, once the round's claims are all in.
-            cur.execute(q("relevance_insert_many"), {
-                "session_id": sid, "now": now, **columns(self.grades, (
-                    "claim_id", "relevance", "to_question", "to_sub_question",
-                    "sub_question_id", "basis", "model_grade", "explanation"))})
+            cur.execute(
+                q("relevance_insert_many"),
+                {
+                    "session_id": sid,
+                    "now": now,
+                    **columns(
+                        self.grades,
+                        (
+                            "claim_id",
+                            "relevance",
+                            "to_question",
+                            "to_sub_question",
+                            "sub_question_id",
+                            "basis",
+                            "model_grade",
+                            "explanation",
+                        ),
+                    ),
+                },
+            )
         if self.discarded:
-            cur.execute(q("discarded_insert_many"), {
-                "session_id": sid, "now": now,
-                **columns(self.discarded, ("source_id", "cause", "n"))})
+            cur.execute(
+                q("discarded_insert_many"),
+                {
+                    "session_id": sid,
+                    "now": now,
+                    **columns(self.discarded, ("source_id", "cause", "n")),
+                },
+            )
         if self.mined:
-            cur.execute(q("lead_sources_mined_many"),
-                        columns(self.mined, ("lead_id", "source_id")))
+            cur.execute(q("lead_sources_mined_many"), columns(self.mined, ("lead_id", "source_id")))
         for dead, sub_question_id, lead_id in self.dead_ends:
             store_dead_end(cur, sid, dead, sub_question_id=sub_question_id, lead_id=lead_id)
 
@@ -129,18 +167,26 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
     work = store.many(LeadSourceRow, q("unmined_lead_sources"), {"session_id": sid})
     # Term weights over every page read so far, so the model-free miner weighs a question word
     # by how rare it is across the session's pages, not within one chunk.
-    stats = session_stats(session_passages(store, sid)) if work and not run.skills.uses_model \
-        else None
+    stats = (
+        session_stats(session_passages(store, sid)) if work and not run.skills.uses_model else None
+    )
     # Where the session's claims already sit: a quote mined twice (two leads sharing a source)
     # is skipped here, in memory, instead of asking the store once per claim.
-    stored = {(r["source_id"], int(r["quote_byte_start"]), int(r["quote_byte_end"]))
-              for r in store.named("claim_keys", {"session_id": sid})} if work else set()
+    stored = (
+        {
+            (r["source_id"], int(r["quote_byte_start"]), int(r["quote_byte_end"]))
+            for r in store.named("claim_keys", {"session_id": sid})
+        }
+        if work
+        else set()
+    )
     pending = _Pending()
     # Every source's chunks in one query, not one query per (lead, source) pair.
     by_source: dict[str, list[ChunkRow]] = {}
     if work:
-        for ch in store.many(ChunkRow, q("sources_chunks"), {
-                "source_ids": sorted({w.source_id for w in work})}):
+        for ch in store.many(
+            ChunkRow, q("sources_chunks"), {"source_ids": sorted({w.source_id for w in work})}
+        ):
             by_source.setdefault(ch.source_id, []).append(ch)
     for item in work:
         chunks = by_source.get(item.source_id, [])
@@ -152,13 +198,15 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
         paid = False
         try:
             for ch in chunks:
-                req = MineRequest(sess.question, item.sub_question, ch.text,
-                                  item.title or "", stats)
+                req = MineRequest(
+                    sess.question, item.sub_question, ch.text, item.title or "", stats
+                )
                 estimate = run.skills.estimate_mine(req, unit)
                 paid = paid or estimate > 0
                 try:
-                    with run.ledger.hold(sid, Role.EXECUTOR, estimate,
-                                         tool=f"{run.skills.name}:mine", stage=STAGE) as h:
+                    with run.ledger.hold(
+                        sid, Role.EXECUTOR, estimate, tool=f"{run.skills.name}:mine", stage=STAGE
+                    ) as h:
                         got = run.skills.mine(req, unit)
                         h.settle(got.cost, usage=got.usage, model=got.model or None)
                 except ModelCallFailed as exc:
@@ -173,8 +221,13 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
             # Stop mining, but keep what this source's chunks already yielded: those calls
             # were paid for, and their claims pass the same quote check as any other.
             result.budget_stopped = True
-            pending.dead_ends.append((DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(exc)),
-                                      item.sub_question_id, item.lead_id))
+            pending.dead_ends.append(
+                (
+                    DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(exc)),
+                    item.sub_question_id,
+                    item.lead_id,
+                )
+            )
 
         causes: Counter[str] = Counter()
         now = utcnow()
@@ -199,25 +252,39 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
                 result.duplicates_skipped += 1
                 continue
             stored.add(key)
-            claim_id = stable_id(sid, item.source_id, str(m.byte_start), str(m.byte_end),
-                                 prefix="c-")
-            pending.claims.append({
-                "id": claim_id, "source_id": item.source_id,
-                "chunk_id": _chunk_at(chunks, m.byte_start),
-                "sub_question_id": item.sub_question_id,
-                "text": " ".join(d.text.split())[:MAX_CLAIM_CHARS],
-                "quote": data[m.byte_start:m.byte_end].decode("utf-8"),
-                "quote_byte_start": m.byte_start, "quote_byte_end": m.byte_end,
-                "created_at": now})
+            claim_id = stable_id(
+                sid, item.source_id, str(m.byte_start), str(m.byte_end), prefix="c-"
+            )
+            pending.claims.append(
+                {
+                    "id": claim_id,
+                    "source_id": item.source_id,
+                    "chunk_id": _chunk_at(chunks, m.byte_start),
+                    "sub_question_id": item.sub_question_id,
+                    "text": " ".join(d.text.split())[:MAX_CLAIM_CHARS],
+                    "quote": data[m.byte_start : m.byte_end].decode("utf-8"),
+                    "quote_byte_start": m.byte_start,
+                    "quote_byte_end": m.byte_end,
+                    "created_at": now,
+                }
+            )
             if d.grade is not None:
-                pending.grades.append({
-                    "claim_id": claim_id, "relevance": 0.0, "to_question": 0.0,
-                    "to_sub_question": 0.0, "sub_question_id": item.sub_question_id,
-                    "basis": "model+lexical", "model_grade": min(max(int(d.grade), 0), 3),
-                    "explanation": "not scored yet"})
+                pending.grades.append(
+                    {
+                        "claim_id": claim_id,
+                        "relevance": 0.0,
+                        "to_question": 0.0,
+                        "to_sub_question": 0.0,
+                        "sub_question_id": item.sub_question_id,
+                        "basis": "model+lexical",
+                        "model_grade": min(max(int(d.grade), 0), 3),
+                        "explanation": "not scored yet",
+                    }
+                )
             result.claims += 1
-        pending.discarded += [{"source_id": item.source_id, "cause": cause, "n": n}
-                              for cause, n in causes.items()]
+        pending.discarded += [
+            {"source_id": item.source_id, "cause": cause, "n": n} for cause, n in causes.items()
+        ]
         pending.mined.append({"lead_id": item.lead_id, "source_id": item.source_id})
         result.discarded.update(causes)
         result.pairs_mined += 1
@@ -236,11 +303,17 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
         # A lead whose sources yielded nothing is a dead end the planner should hear about.
         # Counted inside the transaction, so this stage's claims are seen.
         lead_ids = sorted({w.lead_id for w in work})
-        for lead in fetch_all(cur, LeadClaimsRow, q("lead_claim_counts"),
-                              {"session_id": sid, "lead_ids": lead_ids}):
+        for lead in fetch_all(
+            cur, LeadClaimsRow, q("lead_claim_counts"), {"session_id": sid, "lead_ids": lead_ids}
+        ):
             if lead.claims == 0:
-                store_dead_end(cur, sid, DeadEnd(DeadEndCause.NO_CLAIMS),
-                               sub_question_id=lead.sub_question_id, lead_id=lead.lead_id)
+                store_dead_end(
+                    cur,
+                    sid,
+                    DeadEnd(DeadEndCause.NO_CLAIMS),
+                    sub_question_id=lead.sub_question_id,
+                    lead_id=lead.lead_id,
+                )
 
     if work or len(free):
         free.write_with(finish, store)

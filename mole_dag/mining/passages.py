@@ -47,9 +47,10 @@ class Passages:
         first = max(bisect.bisect_right(self._starts, start) - 1, 0)
         last = max(bisect.bisect_left(self._starts, end) - 1, first)
         block_a, block_b = self.sentences[first].block, self.sentences[last].block
-        before = [s.text for s in self.sentences[max(0, first - window):first]
-                  if s.block == block_a]
-        after = [s.text for s in self.sentences[last + 1:last + 1 + window] if s.block == block_b]
+        before = [
+            s.text for s in self.sentences[max(0, first - window) : first] if s.block == block_a
+        ]
+        after = [s.text for s in self.sentences[last + 1 : last + 1 + window] if s.block == block_b]
         return before + after
 
 

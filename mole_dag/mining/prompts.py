@@ -38,12 +38,20 @@ Reply with JSON only, no prose: \
 
 
 def mine_call(req: MineRequest) -> Call:
-    user = (f"Question: {flat(req.question, 1000)}\n"
-            f"Sub-question: {flat(req.sub_question, MAX_SUB_QUESTION_CHARS)}\n"
-            f"Source title: {flat(req.title, 300) or '(none)'}\n"
-            f"<passage>\n{req.chunk}\n</passage>")
-    return Call(Tier.CHEAP, (Message("user", user),), MINE_MAX_TOKENS, system=MINE_SYSTEM,
-                json=True, purpose="mine")
+    user = (
+        f"Question: {flat(req.question, 1000)}\n"
+        f"Sub-question: {flat(req.sub_question, MAX_SUB_QUESTION_CHARS)}\n"
+        f"Source title: {flat(req.title, 300) or '(none)'}\n"
+        f"<passage>\n{req.chunk}\n</passage>"
+    )
+    return Call(
+        Tier.CHEAP,
+        (Message("user", user),),
+        MINE_MAX_TOKENS,
+        system=MINE_SYSTEM,
+        json=True,
+        purpose="mine",
+    )
 
 
 def _grade(value: object) -> int | None:
@@ -66,6 +74,11 @@ def parse_mine(text: str) -> list[ClaimDraft]:
         if not claim and not quote:
             continue
         # A claim given only as a quote states the quote: that is the claim text.
-        out.append(ClaimDraft(text=(claim or " ".join(quote.split()))[:MAX_CLAIM_CHARS],
-                              quote=quote, grade=_grade(item.get("relevance"))))
+        out.append(
+            ClaimDraft(
+                text=(claim or " ".join(quote.split()))[:MAX_CLAIM_CHARS],
+                quote=quote,
+                grade=_grade(item.get("relevance")),
+            )
+        )
     return out

@@ -78,17 +78,29 @@ class AnswerType(StrEnum):
 _TYPE_RULES: tuple[tuple[re.Pattern[str], AnswerType], ...] = tuple(
     (re.compile(p, re.IGNORECASE), t)
     for p, t in (
-        (r"\b(?:how\s+(?:many|much|long|far|old|big|large|high|fast|often)|what\s+(?:share|"
-         r"percentage|proportion|fraction|number|amount|price|cost)|by\s+how\s+much|"
-         r"how\s+much\s+(?:faster|slower|more|less))\b", AnswerType.NUMBER),
-        (r"\b(?:when|what\s+(?:date|year|day|month|time)|which\s+(?:date|year|day|month)|"
-         r"in\s+what\s+year|on\s+what\s+date)\b", AnswerType.DATE),
-        (r"\b(?:who|whom|whose)\b|\b(?:which|what)\s+(?:\w+\s+){0,3}?(?:person|man|woman|"
-         r"player|author|writer|artist|cartoonist|scientist|researcher|president|minister|"
-         r"director|founder|leader|ceo|chief|secretary|attorney|officer|actor|actress|singer|"
-         r"politician|engineer|developer|journalist)\b", AnswerType.PERSON),
-        (r"\b(?:where|which\s+(?:city|country|town|state|region|island|beach|place|village|"
-         r"county|province|district|continent|street))\b", AnswerType.PLACE),
+        (
+            r"\b(?:how\s+(?:many|much|long|far|old|big|large|high|fast|often)|what\s+(?:share|"
+            r"percentage|proportion|fraction|number|amount|price|cost)|by\s+how\s+much|"
+            r"how\s+much\s+(?:faster|slower|more|less))\b",
+            AnswerType.NUMBER,
+        ),
+        (
+            r"\b(?:when|what\s+(?:date|year|day|month|time)|which\s+(?:date|year|day|month)|"
+            r"in\s+what\s+year|on\s+what\s+date)\b",
+            AnswerType.DATE,
+        ),
+        (
+            r"\b(?:who|whom|whose)\b|\b(?:which|what)\s+(?:\w+\s+){0,3}?(?:person|man|woman|"
+            r"player|author|writer|artist|cartoonist|scientist|researcher|president|minister|"
+            r"director|founder|leader|ceo|chief|secretary|attorney|officer|actor|actress|singer|"
+            r"politician|engineer|developer|journalist)\b",
+            AnswerType.PERSON,
+        ),
+        (
+            r"\b(?:where|which\s+(?:city|country|town|state|region|island|beach|place|village|"
+            r"county|province|district|continent|street))\b",
+            AnswerType.PLACE,
+        ),
         (r"\b(?:which|what)\b", AnswerType.NAME),
     )
 )
@@ -96,17 +108,25 @@ _TYPE_RULES: tuple[tuple[re.Pattern[str], AnswerType], ...] = tuple(
 _YEAR = re.compile(r"\b(?:1[5-9]\d\d|20\d\d)s?\b")
 _MONTH = re.compile(
     r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?", re.IGNORECASE)
-_NUMBER = re.compile(r"\d|\b(?:hundred|thousand|million|billion|trillion|dozen|twice|"
-                     r"half|percent|per cent)\b", re.IGNORECASE)
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(
+    r"\d|\b(?:hundred|thousand|million|billion|trillion|dozen|twice|"
+    r"half|percent|per cent)\b",
+    re.IGNORECASE,
+)
 # A capitalised word that is not the first of its sentence, or a run of two; or an identifier
 # (snake_case, dotted.name, a version "5.2", a slash name): the shapes names take.
 _CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'’\-]*[a-z0-9][\w'’\-]*\b")
 _CALENDAR = re.compile(
     r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|"
-    r"May|June|July|August|September|October|November|December)")
-_NAME_RUN = re.compile(r"[A-Z][\w'’\-]+(?:\s+(?:(?:van|von|de|der|den|da|di|del|la|le|bin|al)"
-                       r"\s+)*[A-Z][\w'’\-]+)+")
+    r"May|June|July|August|September|October|November|December)"
+)
+_NAME_RUN = re.compile(
+    r"[A-Z][\w'’\-]+(?:\s+(?:(?:van|von|de|der|den|da|di|del|la|le|bin|al)"
+    r"\s+)*[A-Z][\w'’\-]+)+"
+)
 _IDENT = re.compile(r"\b\w+(?:[_/]\w+)+\b|\b[A-Za-z]+\d[\w.]*\b|\b\d+\.\d+(?:\.\d+)*\b")
 
 
@@ -124,12 +144,15 @@ def _has_run_at_start(sentence: str, query: Query) -> bool:
 # of coffee?" wants no name, though it starts with "what"). A guess, flagged as one.
 SCOPE = re.compile(
     r"\b(?:effects?|impacts?|consequences?|benefits?|risks?|harms?|advantages?|"
-    r"disadvantages?|pros|cons|evidence|known|overview|implications?)\b", re.IGNORECASE)
+    r"disadvantages?|pros|cons|evidence|known|overview|implications?)\b",
+    re.IGNORECASE,
+)
 
 
 def answer_type(question: str) -> AnswerType:
-    if SCOPE.search(question) and not re.search(r"\b(?:which|who|whom|whose|when|where)\b",
-                                                question, re.IGNORECASE):
+    if SCOPE.search(question) and not re.search(
+        r"\b(?:which|who|whom|whose|when|where)\b", question, re.IGNORECASE
+    ):
         kind = next((k for p, k in _TYPE_RULES if p.search(question)), AnswerType.ANY)
         return kind if kind in (AnswerType.NUMBER, AnswerType.DATE) else AnswerType.ANY
     for pattern, kind in _TYPE_RULES:
@@ -154,8 +177,12 @@ class Query:
     @classmethod
     def of(cls, text: str, stats: TermStats) -> Query:
         ts = {} if is_broad(text) else dict.fromkeys(content_terms(text))
-        return cls(text, {t: stats.idf(t) for t in ts}, answer_type(text),
-                   frozenset(normalize(w) for w in re.findall(r"[\w'’.\-]+", text)))
+        return cls(
+            text,
+            {t: stats.idf(t) for t in ts},
+            answer_type(text),
+            frozenset(normalize(w) for w in re.findall(r"[\w'’.\-]+", text)),
+        )
 
 
 @dataclass(frozen=True)
@@ -184,27 +211,35 @@ def _has_cue(sentence: str, query: Query) -> bool:
     if kind is AnswerType.NUMBER:
         q_nums = set(re.findall(r"\d[\d.,]*", query.text))
         return any(m not in q_nums for m in re.findall(r"\d[\d.,]*", sentence)) or bool(
-            _NUMBER.search(re.sub(r"\d", "", sentence)) and not _NUMBER.search(query.text))
+            _NUMBER.search(re.sub(r"\d", "", sentence)) and not _NUMBER.search(query.text)
+        )
     if kind is AnswerType.DATE:
         years = [y for y in _YEAR.findall(sentence) if y not in query.text]
         return bool(years) or bool(_MONTH.search(sentence) and re.search(r"\d", sentence))
     names = [m for m in _CAPITAL.finditer(sentence) if not _CALENDAR.fullmatch(m.group(0))]
-    new = [m for m in names if normalize(possessive_free(m.group(0))) not in query.surface
-           and normalize(m.group(0)) not in query.surface]
+    new = [
+        m
+        for m in names
+        if normalize(possessive_free(m.group(0))) not in query.surface
+        and normalize(m.group(0)) not in query.surface
+    ]
     if kind is AnswerType.PERSON:
         # A person is named with two capitalised words or more ("Ana Ruiz", "Laurens van der
         # Maaten" has two); one new capitalised word is as often a place or a weekday.
         return any(_NAME_RUN.match(sentence, m.start()) for m in new) or _has_run_at_start(
-            sentence, query)
+            sentence, query
+        )
     if kind is AnswerType.PLACE:
         return bool(new)
-    idents = [m.group(0) for m in _IDENT.finditer(sentence)
-              if normalize(m.group(0)) not in query.surface]
+    idents = [
+        m.group(0) for m in _IDENT.finditer(sentence) if normalize(m.group(0)) not in query.surface
+    ]
     return bool(new or idents or re.search(r"[\"“‘][^\"”’]{2,60}[\"”’]", sentence))
 
 
-def score(query: Query, stats: TermStats, sentence: str, context: Sequence[str] = (),
-          title: str = "") -> Relevance:
+def score(
+    query: Query, stats: TermStats, sentence: str, context: Sequence[str] = (), title: str = ""
+) -> Relevance:
     total = query.total
     if total <= 0:
         return Relevance(0.0, 0.0, 0.0, False, False)
@@ -229,8 +264,9 @@ def score(query: Query, stats: TermStats, sentence: str, context: Sequence[str] 
     restates = bool(have) and have <= set(query.weights)
     if restates:
         value *= RESTATEMENT_FACTOR
-    return Relevance(round(min(max(value, 0.0), 1.0), 4), round(own, 4), round(ctx, 4), cue,
-                     restates)
+    return Relevance(
+        round(min(max(value, 0.0), 1.0), 4), round(own, 4), round(ctx, 4), cue, restates
+    )
 
 
 def blend_with_grade(lexical: float, grade: int | None) -> float:

@@ -53,11 +53,15 @@ def session_stats(passages: dict[str, Passages]) -> TermStats:
 def score_relevance(run: Run) -> RelevanceResult:
     store, sid = run.store, run.session_id
     question = run.session().question
-    subs = [SubQuestionText(r.id, r.text)
-            for r in store.many(SubQuestionRow, q("relevance_sub_questions"), {"session_id": sid})]
+    subs = [
+        SubQuestionText(r.id, r.text)
+        for r in store.many(SubQuestionRow, q("relevance_sub_questions"), {"session_id": sid})
+    ]
     claims = store.many(RelevanceClaimRow, q("relevance_claims"), {"session_id": sid})
-    titles = {s.id: s.title or ""
-              for s in store.many(SourceRow, q("session_sources"), {"session_id": sid})}
+    titles = {
+        s.id: s.title or ""
+        for s in store.many(SourceRow, q("session_sources"), {"session_id": sid})
+    }
     passages = session_passages(store, sid)
     stats = session_stats(passages)
     q_question = Query.of(question, stats)
@@ -79,33 +83,62 @@ def score_relevance(run: Run) -> RelevanceResult:
         for sub, query in q_subs:
             r = score(query, stats, sentence, context, title)
             # Ties go to the sub-question that mined the claim, then to planner order.
-            if best is None or r.value > best.value or (
-                    r.value == best.value and sub.id == c.sub_question_id):
+            if (
+                best is None
+                or r.value > best.value
+                or (r.value == best.value and sub.id == c.sub_question_id)
+            ):
                 best_sub, best = sub.id, r
         to_sub = best.value if best is not None else to_q.value
         grade = c.model_grade
-        value = blend_with_grade(combine(to_q.value, to_sub),
-                                 int(grade) if grade is not None else None)
+        value = blend_with_grade(
+            combine(to_q.value, to_sub), int(grade) if grade is not None else None
+        )
         explanation = f"question: {to_q.explain()}"
         if best is not None and best.value > to_q.value:
             explanation += f"; sub-question: {best.explain()}"
         if grade is not None:
             explanation += f"; the miner graded it {int(grade)}/3"
-        rows.append({
-            "claim_id": c.id, "session_id": sid, "relevance": min(max(value, 0.0), 1.0),
-            "to_question": to_q.value, "to_sub_question": to_sub, "sub_question_id": best_sub,
-            "basis": "model+lexical" if grade is not None else "lexical",
-            "model_grade": int(grade) if grade is not None else None,
-            "explanation": explanation, "now": now})
+        rows.append(
+            {
+                "claim_id": c.id,
+                "session_id": sid,
+                "relevance": min(max(value, 0.0), 1.0),
+                "to_question": to_q.value,
+                "to_sub_question": to_sub,
+                "sub_question_id": best_sub,
+                "basis": "model+lexical" if grade is not None else "lexical",
+                "model_grade": int(grade) if grade is not None else None,
+                "explanation": explanation,
+                "now": now,
+            }
+        )
 
     def write(cur: duckdb.DuckDBPyConnection) -> None:
         cur.execute(q("relevance_clear"), {"session_id": sid})
         if rows:
             # One statement for the session's claims: executemany still runs one statement
             # per row (issue 12).
-            cur.execute(q("relevance_insert_many"), {"session_id": sid, "now": now, **columns(
-                rows, ("claim_id", "relevance", "to_question", "to_sub_question",
-                       "sub_question_id", "basis", "model_grade", "explanation"))})
+            cur.execute(
+                q("relevance_insert_many"),
+                {
+                    "session_id": sid,
+                    "now": now,
+                    **columns(
+                        rows,
+                        (
+                            "claim_id",
+                            "relevance",
+                            "to_question",
+                            "to_sub_question",
+                            "sub_question_id",
+                            "basis",
+                            "model_grade",
+                            "explanation",
+                        ),
+                    ),
+                },
+            )
 
     store.transact(write)
     values = [r["relevance"] for r in rows]

@@ -48,9 +48,7 @@ MIN_KEPT_SHARE = 0.5
 _BRACKET = re.compile(r"[\[\]]")
 # Markup a plain sentence never needs: code spans, bold/italic runs, strike-through, HTML tags,
 # link syntax, and a line that starts a heading, a quote or a list.
-_MARKUP = re.compile(
-    r"`|\*\*|__|~~|</?[A-Za-z!][^>]*>|\]\(|^\s*(?:#|>|[-*+]\s|\d+[.)]\s)"
-)
+_MARKUP = re.compile(r"`|\*\*|__|~~|</?[A-Za-z!][^>]*>|\]\(|^\s*(?:#|>|[-*+]\s|\d+[.)]\s)")
 _JSON = re.compile(r'^\s*[{\[]|"\s*:\s*[\[{"\d]|\{\s*"')
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)*$")
 
@@ -75,8 +73,9 @@ class Binding:
             return "the writer returned no sentence"
         parts = ", ".join(f"{n} {reason}" for reason, n in self.dropped)
         said = f"{self.offered} sentence{'s' if self.offered != 1 else ''}"
-        return (f"{len(self.kept)} of the writer's {said} passed the evidence check"
-                + (f"; dropped: {parts}" if parts else ""))
+        return f"{len(self.kept)} of the writer's {said} passed the evidence check" + (
+            f"; dropped: {parts}" if parts else ""
+        )
 
 
 def _collapse(text: str) -> str:

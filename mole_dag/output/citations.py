@@ -37,11 +37,14 @@ class CitationCheck:
         # Numbers without brackets: this text can end up in a report, where "[99]" would itself
         # read as a citation.
         if self.forged:
-            parts.append("cites source numbers that do not exist: "
-                         + ", ".join(map(str, self.forged)))
+            parts.append(
+                "cites source numbers that do not exist: " + ", ".join(map(str, self.forged))
+            )
         if self.unsupported:
-            parts.append("cites source numbers that support no finding: "
-                         + ", ".join(map(str, self.unsupported)))
+            parts.append(
+                "cites source numbers that support no finding: "
+                + ", ".join(map(str, self.unsupported))
+            )
         return "; ".join(parts)
 
 
@@ -51,5 +54,6 @@ def check_body(body: str, numbered: set[int], supporting: set[int]) -> CitationC
     cited = cited_numbers(body)
     forged = sorted({n for n in cited if n not in numbered})
     unsupported = sorted({n for n in cited if n in numbered and n not in supporting})
-    return CitationCheck(not forged and not unsupported, tuple(forged), tuple(unsupported),
-                         tuple(cited))
+    return CitationCheck(
+        not forged and not unsupported, tuple(forged), tuple(unsupported), tuple(cited)
+    )

@@ -24,8 +24,9 @@ def write_body(req: WriteRequest) -> WrittenAnswer:
     nothing else is left. Also the fallback when a model's answer fails the evidence check."""
     if not req.findings:
         return WrittenAnswer((), "there is no finding to answer from")
-    ranked = sorted(req.findings,
-                    key=lambda f: (f.superseded, -f.relevance, -f.confidence, f.number))
+    ranked = sorted(
+        req.findings, key=lambda f: (f.superseded, -f.relevance, -f.confidence, f.number)
+    )
     picked: list[int] = []
     parts: set[str] = set()
     for f in ranked:
@@ -39,5 +40,9 @@ def write_body(req: WriteRequest) -> WrittenAnswer:
             picked.append(f.number)
     order = {f.number: i for i, f in enumerate(ranked)}
     by_no = {f.number: f for f in req.findings}
-    return WrittenAnswer(tuple(BoundSentence(" ".join(by_no[n].text.split()), (n,))
-                               for n in sorted(picked, key=order.__getitem__)))
+    return WrittenAnswer(
+        tuple(
+            BoundSentence(" ".join(by_no[n].text.split()), (n,))
+            for n in sorted(picked, key=order.__getitem__)
+        )
+    )

@@ -40,13 +40,16 @@ def finish_session(
     final = build_edges(run, queue_follow_ups=False)
     total = run.ledger.balance(run.session_id).total
     allowance = int(escrow_for(total) * ground_share)
-    grounding = ground_session(run.store, run.ledger, run.skills, run.session_id, allowance,
-                               max_checks=max_ground_checks)
+    grounding = ground_session(
+        run.store, run.ledger, run.skills, run.session_id, allowance, max_checks=max_ground_checks
+    )
     if grounding.checked:
         s = grounding.summary()
-        run.progress(f"grounding: {s['checked']} claims re-read from {s['fetches']} sources: "
-                     f"{s['confirmed']} confirmed, {s['unsupported']} unsupported, "
-                     f"{s['vanished']} vanished, {s['unreachable']} unreachable")
+        run.progress(
+            f"grounding: {s['checked']} claims re-read from {s['fetches']} sources: "
+            f"{s['confirmed']} confirmed, {s['unsupported']} unsupported, "
+            f"{s['vanished']} vanished, {s['unreachable']} unreachable"
+        )
     score_session(run)
     # Claims added since the last round's scoring (local-data findings) get their relevance
     # too; the report orders and cuts by it.

@@ -88,6 +88,7 @@ def render_html(markdown: str, title: str = "mole report") -> str:
             close_list()
             out.append(f"<p>{_inline(line)}</p>")
     close_list()
-    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}"
-            f"</title><style>{STYLE}</style></head>\n<body>\n" + "\n".join(out)
-            + "\n</body></html>\n")
+    return (
+        f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}'
+        f"</title><style>{STYLE}</style></head>\n<body>\n" + "\n".join(out) + "\n</body></html>\n"
+    )

@@ -59,8 +59,14 @@ def write_call(req: WriteRequest) -> Call:
         lines.append(f"{f.number}. ({'; '.join(flags)}) \u201c{text}\u201d")
     if not req.findings:
         lines += ["", "Findings: (none)"]
-    return Call(Tier.STRONG, (Message("user", "\n".join(lines)),), WRITE_MAX_TOKENS,
-                system=WRITE_SYSTEM, json=True, purpose="write")
+    return Call(
+        Tier.STRONG,
+        (Message("user", "\n".join(lines)),),
+        WRITE_MAX_TOKENS,
+        system=WRITE_SYSTEM,
+        json=True,
+        purpose="write",
+    )
 
 
 # A finding list whose answer holds more sentences than this was not asked for: the rest are
@@ -93,8 +99,12 @@ def parse_write(text: str) -> WrittenAnswer:
     if not re.search(r'"sentences"\s*:', text):
         # Free prose, or JSON of another shape. Not parse_items: its bare-array fallback
         # would read a prose "[1]" as an empty list and call the answer complete.
-        return WrittenAnswer((), "the answer's JSON had no sentences" if first_object(text)
-                             else "the answer was not the JSON asked for")
+        return WrittenAnswer(
+            (),
+            "the answer's JSON had no sentences"
+            if first_object(text)
+            else "the answer was not the JSON asked for",
+        )
     got = parse_items(text, "sentences")
     out: list[BoundSentence] = []
     for item in got.items[:MAX_WRITE_SENTENCES]:

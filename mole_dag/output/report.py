@@ -108,8 +108,14 @@ def rank_key(row: FindingRow, position: tuple[str, int] | None = None) -> tuple[
     """Relevance, then confidence, then content: source URL, quote position, the quote. Never
     the claim id, a hash of the session id: one question researched twice orders alike."""
     url, start = position or ("", 0)
-    return (-float(row.relevance), -float(row.confidence), url, start,
-            " ".join(str(row.quote).split()), row.cluster_id)
+    return (
+        -float(row.relevance),
+        -float(row.confidence),
+        url,
+        start,
+        " ".join(str(row.quote).split()),
+        row.cluster_id,
+    )
 
 
 def choose(
@@ -138,11 +144,13 @@ def choose(
         # two-part question, or one facet of a wide one, is not crowded out by another part
         # whose words happen to score higher; a section whose best is itself under the floor
         # of the session's best is not on the question at all.
-        ranked = [r for r in ranked
-                  if float(r.relevance) > 0
-                  and section_best[str(r.sub_question_id)] >= RELATIVE_FLOOR * best
-                  and float(r.relevance) >= RELATIVE_FLOOR * section_best[
-                      str(r.sub_question_id)]]
+        ranked = [
+            r
+            for r in ranked
+            if float(r.relevance) > 0
+            and section_best[str(r.sub_question_id)] >= RELATIVE_FLOOR * best
+            and float(r.relevance) >= RELATIVE_FLOOR * section_best[str(r.sub_question_id)]
+        ]
     chosen = {r.cluster_id for r in ranked if r.cluster_id in forced}
     for r in ranked:
         if len(chosen) >= max_findings:
@@ -157,29 +165,56 @@ def _select_findings(run: Run, max_findings: int) -> Selection:
     members = store.many(ClusterMemberRow, q("cluster_members"), {"session_id": sid})
     sources = {s.id: s for s in store.many(SourceRow, q("session_sources"), {"session_id": sid})}
     edges = store.many(EdgeRow, q("session_edges"), {"session_id": sid})
-    positions = {r["claim_id"]: (r["url"], int(r["quote_byte_start"]))
-                 for r in store.named("report_claim_positions", {"session_id": sid})}
+    positions = {
+        r["claim_id"]: (r["url"], int(r["quote_byte_start"]))
+        for r in store.named("report_claim_positions", {"session_id": sid})
+    }
     rel = store.named("report_relevance_scored", {"session_id": sid})[0]
     scored = int(rel["scored"]) > 0
     cluster_of = {m.claim_id: m.cluster_id for m in members}
 
     # What the graph says a reader must see together: both sides of a contradiction or a
     # supersession. Duplicates need no forcing: they are one cluster, one finding.
-    forced = {cluster_of.get(cid) for e in edges
-              if e.kind in (EdgeKind.CONTRADICTS, EdgeKind.SUPERSEDES)
-              for cid in (e.src_claim_id, e.dst_claim_id)}
-    chosen = choose(reps, forced={c for c in forced if c}, max_findings=max_findings,
-                    scored=scored, positions=positions)
+    forced = {
+        cluster_of.get(cid)
+        for e in edges
+        if e.kind in (EdgeKind.CONTRADICTS, EdgeKind.SUPERSEDES)
+        for cid in (e.src_claim_id, e.dst_claim_id)
+    }
+    chosen = choose(
+        reps,
+        forced={c for c in forced if c},
+        max_findings=max_findings,
+        scored=scored,
+        positions=positions,
+    )
     rank = {r.cluster_id: i for i, r in enumerate(chosen)}
     # Sections in planner order (round, ordinal); within one, rank order. Numbers run on
     # across sections so every #n names one finding.
-    chosen.sort(key=lambda r: (r.sub_question_round, r.sub_question_ordinal,
-                               r.sub_question_id, rank[r.cluster_id]))
+    chosen.sort(
+        key=lambda r: (
+            r.sub_question_round,
+            r.sub_question_ordinal,
+            r.sub_question_id,
+            rank[r.cluster_id],
+        )
+    )
     findings = [
-        Finding(i + 1, r.cluster_id, r.claim_id, one_line(r.quote),
-                float(r.confidence), r.explanation, r.publishers, r.source_class,
-                r.superseded, float(r.relevance), r.sub_question_id,
-                r.sub_question, (r.sub_question_round, r.sub_question_ordinal))
+        Finding(
+            i + 1,
+            r.cluster_id,
+            r.claim_id,
+            one_line(r.quote),
+            float(r.confidence),
+            r.explanation,
+            r.publishers,
+            r.source_class,
+            r.superseded,
+            float(r.relevance),
+            r.sub_question_id,
+            r.sub_question,
+            (r.sub_question_round, r.sub_question_ordinal),
+        )
         for i, r in enumerate(chosen)
     ]
     by_cluster = {f.cluster_id: f for f in findings}
@@ -191,8 +226,10 @@ def _select_findings(run: Run, max_findings: int) -> Selection:
         if m.source_id not in lst:
             lst.append(m.source_id)
     for f in findings:
-        srcs = sorted(cluster_sources.get(f.cluster_id, []),
-                      key=lambda s: (-STRENGTH[sources[s].source_class], sources[s].url))
+        srcs = sorted(
+            cluster_sources.get(f.cluster_id, []),
+            key=lambda s: (-STRENGTH[sources[s].source_class], sources[s].url),
+        )
         for s in srcs:
             if s not in numbers:
                 numbers[s] = len(numbers) + 1
@@ -222,8 +259,15 @@ def _writer_request(question: str, findings: list[Finding]) -> WriteRequest:
     return WriteRequest(
         question=question,
         findings=tuple(
-            FindingForWriter(f.number, f.text, f.confidence, f.relevance, f.sub_question,
-                             disputed=bool(f.disputed_with), superseded=f.superseded)
+            FindingForWriter(
+                f.number,
+                f.text,
+                f.confidence,
+                f.relevance,
+                f.sub_question,
+                disputed=bool(f.disputed_with),
+                superseded=f.superseded,
+            )
             for f in findings
         ),
     )
@@ -251,42 +295,61 @@ def empty_reason(run: Run, sel: Selection) -> str:
     dead = store.named("report_dead_ends", {"session_id": sid})
     dead_total = sum(int(r["n"]) for r in dead)
     if sel.candidates:
-        why = (f"{_count(claims, 'claim')} passed the quote check, but none is relevant to "
-               f"the question (best relevance {sel.best:.2f})")
+        why = (
+            f"{_count(claims, 'claim')} passed the quote check, but none is relevant to "
+            f"the question (best relevance {sel.best:.2f})"
+        )
     elif discarded:
-        why = (f"the miners proposed {_count(discarded, 'claim')} from "
-               f"{_count(sources, 'source')}, and the quote check discarded every one "
-               f"({_causes(discarded_rows)})")
+        why = (
+            f"the miners proposed {_count(discarded, 'claim')} from "
+            f"{_count(sources, 'source')}, and the quote check discarded every one "
+            f"({_causes(discarded_rows)})"
+        )
     elif sources:
-        why = (f"{_count(sources, 'source')} {'was' if sources == 1 else 'were'} read, but no "
-               "claim was mined from them: no passage bore on the question")
+        why = (
+            f"{_count(sources, 'source')} {'was' if sources == 1 else 'were'} read, but no "
+            "claim was mined from them: no passage bore on the question"
+        )
     elif not leads:
         why = "no search was run: the planner proposed nothing to search for"
     elif dead and all(r["cause"] == "no_results" for r in dead):
-        why = ("nothing was found: no search returned a result "
-               f"({_count(leads, 'search', 'searches')})")
+        why = (
+            "nothing was found: no search returned a result "
+            f"({_count(leads, 'search', 'searches')})"
+        )
     elif dead:
         why = f"nothing could be fetched: {_count(dead_total, 'dead end')} ({_causes(dead)})"
     else:
         why = f"nothing was fetched from {_count(leads, 'search', 'searches')}"
-    counts = (f"Searches: {leads}; sources read: {sources}; dead ends: {dead_total}"
-              + (f" ({_causes(dead)})" if dead else "")
-              + f"; claims discarded by the quote check: {discarded}; claims kept: {claims}.")
+    counts = (
+        f"Searches: {leads}; sources read: {sources}; dead ends: {dead_total}"
+        + (f" ({_causes(dead)})" if dead else "")
+        + f"; claims discarded by the quote check: {discarded}; claims kept: {claims}."
+    )
     return f"{EMPTY_PREFIX}: {why}. {counts}"
 
 
 # -- banners ---------------------------------------------------------------------------------
 
-_WORK = {"plan": "planned", "mine": "mined", "judge": "judged",
-         "ground": "re-read claims against their sources", "hypothesize":
-         "chose local-data analyses"}
+_WORK = {
+    "plan": "planned",
+    "mine": "mined",
+    "judge": "judged",
+    "ground": "re-read claims against their sources",
+    "hypothesize": "chose local-data analyses",
+}
 
 
 def model_work(run: Run) -> str:
     """Which work a model did in this session, from settled calls in the ledger."""
-    rows = sorted((r for r in run.store.named("report_model_work",
-                                              {"session_id": run.session_id})
-                   if r["skill"] in _WORK), key=lambda r: list(_WORK).index(r["skill"]))
+    rows = sorted(
+        (
+            r
+            for r in run.store.named("report_model_work", {"session_id": run.session_id})
+            if r["skill"] in _WORK
+        ),
+        key=lambda r: list(_WORK).index(r["skill"]),
+    )
     if not rows:
         return f"No model call of `{run.skills.name}` was settled before the report"
     parts = [f"{_WORK[r['skill']]} ({_count(int(r['calls']), 'call')})" for r in rows]
@@ -338,9 +401,11 @@ def render(
 ) -> str:
     unit = session.unit
     out: list[str] = [f"# {one_line(session.question)}", ""]
-    out.append(f"Session `{session.id}` · provider `{session.provider}` · "
-               f"budget {_fmt_amount(session.total, unit)} · "
-               f"generated {utcnow():%Y-%m-%d %H:%M} UTC")
+    out.append(
+        f"Session `{session.id}` · provider `{session.provider}` · "
+        f"budget {_fmt_amount(session.total, unit)} · "
+        f"generated {utcnow():%Y-%m-%d %H:%M} UTC"
+    )
     out.append("")
     for b in banners:
         out += [f"> {one_line(b)}", ""]
@@ -363,12 +428,15 @@ def render(
             if f.superseded:
                 text = f"~~{text}~~"
             out.append(f"{f.number}. {text} {_cites(f.citations)}{flag}  ")
-            out.append(f"   relevance {f.relevance:.2f} · confidence {f.confidence:.2f} — "
-                       f"{one_line(f.explanation)}")
+            out.append(
+                f"   relevance {f.relevance:.2f} · confidence {f.confidence:.2f} — "
+                f"{one_line(f.explanation)}"
+            )
         out.append("")
 
-    disputes = sorted({(min(f.number, o), max(f.number, o))
-                       for f in findings for o in f.disputed_with})
+    disputes = sorted(
+        {(min(f.number, o), max(f.number, o)) for f in findings for o in f.disputed_with}
+    )
     by_no = {f.number: f for f in findings}
     if disputes:
         out += ["## Disputed", ""]
@@ -382,10 +450,14 @@ def render(
     if sup:
         out += ["## Superseded", ""]
         for f in sup:
-            newer = ", ".join(f"#{n} {_cites(by_no[n].citations)}"
-                              for n in f.superseded_by) or "a newer source"
-            out.append(f"- #{f.number} {_cites(f.citations)} is superseded by {newer}: the "
-                       "sources disagree and are more than a year apart.")
+            newer = (
+                ", ".join(f"#{n} {_cites(by_no[n].citations)}" for n in f.superseded_by)
+                or "a newer source"
+            )
+            out.append(
+                f"- #{f.number} {_cites(f.citations)} is superseded by {newer}: the "
+                "sources disagree and are more than a year apart."
+            )
         out.append("")
 
     out += appendix or []  # e.g. the local-data section (mole_dag/output/local_data_section.py)
@@ -435,22 +507,29 @@ def _write(run: Run, req: WriteRequest, findings: list[Finding]) -> _Written:
     budget_note = ""
     estimate = run.skills.estimate_write(req, unit)
     try:
-        with run.ledger.hold(sid, Role.OUTPUT, estimate, tool=f"{run.skills.name}:write",
-                             stage=STAGE) as h:
+        with run.ledger.hold(
+            sid, Role.OUTPUT, estimate, tool=f"{run.skills.name}:write", stage=STAGE
+        ) as h:
             metered = run.skills.write(req, unit)
             h.settle(metered.cost, usage=metered.usage, model=metered.model or None)
         got, spent = metered.value, metered.cost
     except BudgetOverrun as exc:
         why = "writer not run: a provider overran its allowance, so no further call is made"
-        budget_note = (f"The writer could not be afforded: a provider used "
-                       f"{_fmt_amount(exc.overrun, exc.unit)} more than its calls were "
-                       "allowed, and after an overrun the session dispatches no further call")
+        budget_note = (
+            f"The writer could not be afforded: a provider used "
+            f"{_fmt_amount(exc.overrun, exc.unit)} more than its calls were "
+            "allowed, and after an overrun the session dispatches no further call"
+        )
     except BudgetExhausted as exc:
-        why = (f"writer not run: it needed {_fmt_amount(exc.requested, exc.unit)} and "
-               f"{_fmt_amount(exc.available, exc.unit)} was left")
-        budget_note = (f"The writer could not be afforded: it needed "
-                       f"{_fmt_amount(exc.requested, exc.unit)} and "
-                       f"{_fmt_amount(exc.available, exc.unit)} was left")
+        why = (
+            f"writer not run: it needed {_fmt_amount(exc.requested, exc.unit)} and "
+            f"{_fmt_amount(exc.available, exc.unit)} was left"
+        )
+        budget_note = (
+            f"The writer could not be afforded: it needed "
+            f"{_fmt_amount(exc.requested, exc.unit)} and "
+            f"{_fmt_amount(exc.available, exc.unit)} was left"
+        )
     except ModelCallFailed as exc:
         why = f"writer failed: {exc}"
 
@@ -473,8 +552,9 @@ def _write(run: Run, req: WriteRequest, findings: list[Finding]) -> _Written:
         if budget_note:
             notes.append(f"{head}. {budget_note}, so {ANSWER_FALLBACK}.")
         else:
-            notes.append(f"{head}. Its answer paragraph was not used ({why}), so "
-                         f"{ANSWER_FALLBACK}.")
+            notes.append(
+                f"{head}. Its answer paragraph was not used ({why}), so {ANSWER_FALLBACK}."
+            )
     else:
         notes.append(f"The extractive answer was not used ({why}), so {ANSWER_FALLBACK}.")
     return _Written(fallback, "deterministic", notes, [why], spent)
@@ -487,8 +567,12 @@ def begin_reporting(run: Run) -> int:
     released = run.ledger.release_escrow(run.session_id)
     if run.session().status == SessionStatus.DONE:
         now = utcnow()
-        run.store.transact(lambda cur: cur.execute(q("session_set_status"), {
-            "status": str(SessionStatus.REPORTING), "now": now, "session_id": run.session_id}))
+        run.store.transact(
+            lambda cur: cur.execute(
+                q("session_set_status"),
+                {"status": str(SessionStatus.REPORTING), "now": now, "session_id": run.session_id},
+            )
+        )
     return released
 
 
@@ -505,8 +589,10 @@ def write_report(
     if not run.skills.uses_model:
         banners.append(MADE_WITHOUT_MODEL)
     if not sel.scored and findings:
-        banners.append("Relevance was not scored in this session, so the findings are listed "
-                       "by confidence and some may not bear on the question.")
+        banners.append(
+            "Relevance was not scored in this session, so the findings are listed "
+            "by confidence and some may not bear on the question."
+        )
     if findings:
         written = _write(run, _writer_request(session.question, findings), findings)
         answer = render_answer(written.binding, findings)
@@ -542,22 +628,40 @@ def write_report(
     n_cites = len({n for f in findings for n in f.citations})
 
     def tx(cur: Any) -> None:
-        cur.execute(q("report_insert"), {
-            "id": report_id, "session_id": sid, "markdown": markdown,
-            "path": str(path) if path else None,
-            "made_without_model": not run.skills.uses_model,
-            "findings": len(findings), "citations": n_cites, "now": now})
+        cur.execute(
+            q("report_insert"),
+            {
+                "id": report_id,
+                "session_id": sid,
+                "markdown": markdown,
+                "path": str(path) if path else None,
+                "made_without_model": not run.skills.uses_model,
+                "findings": len(findings),
+                "citations": n_cites,
+                "now": now,
+            },
+        )
         for n, src in sorted(numbered.items()):
-            cur.execute(q("report_citation_insert"), {"report_id": report_id, "session_id": sid,
-                                                      "number": n, "source_id": src.id})
+            cur.execute(
+                q("report_citation_insert"),
+                {"report_id": report_id, "session_id": sid, "number": n, "source_id": src.id},
+            )
         # An overrun ends the session as exhausted: its report is what it had before the
         # provider broke its bound.
         status = SessionStatus.EXHAUSTED if bal.overrun else SessionStatus.DONE
-        cur.execute(q("session_set_status"), {"status": str(status), "now": now,
-                                              "session_id": sid})
+        cur.execute(q("session_set_status"), {"status": str(status), "now": now, "session_id": sid})
 
     store.transact(tx)
     run.progress(f"report: {len(findings)} findings, {len(numbered)} sources cited")
-    return ReportResult(report_id, markdown, path, len(findings), n_cites, len(numbered),
-                        written.writer, written.rejected, released, written.spent)
-
+    return ReportResult(
+        report_id,
+        markdown,
+        path,
+        len(findings),
+        n_cites,
+        len(numbered),
+        written.writer,
+        written.rejected,
+        released,
+        written.spent,
+    )

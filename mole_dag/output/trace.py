@@ -30,11 +30,18 @@ def render_trace(store: Store, session_id: str) -> str:
         out.append(f"  {rep['confidence']:.2f}  {rep['claim_id']}  {_short(rep['text'])}")
         out.append(f"        {one_line(rep['explanation'])}")
         rel = rep["relevance"]
-        out.append("        relevance " + (f"{rel:.2f}: {one_line(rep['relevance_explanation'])}"
-                                           if rel is not None else "not scored"))
+        out.append(
+            "        relevance "
+            + (
+                f"{rel:.2f}: {one_line(rep['relevance_explanation'])}"
+                if rel is not None
+                else "not scored"
+            )
+        )
         if len(members) > 1:
-            out.append(f"        {len(members)} claims from {len(pubs)} publishers: "
-                       + ", ".join(pubs))
+            out.append(
+                f"        {len(members)} claims from {len(pubs)} publishers: " + ", ".join(pubs)
+            )
             for m in members[1:]:
                 out.append(f"        = {m['claim_id']} ({m['publisher']})")
     out.append("")
@@ -44,27 +51,38 @@ def render_trace(store: Store, session_id: str) -> str:
     for e in edges:
         conf = {True: ", confirmed", False: ", NOT confirmed", None: ""}[e["confirmed"]]
         arrow = "->" if e["kind"] == "supersedes" else "--"
-        out.append(f"  {e['kind']:<12} {e['src_claim_id']} {arrow} {e['dst_claim_id']}  "
-                   f"by {e['created_by']}{conf}: {_short(e['rationale'] or '', 80)}")
+        out.append(
+            f"  {e['kind']:<12} {e['src_claim_id']} {arrow} {e['dst_claim_id']}  "
+            f"by {e['created_by']}{conf}: {_short(e['rationale'] or '', 80)}"
+        )
     counts = store.named("trace_verdict_counts", p)
     if counts:
-        out.append("  verdicts: " + "; ".join(
-            f"{c['relation']} by {c['decided_by']}"
-            + ({True: " (confirmed)", False: " (unconfirmed)", None: ""}[c["confirmed"]])
-            + f" x{c['n']}" for c in counts))
+        out.append(
+            "  verdicts: "
+            + "; ".join(
+                f"{c['relation']} by {c['decided_by']}"
+                + ({True: " (confirmed)", False: " (unconfirmed)", None: ""}[c["confirmed"]])
+                + f" x{c['n']}"
+                for c in counts
+            )
+        )
     out.append("")
 
     fus = store.named("trace_follow_ups", p)
     out.append(f"follow-ups ({len(fus)})")
     for f in fus:
-        out.append(f"  depth {f['depth']} [{f['status']}] {one_line(f['query'])!r}  "
-                   f"because {f['because']} (root {f['root_claim_id']})")
+        out.append(
+            f"  depth {f['depth']} [{f['status']}] {one_line(f['query'])!r}  "
+            f"because {f['because']} (root {f['root_claim_id']})"
+        )
     out.append("")
 
     ground = store.named("trace_grounding", p)
     out.append(f"grounding ({len(ground)})")
     for g in ground:
         paid = "" if g["paid_by"] == session_id else f", paid by {g['paid_by']}"
-        out.append(f"  {g['outcome']:<15} {g['claim_id']}  {one_line(g['note'] or '')} "
-                   f"({g['decided_by']}{paid}, {g['checked_at']:%Y-%m-%d %H:%M})")
+        out.append(
+            f"  {g['outcome']:<15} {g['claim_id']}  {one_line(g['note'] or '')} "
+            f"({g['decided_by']}{paid}, {g['checked_at']:%Y-%m-%d %H:%M})"
+        )
     return "\n".join(out) + "\n"

@@ -43,8 +43,11 @@ def question_parts(question: str) -> list[str]:
     and when did Z?" gives two parts, while "Which cats and dogs ..." stays one."""
     q = " ".join(question.split())
     pieces = [p.strip(" ,;") for p in _PART_BREAK.split(q)]
-    parts = [p[:1].upper() + p[1:] if p.endswith("?") else p[:1].upper() + p[1:].rstrip(".!")
-             + "?" for p in pieces if len(terms(p)) >= 2]
+    parts = [
+        p[:1].upper() + p[1:] if p.endswith("?") else p[:1].upper() + p[1:].rstrip(".!") + "?"
+        for p in pieces
+        if len(terms(p)) >= 2
+    ]
     return parts if len(parts) >= 2 else [q]
 
 
@@ -55,8 +58,11 @@ def is_wide(question: str) -> bool:
 
 
 def _query(text: str) -> str:
-    return (" ".join(dict.fromkeys(terms(topic_of(text)))) or topic_of(text).strip()
-            or " ".join(text.split()))
+    return (
+        " ".join(dict.fromkeys(terms(topic_of(text))))
+        or topic_of(text).strip()
+        or " ".join(text.split())
+    )
 
 
 def plan_questions(question: str, corpus_topics: tuple[str, ...] = ()) -> list[PlannedQuestion]:
@@ -66,13 +72,14 @@ def plan_questions(question: str, corpus_topics: tuple[str, ...] = ()) -> list[P
     q = " ".join(question.split())
     out = [PlannedQuestion(q, _query(q))]
     if is_broad(q) and corpus_topics:
-        out += [PlannedQuestion(f"What about {t}?", t)
-                for t in corpus_topics[:BROAD_TOPICS]]
+        out += [PlannedQuestion(f"What about {t}?", t) for t in corpus_topics[:BROAD_TOPICS]]
         return out
     if corpus_topics:  # a wide question: its facets, as the corpus's documents on it have them
         base = _query(q)
-        out += [PlannedQuestion(f"{topic_of(q)[:1].upper()}{topic_of(q)[1:]}: {t}?",
-                                f"{base} {t}") for t in corpus_topics[:BROAD_TOPICS]]
+        out += [
+            PlannedQuestion(f"{topic_of(q)[:1].upper()}{topic_of(q)[1:]}: {t}?", f"{base} {t}")
+            for t in corpus_topics[:BROAD_TOPICS]
+        ]
     parts = question_parts(q)
     if len(parts) > 1:
         out += [PlannedQuestion(p, _query(p)) for p in parts]

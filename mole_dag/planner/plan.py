@@ -35,8 +35,10 @@ def plan_progress(round_no: int, added_sq: int, added_leads: int, pending: int) 
     new but has follow-up leads queued (from contradictions) says it runs those only."""
     follow_ups = pending - added_leads
     if added_sq == 0 and follow_ups > 0:
-        return (f"round {round_no}: no new sub-questions; running {follow_ups} follow-up "
-                f"lead{'s' if follow_ups != 1 else ''} only")
+        return (
+            f"round {round_no}: no new sub-questions; running {follow_ups} follow-up "
+            f"lead{'s' if follow_ups != 1 else ''} only"
+        )
     line = f"round {round_no}: planned {added_sq} sub-questions, {added_leads} leads"
     if follow_ups > 0:
         line += f", plus {follow_ups} follow-up lead{'s' if follow_ups != 1 else ''}"
@@ -75,7 +77,8 @@ def build_digest(run: Run, round_no: int) -> Digest:
         budget_left=max(bal.available, 0),
         unit=str(bal.unit),
         dead_ends_by_sub_question=tuple(
-            (d["sub_question"], d["cause"], int(d["n"])) for d in dead_by_sq),
+            (d["sub_question"], d["cause"], int(d["n"])) for d in dead_by_sq
+        ),
     )
 
 
@@ -89,10 +92,14 @@ def budget_too_small(exc: BudgetExhausted, total: int) -> str:
     while budget - budget * ESCROW_PERCENT // 100 < need:  # escrow rounds down
         budget += 1
     if exc.unit == "usd_micros":
-        return (f"budget too small: the planner needs at least ${need / 1e6:.6f} for its first "
-                f"call (a budget of at least ${budget / 1e6:.6f}, with the 15% escrow)")
-    return (f"budget too small: the planner needs at least {need} tokens for its first call "
-            f"(a budget of at least {budget} tokens, with the 15% escrow)")
+        return (
+            f"budget too small: the planner needs at least ${need / 1e6:.6f} for its first "
+            f"call (a budget of at least ${budget / 1e6:.6f}, with the 15% escrow)"
+        )
+    return (
+        f"budget too small: the planner needs at least {need} tokens for its first call "
+        f"(a budget of at least {budget} tokens, with the 15% escrow)"
+    )
 
 
 def plan_round(run: Run) -> PlanResult:
@@ -105,6 +112,7 @@ def plan_round(run: Run) -> PlanResult:
         run.progress(f"session is {sess.status}: no new round planned")
         return PlanResult(sess.rounds, 0, 0, pending, 0)
     now = utcnow()
+
     def next_round(cur: Any) -> int:
         cur.execute(q("session_next_round"), {"session_id": sid, "now": now})
         return scalar(cur, int, q("session_rounds"), {"session_id": sid}) or 0
@@ -116,15 +124,17 @@ def plan_round(run: Run) -> PlanResult:
         return _plan(run, sess, round_no, now, free)
 
 
-def _plan(run: Run, sess: SessionRow, round_no: int, now: datetime,
-          free: FreeCallBatch) -> PlanResult:
+def _plan(
+    run: Run, sess: SessionRow, round_no: int, now: datetime, free: FreeCallBatch
+) -> PlanResult:
     store, sid = run.store, run.session_id
     digest = build_digest(run, round_no)
     unit = run.unit
     estimate = run.skills.estimate_plan(digest, unit)
     try:
-        with run.ledger.hold(sid, Role.PLANNER, estimate, tool=f"{run.skills.name}:plan",
-                             stage=STAGE) as h:
+        with run.ledger.hold(
+            sid, Role.PLANNER, estimate, tool=f"{run.skills.name}:plan", stage=STAGE
+        ) as h:
             planned = run.skills.plan(digest, unit)
             h.settle(planned.cost, usage=planned.usage, model=planned.model or None)
     except BudgetExhausted as exc:
@@ -158,20 +168,51 @@ def _plan(run: Run, sess: SessionRow, round_no: int, now: datetime,
         existing.add(pq.text.casefold())
         sq_id = stable_id(sid, pq.text, prefix="sq-")
         subs.append({"id": sq_id, "ordinal": ordinal, "text": pq.text, "query": pq.query})
-        leads += [{"id": stable_id(sq_id, actor, pq.query, prefix="lead-"),
-                   "sub_question_id": sq_id, "actor": actor, "query": pq.query, "depth": 0,
-                   "root_claim_id": None, "because": None} for actor in actors]
+        leads += [
+            {
+                "id": stable_id(sq_id, actor, pq.query, prefix="lead-"),
+                "sub_question_id": sq_id,
+                "actor": actor,
+                "query": pq.query,
+                "depth": 0,
+                "root_claim_id": None,
+                "because": None,
+            }
+            for actor in actors
+        ]
     added_sq, added_leads = len(subs), len(leads)
 
     def write(cur: Any) -> None:
         if subs:
-            cur.execute(q("sub_question_insert_many"), {
-                "session_id": sid, "round": round_no, "now": now,
-                **columns(subs, ("id", "ordinal", "text", "query"))})
+            cur.execute(
+                q("sub_question_insert_many"),
+                {
+                    "session_id": sid,
+                    "round": round_no,
+                    "now": now,
+                    **columns(subs, ("id", "ordinal", "text", "query")),
+                },
+            )
         if leads:
-            cur.execute(q("lead_insert_many"), {"session_id": sid, "now": now, **columns(
-                leads, ("id", "sub_question_id", "actor", "query", "depth", "root_claim_id",
-                        "because"))})
+            cur.execute(
+                q("lead_insert_many"),
+                {
+                    "session_id": sid,
+                    "now": now,
+                    **columns(
+                        leads,
+                        (
+                            "id",
+                            "sub_question_id",
+                            "actor",
+                            "query",
+                            "depth",
+                            "root_claim_id",
+                            "because",
+                        ),
+                    ),
+                },
+            )
 
     if subs or len(free):
         free.write_with(write, store)

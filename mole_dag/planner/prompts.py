@@ -39,12 +39,16 @@ def _amount(amount: int, unit: str) -> str:
 
 
 def plan_call(digest: Digest) -> Call:
-    lines = [f"Question: {flat(digest.question, 1000)}", f"Round: {digest.round}",
-             f"Budget left: {_amount(digest.budget_left, digest.unit)}"]
+    lines = [
+        f"Question: {flat(digest.question, 1000)}",
+        f"Round: {digest.round}",
+        f"Budget left: {_amount(digest.budget_left, digest.unit)}",
+    ]
     if digest.sub_questions:
         lines.append("Sub-questions so far (checked claims found):")
-        lines += [f"- {flat(t, MAX_SUB_QUESTION_CHARS)} ({n} claims)"
-                  for t, n in digest.sub_questions]
+        lines += [
+            f"- {flat(t, MAX_SUB_QUESTION_CHARS)} ({n} claims)" for t, n in digest.sub_questions
+        ]
     else:
         lines.append("Sub-questions so far: none")
     if digest.dead_ends:
@@ -52,13 +56,21 @@ def plan_call(digest: Digest) -> Call:
         lines += [f"- {cause}: {n}" for cause, n in digest.dead_ends]
     if digest.dead_ends_by_sub_question:
         lines.append("Dead ends by sub-question:")
-        lines += [f"- {flat(t, MAX_SUB_QUESTION_CHARS)}: {cause} x{n}"
-                  for t, cause, n in digest.dead_ends_by_sub_question]
+        lines += [
+            f"- {flat(t, MAX_SUB_QUESTION_CHARS)}: {cause} x{n}"
+            for t, cause, n in digest.dead_ends_by_sub_question
+        ]
     lines.append(f"Contradictions found: {digest.contradictions}")
     limit = FIRST_ROUND_SUB_QUESTIONS if digest.round <= 1 else LATER_ROUND_SUB_QUESTIONS
     lines.append(f"Propose at most {limit} sub-questions.")
-    return Call(Tier.STRONG, (Message("user", "\n".join(lines)),), PLAN_MAX_TOKENS,
-                system=PLAN_SYSTEM, json=True, purpose="plan")
+    return Call(
+        Tier.STRONG,
+        (Message("user", "\n".join(lines)),),
+        PLAN_MAX_TOKENS,
+        system=PLAN_SYSTEM,
+        json=True,
+        purpose="plan",
+    )
 
 
 def parse_plan(text: str, digest: Digest) -> list[PlannedQuestion]:

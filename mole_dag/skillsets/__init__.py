@@ -34,5 +34,6 @@ def skills_for(provider: str | None, config: Mapping[str, Any] | None = None) ->
         tape = getattr(replay, "cassette", None)
         judge = (tape.meta.get("judge_model") if isinstance(tape, Cassette) else None) or None
         return ModelSkills(replay, prices, name=name, judge_model=judge)
-    return ModelSkills(build_provider(name, cfg), prices, name=name,
-                       judge_model=judge_model_of(name, cfg))
+    return ModelSkills(
+        build_provider(name, cfg), prices, name=name, judge_model=judge_model_of(name, cfg)
+    )

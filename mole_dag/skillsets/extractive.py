@@ -46,8 +46,7 @@ class ExtractiveSkills:
     def plan(self, digest: Digest, unit: Unit) -> Metered[list[PlannedQuestion]]:
         # It plans once: without reading pages (which the planner must never do) there is
         # nothing new for a model-free planner to ask in a later round.
-        planned = (plan_questions(digest.question, digest.corpus_topics)
-                   if digest.round == 1 else [])
+        planned = plan_questions(digest.question, digest.corpus_topics) if digest.round == 1 else []
         return Metered(planned, model=NAME)
 
     def estimate_mine(self, req: MineRequest, unit: Unit) -> int:

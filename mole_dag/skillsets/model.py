@@ -38,8 +38,14 @@ log = logging.getLogger("mole.llm")
 class ModelSkills:
     uses_model = True
 
-    def __init__(self, provider: Provider, prices: PriceTable, *, name: str | None = None,
-                 judge_model: str | None = None) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        prices: PriceTable,
+        *,
+        name: str | None = None,
+        judge_model: str | None = None,
+    ) -> None:
         self.provider = provider
         self.prices = prices
         self.name = name or provider.name
@@ -59,8 +65,10 @@ class ModelSkills:
     def check_priced(self, unit: Unit) -> None:
         """Raise UnpricedModel if a USD session could not price one of the models it may use."""
         if unit == Unit.USD_MICROS:
-            for model in [*self.models().values(), *([self.judge_model] if self.judge_model
-                                                      else [])]:
+            for model in [
+                *self.models().values(),
+                *([self.judge_model] if self.judge_model else []),
+            ]:
                 self.prices.require(model)
 
     def _judge_call(self, pairs: list[tuple[str, str]]) -> Call:
@@ -69,23 +77,34 @@ class ModelSkills:
 
     def estimate(self, call: Call, unit: Unit) -> int:
         model = call.model or self.provider.model_for(call.tier)
-        return self.prices.bound(model, self.provider.input_token_bound(call), call.max_tokens,
-                                 unit)
+        return self.prices.bound(
+            model, self.provider.input_token_bound(call), call.max_tokens, unit
+        )
 
     def _complete(self, call: Call, unit: Unit) -> tuple[Completion, int]:
         bound = self.estimate(call, unit)  # an unpriced model fails here, before the call
         try:
             done = self.provider.complete(call)
         except EmptyOutput as exc:
-            exc.actual = (self.prices.cost(exc.model, exc.usage, unit) if exc.usage_reported
-                          else bound)
+            exc.actual = (
+                self.prices.cost(exc.model, exc.usage, unit) if exc.usage_reported else bound
+            )
             raise
         # A server that did not say what it used is charged the bound: the most it could have.
         cost = self.prices.cost(done.model, done.usage, unit) if done.usage_reported else bound
-        log.debug("%s %s on %s: %d in (+%d cache read, +%d cache write), %d out, cost %d %s%s",
-                  self.name, call.purpose, done.model, done.usage.input_tokens,
-                  done.usage.cache_read_tokens, done.usage.cache_write_tokens,
-                  done.usage.output_tokens, cost, unit, " (truncated)" if done.truncated else "")
+        log.debug(
+            "%s %s on %s: %d in (+%d cache read, +%d cache write), %d out, cost %d %s%s",
+            self.name,
+            call.purpose,
+            done.model,
+            done.usage.input_tokens,
+            done.usage.cache_read_tokens,
+            done.usage.cache_write_tokens,
+            done.usage.output_tokens,
+            cost,
+            unit,
+            " (truncated)" if done.truncated else "",
+        )
         return done, cost
 
     # -- the four skills --------------------------------------------------------------------

@@ -4,5 +4,17 @@ from mole_dag.store.db import Store, StoreBusy, StoreCorrupt, StoreError, StoreM
 from mole_dag.store.queries import q
 from mole_dag.store.records import MissingColumn, column, fetch_all, fetch_one, scalar
 
-__all__ = ["MissingColumn", "Store", "StoreBusy", "StoreCorrupt", "StoreError", "StoreMissing",
-           "column", "fetch_all", "fetch_one", "q", "scalar", "utcnow"]
+__all__ = [
+    "MissingColumn",
+    "Store",
+    "StoreBusy",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreMissing",
+    "column",
+    "fetch_all",
+    "fetch_one",
+    "q",
+    "scalar",
+    "utcnow",
+]

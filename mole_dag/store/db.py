@@ -61,7 +61,8 @@ def _corrupt(path: Path, why: str) -> StoreCorrupt:
         why = f"truncated: {why}"
     return StoreCorrupt(
         f"{path} is not a readable mole store ({why}); restore it from a backup, or pass --db "
-        "(or MOLE_DB) to use another store")
+        "(or MOLE_DB) to use another store"
+    )
 
 
 # DuckDB's file starts with a 4 KiB main header carrying "DUCK" at byte 8, then two 4 KiB database
@@ -94,8 +95,15 @@ def _is_corruption(exc: BaseException) -> bool:
     """DuckDB errors that mean the file itself is damaged, not that a query was wrong."""
     text = str(exc)
     return isinstance(exc, duckdb.SerializationException) or any(
-        marker in text for marker in ("Could not read enough bytes", "not a valid DuckDB",
-                                      "Corrupt", "corrupt", "checksum"))
+        marker in text
+        for marker in (
+            "Could not read enough bytes",
+            "not a valid DuckDB",
+            "Corrupt",
+            "corrupt",
+            "checksum",
+        )
+    )
 
 
 # How long a process waits for another to let go of the file. Holders now hold it for one
@@ -234,16 +242,18 @@ class _File:
         self.checked: set[tuple[int, int, str]] = set()
         self.opens = 0  # how many times the file was opened (tests and benchmarks read it)
 
-    def acquire(self, connect: Callable[[bool], duckdb.DuckDBPyConnection],
-                read_only: bool) -> duckdb.DuckDBPyConnection:
+    def acquire(
+        self, connect: Callable[[bool], duckdb.DuckDBPyConnection], read_only: bool
+    ) -> duckdb.DuckDBPyConnection:
         """A cursor on the shared instance, opening the file if nobody in this process has it
         open. `connect(read_only)` opens it (waiting for other processes)."""
         with self.cond:
             waiting_writer = False
             try:
                 while True:
-                    if self.root is not None and (not self.root_read_only or (
-                            read_only and not self.writers_waiting)):
+                    if self.root is not None and (
+                        not self.root_read_only or (read_only and not self.writers_waiting)
+                    ):
                         cur = self.root.cursor()
                         self.users += 1
                         return cur
@@ -453,11 +463,11 @@ class Store:
 
     def _check_readable(self) -> None:
         if not self.path.exists():
-            raise StoreMissing(f"no store at {self.path}; run `mole research` first or pass "
-                               "--db")
+            raise StoreMissing(f"no store at {self.path}; run `mole research` first or pass --db")
         if self.path.is_dir():
-            raise StoreError(f"the store {self.path} is a folder, not a DuckDB file; pass "
-                             "--db with a file")
+            raise StoreError(
+                f"the store {self.path} is a folder, not a DuckDB file; pass --db with a file"
+            )
         # Only for readers: a writer may find the file mid-creation by another process
         # (shorter than its headers for a moment), which is not damage.
         check_file(self.path)
@@ -521,12 +531,16 @@ class Store:
         try:
             have = self.scalar("SELECT coalesce(max(version), 0) FROM schema_migrations")
         except duckdb.CatalogException:
-            raise StoreError(f"{self.path} is a DuckDB file but not a mole store (it has no "
-                             "schema_migrations table); pass --db to use a mole store") from None
+            raise StoreError(
+                f"{self.path} is a DuckDB file but not a mole store (it has no "
+                "schema_migrations table); pass --db to use a mole store"
+            ) from None
         want = max((m.version for m in migrate.discover()), default=0)
         if int(have) < want:
-            raise StoreError(f"the store {self.path} is at schema version {have}, older than "
-                             f"this mole's {want}; run `mole research` once to upgrade it")
+            raise StoreError(
+                f"the store {self.path} is at schema version {have}, older than "
+                f"this mole's {want}; run `mole research` once to upgrade it"
+            )
 
     def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
         """Open the file, waiting with backoff and jitter while another process holds it."""
@@ -538,16 +552,18 @@ class Store:
         finally:
             waiting.done()
 
-    def _connect_waiting(self, read_only: bool, started: float, deadline: float,
-                         waiting: _Waiting) -> duckdb.DuckDBPyConnection:
+    def _connect_waiting(
+        self, read_only: bool, started: float, deadline: float, waiting: _Waiting
+    ) -> duckdb.DuckDBPyConnection:
         delay = _FIRST_DELAY_S
         waited = False
         while True:
             try:
                 conn = duckdb.connect(str(self.path), read_only=read_only)
                 took = time.monotonic() - started
-                _count(opens=1, open_s=took, lock_waits=int(waited),
-                       waited_s=took if waited else 0.0)
+                _count(
+                    opens=1, open_s=took, lock_waits=int(waited), waited_s=took if waited else 0.0
+                )
                 return conn
             except duckdb.IOException as exc:
                 waited = True
@@ -555,7 +571,8 @@ class Store:
                     raise _corrupt(self.path, _one_line(exc)) from None
                 if not _is_lock_error(exc):
                     raise StoreError(
-                        f"cannot open the store {self.path}: {_one_line(exc)}") from None
+                        f"cannot open the store {self.path}: {_one_line(exc)}"
+                    ) from None
                 waiting.touch()  # the holder releases at its next idle moment
                 now = time.monotonic()
                 if now >= deadline:
@@ -565,8 +582,9 @@ class Store:
                         f"{self.lock_wait_s:.0f}s; try again when it finishes"
                     ) from None
                 if self._on_wait and not self._told and now - started >= REPORT_WAIT_AFTER_S:
-                    self._on_wait(f"waiting for the store {self.path}: another process is "
-                                  "writing to it")
+                    self._on_wait(
+                        f"waiting for the store {self.path}: another process is writing to it"
+                    )
                     self._told = True
                 time.sleep(min(delay + random.uniform(0, delay), max(0.0, deadline - now)))
                 delay = min(delay * 2, _MAX_DELAY_S)
@@ -606,8 +624,10 @@ class Store:
         return (the Store keeps no cursor): use `read()`, `rows()` or `write()`."""
         conn = self._tx_conn()
         if conn is None:
-            raise StoreError("Store.cursor() is only valid inside write(): the store keeps no "
-                             "connection open; use read(), rows() or write()")
+            raise StoreError(
+                "Store.cursor() is only valid inside write(): the store keeps no "
+                "connection open; use read(), rows() or write()"
+            )
         return conn
 
     @contextmanager

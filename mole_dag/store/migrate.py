@@ -34,8 +34,10 @@ class Migration:
 def discover(directory: Path | None = None) -> list[Migration]:
     directory = directory or sql_dir() / "migrations"
     if not directory.is_dir():
-        raise MigrationsMissing(f"no migrations folder at {directory}: the store's schema "
-                                "cannot be created (set MOLE_SQL_DIR, or reinstall mole)")
+        raise MigrationsMissing(
+            f"no migrations folder at {directory}: the store's schema "
+            "cannot be created (set MOLE_SQL_DIR, or reinstall mole)"
+        )
     found: list[Migration] = []
     for path in sorted(directory.glob("*.sql")):
         m = _FILE.match(path.name)
@@ -43,8 +45,9 @@ def discover(directory: Path | None = None) -> list[Migration]:
             raise ValueError(f"{path}: migration files are named NNNN_name.sql")
         found.append(Migration(int(m.group(1)), m.group(2), path))
     if not found:
-        raise MigrationsMissing(f"no NNNN_name.sql migrations in {directory}: the store's "
-                                "schema cannot be created")
+        raise MigrationsMissing(
+            f"no NNNN_name.sql migrations in {directory}: the store's schema cannot be created"
+        )
     versions = [m.version for m in found]
     if len(set(versions)) != len(versions):
         raise ValueError(f"{directory}: two migrations share a version number")

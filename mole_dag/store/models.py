@@ -34,8 +34,7 @@ def discover(directory: Path | None = None) -> list[Model]:
             raise ValueError(f"{path}: model names are lower_snake_case")
         text = path.read_text("utf-8")
         desc = " ".join(
-            line.removeprefix("--").strip() for line in text.splitlines()
-            if line.startswith("--")
+            line.removeprefix("--").strip() for line in text.splitlines() if line.startswith("--")
         )
         body = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
         out.append(Model(path.stem, body.strip().rstrip(";"), desc))

@@ -410,11 +410,11 @@ def build(cls: type[R], names: Sequence[str], values: Sequence[object]) -> R:
             if f.required:
                 raise MissingColumn(
                     f"{cls.__name__}.{f.name}: the query selects no column {f.name!r} "
-                    f"(it selects {', '.join(names)})")
+                    f"(it selects {', '.join(names)})"
+                )
             continue
         value = by_name[f.name]
-        kwargs[f.name] = f.convert(value) if f.convert is not None and value is not None \
-            else value
+        kwargs[f.name] = f.convert(value) if f.convert is not None and value is not None else value
     return cls(**kwargs)
 
 
@@ -429,16 +429,18 @@ def _execute(cur: duckdb.DuckDBPyConnection, sql: str, params: Params) -> None:
         cur.execute(sql, params)
 
 
-def fetch_one(cur: duckdb.DuckDBPyConnection, cls: type[R], sql: str,
-              params: Params = None) -> R | None:
+def fetch_one(
+    cur: duckdb.DuckDBPyConnection, cls: type[R], sql: str, params: Params = None
+) -> R | None:
     """The first row of `sql` as a `cls`, or None when there is none."""
     _execute(cur, sql, params)
     row = cur.fetchone()
     return None if row is None else build(cls, _names(cur), row)
 
 
-def fetch_all(cur: duckdb.DuckDBPyConnection, cls: type[R], sql: str,
-              params: Params = None) -> list[R]:
+def fetch_all(
+    cur: duckdb.DuckDBPyConnection, cls: type[R], sql: str, params: Params = None
+) -> list[R]:
     """Every row of `sql`, each as a `cls`."""
     _execute(cur, sql, params)
     names = _names(cur)
@@ -449,20 +451,24 @@ def only_column(cur: duckdb.DuckDBPyConnection, sql: str) -> None:
     names = _names(cur)
     if len(names) != 1:
         # With several columns, "the value" would be whichever is listed first.
-        raise MissingColumn(f"a scalar query must select exactly one column, this one selects "
-                            f"{len(names)} ({', '.join(names)}): {sql[:80]!r}")
+        raise MissingColumn(
+            f"a scalar query must select exactly one column, this one selects "
+            f"{len(names)} ({', '.join(names)}): {sql[:80]!r}"
+        )
 
 
 def _typed(kind: type[S], value: object, sql: str) -> S:
     # bool is an int to Python: a count that arrives as True is a wrong query, not a 1.
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise TypeError(f"expected {kind.__name__}, got {type(value).__name__} {value!r} "
-                        f"from {sql[:80]!r}")
+        raise TypeError(
+            f"expected {kind.__name__}, got {type(value).__name__} {value!r} from {sql[:80]!r}"
+        )
     return value
 
 
-def fetch_named(cur: duckdb.DuckDBPyConnection, sql: str,
-                params: Params = None) -> dict[str, Any] | None:
+def fetch_named(
+    cur: duckdb.DuckDBPyConnection, sql: str, params: Params = None
+) -> dict[str, Any] | None:
     """The first row by column name, for a SELECT list built at run time (no record fits a
     list of columns only known then); None when there is none."""
     _execute(cur, sql, params)
@@ -470,8 +476,9 @@ def fetch_named(cur: duckdb.DuckDBPyConnection, sql: str,
     return None if row is None else dict(zip(_names(cur), row, strict=True))
 
 
-def scalar(cur: duckdb.DuckDBPyConnection, kind: type[S], sql: str,
-           params: Params = None) -> S | None:
+def scalar(
+    cur: duckdb.DuckDBPyConnection, kind: type[S], sql: str, params: Params = None
+) -> S | None:
     """The single value of a one-column query, checked to be a `kind`; None when there is no
     row or the value is NULL. The affected-row count of an UPDATE is such a query."""
     _execute(cur, sql, params)
@@ -483,8 +490,9 @@ def scalar(cur: duckdb.DuckDBPyConnection, kind: type[S], sql: str,
     return None if value is None else _typed(kind, value, sql)
 
 
-def column(cur: duckdb.DuckDBPyConnection, kind: type[S], sql: str,
-           params: Params = None) -> list[S]:
+def column(
+    cur: duckdb.DuckDBPyConnection, kind: type[S], sql: str, params: Params = None
+) -> list[S]:
     """The values of a one-column query, in order (NULLs refused: a list of ids has none)."""
     _execute(cur, sql, params)
     only_column(cur, sql)

@@ -64,7 +64,10 @@ def settle_abandoned(store: Store, now: datetime, *, dead_owners: bool = True) -
     """Settle, at the reserved amount and flagged `assumed`, every reservation whose outcome
     nobody will report (Ledger.settle_abandoned says which). Returns how many were settled."""
     finished = {str(s) for s in SessionStatus} - {
-        SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING}
+        SessionStatus.CREATED,
+        SessionStatus.RUNNING,
+        SessionStatus.REPORTING,
+    }
 
     if not store.rows(q("open_reservations")):
         # The usual case at a stage's start: nothing open, so no write transaction (each
@@ -83,17 +86,27 @@ def settle_abandoned(store: Store, now: datetime, *, dead_owners: bool = True) -
             )
             if not abandoned:
                 continue
-            cur.execute(q("session_charge"), {
-                "unhold": r.reserved, "charged": r.reserved, "overrun": 0, "now": now,
-                "session_id": r.session_id})
+            cur.execute(
+                q("session_charge"),
+                {
+                    "unhold": r.reserved,
+                    "charged": r.reserved,
+                    "overrun": 0,
+                    "now": now,
+                    "session_id": r.session_id,
+                },
+            )
             cur.execute(q("call_settle_assumed"), {"id": r.id, "now": now})
             n += 1
         return n
 
     n = store.transact(tx)
     if n:
-        log.warning("settled %d abandoned reservation(s) at their reserved amount "
-                    "(outcome unknown: the caller died or was interrupted)", n)
+        log.warning(
+            "settled %d abandoned reservation(s) at their reserved amount "
+            "(outcome unknown: the caller died or was interrupted)",
+            n,
+        )
     return n
 
 
@@ -106,14 +119,21 @@ class StoreRecovery:
 def recover_store(store: Store) -> StoreRecovery:
     settled = settle_abandoned(store, utcnow())
     now = utcnow()
-    orphaned = [r["id"] for r in store.named("sessions_orphaned")
-                if owner_alive(r["owner"]) is False]
+    orphaned = [
+        r["id"] for r in store.named("sessions_orphaned") if owner_alive(r["owner"]) is False
+    ]
 
     def tx(cur) -> None:  # type: ignore[no-untyped-def]
         for sid in orphaned:
-            cur.execute(q("session_set_status_reason"), {
-                "status": str(SessionStatus.INTERRUPTED), "now": now, "session_id": sid,
-                "reason": "the process driving it stopped without finishing"})
+            cur.execute(
+                q("session_set_status_reason"),
+                {
+                    "status": str(SessionStatus.INTERRUPTED),
+                    "now": now,
+                    "session_id": sid,
+                    "reason": "the process driving it stopped without finishing",
+                },
+            )
             # Its driver ran its leads in-process: no lease of it has a live holder.
             cur.execute(q("leases_requeue_session"), {"session_id": sid})
 

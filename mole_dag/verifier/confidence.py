@@ -96,19 +96,25 @@ def derive(
         members = [by_id[c] for c in g]
         publishers = sorted({m.publisher for m in members})
         strongest = max(members, key=lambda m: STRENGTH[m.source_class]).source_class
-        rep = min(members, key=lambda m: (-STRENGTH[m.source_class],
-                                          m.created_at or datetime.min, position[m.id]))
+        rep = min(
+            members,
+            key=lambda m: (-STRENGTH[m.source_class], m.created_at or datetime.min, position[m.id]),
+        )
         against = sorted({by_id[c].publisher for c in contra.get(g[0], set())} - set(publishers))
         n_for, n_against = len(publishers), len(against)
         cls_w = weight(strongest)
         corr = _corroboration(n_for)
         share = n_for / (n_for + n_against)
         conf = cls_w * corr * share
-        parts = [f"{strongest} source ({cls_w:.2f})",
-                 f"{n_for} publisher{'s' if n_for != 1 else ''} ({corr:.2f})"]
+        parts = [
+            f"{strongest} source ({cls_w:.2f})",
+            f"{n_for} publisher{'s' if n_for != 1 else ''} ({corr:.2f})",
+        ]
         if n_against:
-            parts.append(f"{n_against} contradicting publisher{'s' if n_against != 1 else ''} "
-                         f"({n_for}/{n_for + n_against})")
+            parts.append(
+                f"{n_against} contradicting publisher{'s' if n_against != 1 else ''} "
+                f"({n_for}/{n_for + n_against})"
+            )
         sup = g[0] in superseded_clusters
         if sup:
             conf *= SUPERSEDED_FACTOR
@@ -119,44 +125,87 @@ def derive(
             ground = all(verdicts)
             factor = GROUND_CONFIRMED_FACTOR if ground else GROUND_UNSUPPORTED_FACTOR
             conf *= factor
-            parts.append(("re-read confirmed" if ground else "re-read did not support it")
-                         + f" (x{factor})")
+            parts.append(
+                ("re-read confirmed" if ground else "re-read did not support it") + f" (x{factor})"
+            )
         conf = max(0.0, min(conf, CORROBORATION_CEILING))
-        out.append(Score(
-            cluster_id=g[0], members=tuple(g), representative=rep.id, confidence=round(conf, 4),
-            publishers=n_for, contradictors=n_against, superseded=sup, grounded=ground,
-            source_class=strongest, explanation=f"{conf:.2f} = " + " x ".join(parts),
-        ))
+        out.append(
+            Score(
+                cluster_id=g[0],
+                members=tuple(g),
+                representative=rep.id,
+                confidence=round(conf, 4),
+                publishers=n_for,
+                contradictors=n_against,
+                superseded=sup,
+                grounded=ground,
+                source_class=strongest,
+                explanation=f"{conf:.2f} = " + " x ".join(parts),
+            )
+        )
     return out
 
 
 def score_session(run: Run) -> list[Score]:
     store, sid = run.store, run.session_id
-    nodes = [ClaimNode(c.id, c.publisher, c.source_class, c.created_at)
-             for c in store.many(ClaimRow, q("session_claims"), {"session_id": sid})]
+    nodes = [
+        ClaimNode(c.id, c.publisher, c.source_class, c.created_at)
+        for c in store.many(ClaimRow, q("session_claims"), {"session_id": sid})
+    ]
     edges: list[tuple[str, str, str]] = [
         (e.src_claim_id, e.dst_claim_id, e.kind)
-        for e in store.many(EdgeRow, q("session_edges"), {"session_id": sid})]
-    grounded = {r["claim_id"]: r["outcome"] == "confirmed"
-                for r in store.named("grounded_claims", {"session_id": sid})}
+        for e in store.many(EdgeRow, q("session_edges"), {"session_id": sid})
+    ]
+    grounded = {
+        r["claim_id"]: r["outcome"] == "confirmed"
+        for r in store.named("grounded_claims", {"session_id": sid})
+    }
     scores = derive(nodes, edges, grounded)
     now = utcnow()
 
-    rows = [{"claim_id": member, "cluster_id": s.cluster_id,
-             "representative": member == s.representative, "confidence": s.confidence,
-             "publishers": s.publishers, "contradictors": s.contradictors,
-             "superseded": s.superseded, "grounded": s.grounded,
-             "source_class": str(s.source_class), "explanation": s.explanation}
-            for s in scores for member in s.members]
+    rows = [
+        {
+            "claim_id": member,
+            "cluster_id": s.cluster_id,
+            "representative": member == s.representative,
+            "confidence": s.confidence,
+            "publishers": s.publishers,
+            "contradictors": s.contradictors,
+            "superseded": s.superseded,
+            "grounded": s.grounded,
+            "source_class": str(s.source_class),
+            "explanation": s.explanation,
+        }
+        for s in scores
+        for member in s.members
+    ]
 
     def write(cur: Any) -> None:
         cur.execute(q("scores_clear"), {"session_id": sid})
         if rows:
             # One statement for the session's scores, not one per claim (issue 12).
-            cur.execute(q("score_insert_many"), {"session_id": sid, "now": now, **columns(
-                rows, ("claim_id", "cluster_id", "representative", "confidence", "publishers",
-                       "contradictors", "superseded", "grounded", "source_class",
-                       "explanation"))})
+            cur.execute(
+                q("score_insert_many"),
+                {
+                    "session_id": sid,
+                    "now": now,
+                    **columns(
+                        rows,
+                        (
+                            "claim_id",
+                            "cluster_id",
+                            "representative",
+                            "confidence",
+                            "publishers",
+                            "contradictors",
+                            "superseded",
+                            "grounded",
+                            "source_class",
+                            "explanation",
+                        ),
+                    ),
+                },
+            )
 
     store.transact(write)
     multi = sum(1 for s in scores if len(s.members) > 1)

@@ -20,11 +20,25 @@ CONTRADICTION_OVERLAP = 0.45
 _ANTONYMS = {
     frozenset(stem(w) for w in p)
     for p in [
-        ("raise", "lower"), ("raise", "reduce"), ("increase", "decrease"), ("increase", "reduce"),
-        ("increase", "lower"), ("higher", "lower"), ("more", "less"), ("above", "below"),
-        ("improve", "worsen"), ("benefit", "harm"), ("safe", "unsafe"), ("protective", "harmful"),
-        ("gain", "loss"), ("rise", "fall"), ("rise", "decline"), ("positive", "negative"),
-        ("strong", "weak"), ("effective", "ineffective"), ("likely", "unlikely"),
+        ("raise", "lower"),
+        ("raise", "reduce"),
+        ("increase", "decrease"),
+        ("increase", "reduce"),
+        ("increase", "lower"),
+        ("higher", "lower"),
+        ("more", "less"),
+        ("above", "below"),
+        ("improve", "worsen"),
+        ("benefit", "harm"),
+        ("safe", "unsafe"),
+        ("protective", "harmful"),
+        ("gain", "loss"),
+        ("rise", "fall"),
+        ("rise", "decline"),
+        ("positive", "negative"),
+        ("strong", "weak"),
+        ("effective", "ineffective"),
+        ("likely", "unlikely"),
     ]
 }
 

@@ -40,8 +40,9 @@ class FollowUp:
 
 
 def _content_words(text: str) -> list[str]:
-    return list(dict.fromkeys(w for w in words(text) if w not in STOPWORDS and len(w) > 1
-                              or w.isdigit()))
+    return list(
+        dict.fromkeys(w for w in words(text) if w not in STOPWORDS and len(w) > 1 or w.isdigit())
+    )
 
 
 def follow_up_query(a: str, b: str) -> str:
@@ -67,6 +68,7 @@ def propose(
 ) -> list[FollowUp]:
     out: list[FollowUp] = []
     per_root = dict(existing_per_root)
+
     def text_of(x: str) -> str:
         got = claims.get(x)
         return got.text if got else ""
@@ -75,8 +77,10 @@ def propose(
     # ids hash the session id, and the per-pass cap, the query's word order and the follow-up's
     # sub-question all follow this order (issue 10 item 6). The ids settle exact ties only.
     pairs = {tuple(sorted(p)) for p in contradictions}
-    ordered = sorted((sorted(p, key=lambda x: (text_of(x), x)) for p in pairs),
-                     key=lambda p: ([text_of(x) for x in p], p))
+    ordered = sorted(
+        (sorted(p, key=lambda x: (text_of(x), x)) for p in pairs),
+        key=lambda p: ([text_of(x) for x in p], p),
+    )
     for a_id, b_id in ordered:
         if len(out) >= max_per_pass:
             break
@@ -93,8 +97,15 @@ def propose(
         if not query:
             continue
         per_root[root] = per_root.get(root, 0) + 1
-        out.append(FollowUp(a.sub_question_id, query, depth, root,
-                            # Canonical (id) order: how the store and the
-                            # already-followed check name the pair.
-                            "contradiction between {} and {}".format(*sorted((a_id, b_id)))))
+        out.append(
+            FollowUp(
+                a.sub_question_id,
+                query,
+                depth,
+                root,
+                # Canonical (id) order: how the store and the
+                # already-followed check name the pair.
+                "contradiction between {} and {}".format(*sorted((a_id, b_id))),
+            )
+        )
     return out

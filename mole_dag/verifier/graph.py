@@ -91,8 +91,9 @@ def edges_from(
                 why = f"contradiction across {abs((da - db).days)} days: newer supersedes older"
                 out.append(Edge(newer, older, EdgeKind.SUPERSEDES, why, v.decided_by))
             else:
-                out.append(Edge(v.pair.a, v.pair.b, EdgeKind.CONTRADICTS, v.rationale,
-                                v.decided_by))
+                out.append(
+                    Edge(v.pair.a, v.pair.b, EdgeKind.CONTRADICTS, v.rationale, v.decided_by)
+                )
     return out
 
 
@@ -115,16 +116,27 @@ class _Allowance:
         self.run = run
         bal = run.ledger.balance(run.session_id)
         self.cap = int(bal.total * max_share)
-        self.spent = sum(int(r["spent"]) for r in run.ledger.spend_by_role(run.session_id)
-                         if r["role"] == str(Role.VERIFIER))
+        self.spent = sum(
+            int(r["spent"])
+            for r in run.ledger.spend_by_role(run.session_id)
+            if r["role"] == str(Role.VERIFIER)
+        )
 
-    def pay(self, estimate: int, call: Callable[[], Metered[list[Verdict]]],
-            ) -> Metered[list[Verdict]] | None:
+    def pay(
+        self,
+        estimate: int,
+        call: Callable[[], Metered[list[Verdict]]],
+    ) -> Metered[list[Verdict]] | None:
         if estimate > 0 and self.spent + estimate > self.cap:
             return None
         try:
-            with self.run.ledger.hold(self.run.session_id, Role.VERIFIER, estimate,
-                                      tool=f"{self.run.skills.name}:judge", stage=STAGE) as h:
+            with self.run.ledger.hold(
+                self.run.session_id,
+                Role.VERIFIER,
+                estimate,
+                tool=f"{self.run.skills.name}:judge",
+                stage=STAGE,
+            ) as h:
                 got = call()
                 h.settle(got.cost, usage=got.usage, model=got.model or None)
         except BudgetExhausted:
@@ -151,9 +163,16 @@ def build_edges(
     # A model-free judge's calls are free: their rows are written with the pass's verdicts and
     # edges, in one transaction, instead of two transactions per batch of pairs (issue 12).
     with run.ledger.free_calls(run.session_id) as free:
-        return _build_edges(run, free, max_candidates=max_candidates, batch_size=batch_size,
-                            staleness_gap=staleness_gap, max_share=max_share, confirm=confirm,
-                            queue_follow_ups=queue_follow_ups)
+        return _build_edges(
+            run,
+            free,
+            max_candidates=max_candidates,
+            batch_size=batch_size,
+            staleness_gap=staleness_gap,
+            max_share=max_share,
+            confirm=confirm,
+            queue_follow_ups=queue_follow_ups,
+        )
 
 
 def _build_edges(
@@ -175,10 +194,13 @@ def _build_edges(
     targets = {c.id for c in claims if not c.verified}
     if not targets:
         return result
-    judged_before = {Pair(r["a_claim_id"], r["b_claim_id"])
-                     for r in store.named("judged_pairs", {"session_id": sid})}
-    pairs = candidate_pairs([ClaimText(c.id, c.text) for c in claims], targets,
-                            judged_before, max_candidates)
+    judged_before = {
+        Pair(r["a_claim_id"], r["b_claim_id"])
+        for r in store.named("judged_pairs", {"session_id": sid})
+    }
+    pairs = candidate_pairs(
+        [ClaimText(c.id, c.text) for c in claims], targets, judged_before, max_candidates
+    )
     result.pairs_retrieved = len(pairs)
 
     verdicts: list[Judged] = []
@@ -193,8 +215,7 @@ def _build_edges(
 
     unit = run.unit
     allowance = _Allowance(run, max_share)
-    first = judge_pairs(run.skills, to_judge, texts, unit, batch_size=batch_size,
-                        pay=allowance.pay)
+    first = judge_pairs(run.skills, to_judge, texts, unit, batch_size=batch_size, pay=allowance.pay)
     result.calls += first.calls
     result.spent += first.spent
     result.pairs_judged = len(first.judged)
@@ -211,8 +232,15 @@ def _build_edges(
     edge_building = [j for j in first.judged if j.relation != NEITHER]
     if confirm and run.skills.uses_model and edge_building:
         result.confirm_pass = "on"
-        second = judge_pairs(run.skills, [j.pair for j in edge_building], texts, unit,
-                             batch_size=batch_size, swap=True, pay=allowance.pay)
+        second = judge_pairs(
+            run.skills,
+            [j.pair for j in edge_building],
+            texts,
+            unit,
+            batch_size=batch_size,
+            swap=True,
+            pay=allowance.pay,
+        )
         result.calls += second.calls
         result.spent += second.spent
         result.calls_failed += second.calls_failed
@@ -240,21 +268,51 @@ def _build_edges(
     unsettled_claims = {c for p in pairs if p not in settled for c in (p.a, p.b)}
     verified = sorted(targets - unsettled_claims)
 
-    verdict_rows = [{"a": v.pair.a, "b": v.pair.b, "relation": v.relation,
-                     "decided_by": v.decided_by, "confirmed": confirmed.get(v.pair),
-                     "rationale": v.rationale[:500]} for v in verdicts]
-    edge_rows = [{"id": stable_id(sid, e.src, e.dst, str(e.kind), prefix="e-"), "src": e.src,
-                  "dst": e.dst, "kind": str(e.kind), "rationale": e.rationale[:500],
-                  "created_by": e.created_by} for e in edges]
+    verdict_rows = [
+        {
+            "a": v.pair.a,
+            "b": v.pair.b,
+            "relation": v.relation,
+            "decided_by": v.decided_by,
+            "confirmed": confirmed.get(v.pair),
+            "rationale": v.rationale[:500],
+        }
+        for v in verdicts
+    ]
+    edge_rows = [
+        {
+            "id": stable_id(sid, e.src, e.dst, str(e.kind), prefix="e-"),
+            "src": e.src,
+            "dst": e.dst,
+            "kind": str(e.kind),
+            "rationale": e.rationale[:500],
+            "created_by": e.created_by,
+        }
+        for e in edges
+    ]
 
     def write(cur: Any) -> list[FollowUp]:
         # One statement per table, not one per row: a pass writes hundreds of verdicts.
         if verdict_rows:
-            cur.execute(q("verdict_insert_many"), {"session_id": sid, "now": now, **columns(
-                verdict_rows, ("a", "b", "relation", "decided_by", "confirmed", "rationale"))})
+            cur.execute(
+                q("verdict_insert_many"),
+                {
+                    "session_id": sid,
+                    "now": now,
+                    **columns(
+                        verdict_rows, ("a", "b", "relation", "decided_by", "confirmed", "rationale")
+                    ),
+                },
+            )
         if edge_rows:
-            cur.execute(q("edge_insert_many"), {"session_id": sid, "now": now, **columns(
-                edge_rows, ("id", "src", "dst", "kind", "rationale", "created_by"))})
+            cur.execute(
+                q("edge_insert_many"),
+                {
+                    "session_id": sid,
+                    "now": now,
+                    **columns(edge_rows, ("id", "src", "dst", "kind", "rationale", "created_by")),
+                },
+            )
         if verified:
             cur.execute(q("claims_mark_verified"), {"session_id": sid, "ids": verified})
         # Follow-ups read the edges just written (this thread's cursor sees them inside the
@@ -269,8 +327,11 @@ def _build_edges(
     run.progress(
         f"verified {len(verified)} claims: {result.pairs_retrieved} pairs, "
         f"{result.pairs_decided_free} settled by rule, {result.pairs_judged} judged"
-        + (f" ({result.pairs_confirmed} confirmed, {result.pairs_unconfirmed} not)"
-           if result.confirm_pass == "on" else "")
+        + (
+            f" ({result.pairs_confirmed} confirmed, {result.pairs_unconfirmed} not)"
+            if result.confirm_pass == "on"
+            else ""
+        )
         + f", edges {dict(sorted(result.edges.items())) or '{}'}"
         + (f", {len(result.follow_ups)} follow-up leads" if result.follow_ups else "")
     )
@@ -282,37 +343,75 @@ def queue_follow_up_leads(run: Run) -> list[FollowUp]:
     them as leads (one per search provider of the session)."""
     store, sid = run.store, run.session_id
     followed = {r["because"] for r in store.named("followed_contradictions", {"session_id": sid})}
-    live = [(r["src_claim_id"], r["dst_claim_id"])
-            for r in store.named("live_contradictions", {"session_id": sid})]
+    live = [
+        (r["src_claim_id"], r["dst_claim_id"])
+        for r in store.named("live_contradictions", {"session_id": sid})
+    ]
     live = [p for p in live if f"contradiction between {p[0]} and {p[1]}" not in followed]
     if not live:
         return []
     info = {
-        r["id"]: ClaimInfo(r["id"], r["text"], r["sub_question_id"], int(r["depth"]),
-                           r["root"] or r["id"])
+        r["id"]: ClaimInfo(
+            r["id"], r["text"], r["sub_question_id"], int(r["depth"]), r["root"] or r["id"]
+        )
         for r in store.named("claim_lead_info", {"session_id": sid})
     }
-    per_root = {r["root_claim_id"]: int(r["n"])
-                for r in store.named("follow_ups_per_root", {"session_id": sid})}
+    per_root = {
+        r["root_claim_id"]: int(r["n"])
+        for r in store.named("follow_ups_per_root", {"session_id": sid})
+    }
     proposed = propose(live, info, per_root)
     if not proposed:
         return []
     actors = [a.strip() for a in run.session().actors.split(",") if a.strip()]
     now = utcnow()
 
-    rows = [{"id": stable_id(sid, f.because, actor, prefix="lead-"),
-             "sub_question_id": f.sub_question_id, "actor": actor, "query": f.query,
-             "depth": f.depth, "root_claim_id": f.root_claim_id, "because": f.because}
-            for f in proposed for actor in actors]
+    rows = [
+        {
+            "id": stable_id(sid, f.because, actor, prefix="lead-"),
+            "sub_question_id": f.sub_question_id,
+            "actor": actor,
+            "query": f.query,
+            "depth": f.depth,
+            "root_claim_id": f.root_claim_id,
+            "because": f.because,
+        }
+        for f in proposed
+        for actor in actors
+    ]
 
     def write(cur: Any) -> None:
-        cur.execute(q("lead_insert_many"), {"session_id": sid, "now": now, **columns(
-            rows, ("id", "sub_question_id", "actor", "query", "depth", "root_claim_id",
-                   "because"))})
+        cur.execute(
+            q("lead_insert_many"),
+            {
+                "session_id": sid,
+                "now": now,
+                **columns(
+                    rows,
+                    (
+                        "id",
+                        "sub_question_id",
+                        "actor",
+                        "query",
+                        "depth",
+                        "root_claim_id",
+                        "because",
+                    ),
+                ),
+            },
+        )
 
     store.transact(write)
     return proposed
 
 
-__all__ = ["NEITHER", "Edge", "EdgeResult", "Judged", "build_edges", "edges_from", "normalized",
-           "queue_follow_up_leads"]
+__all__ = [
+    "NEITHER",
+    "Edge",
+    "EdgeResult",
+    "Judged",
+    "build_edges",
+    "edges_from",
+    "normalized",
+    "queue_follow_up_leads",
+]

@@ -61,10 +61,24 @@ class GroundReport:
         return sum(1 for r in self.results if r.outcome == outcome)
 
     def summary(self) -> dict[str, int]:
-        out = {k: self.count(k) for k in ("confirmed", "unsupported", "vanished", "unreachable",
-                                         "undecided", "not_refetchable")}
-        return out | {"checked": self.checked, "fetches": self.fetches, "calls": self.calls,
-                      "spent": self.spent, "skipped_for_budget": self.skipped_for_budget}
+        out = {
+            k: self.count(k)
+            for k in (
+                "confirmed",
+                "unsupported",
+                "vanished",
+                "unreachable",
+                "undecided",
+                "not_refetchable",
+            )
+        }
+        return out | {
+            "checked": self.checked,
+            "fetches": self.fetches,
+            "calls": self.calls,
+            "spent": self.spent,
+            "skipped_for_budget": self.skipped_for_budget,
+        }
 
 
 def passage_around(
@@ -92,8 +106,16 @@ def check_claims(
     `paid_by` session's ledger, never more than `allowance` in total."""
     # A model-free judge's calls are free: recorded with the checks, in one transaction.
     with ledger.free_calls(paid_by) as free:
-        return _check_claims(store, ledger, skills, claims, paid_by=paid_by, unit=unit,
-                             allowance=allowance, free=free)
+        return _check_claims(
+            store,
+            ledger,
+            skills,
+            claims,
+            paid_by=paid_by,
+            unit=unit,
+            allowance=allowance,
+            free=free,
+        )
 
 
 def _check_claims(
@@ -123,13 +145,15 @@ def _check_claims(
             text = reread(sessions[sid], source, store)
             report.fetches += 1
         except NotRefetchable as exc:
-            report.results += [GroundResult(c.claim_id, c.session_id, "not_refetchable",
-                                            str(exc)) for c in group]
+            report.results += [
+                GroundResult(c.claim_id, c.session_id, "not_refetchable", str(exc)) for c in group
+            ]
             continue
         except Unreachable as exc:
             report.fetches += 1
-            report.results += [GroundResult(c.claim_id, c.session_id, "unreachable",
-                                            str(exc)[:300]) for c in group]
+            report.results += [
+                GroundResult(c.claim_id, c.session_id, "unreachable", str(exc)[:300]) for c in group
+            ]
             continue
         haystack = CollapsedText(text)
         for c in group:
@@ -138,9 +162,14 @@ def _check_claims(
             except QuoteRejected:
                 match = None
             if match is None:
-                report.results.append(GroundResult(
-                    c.claim_id, c.session_id, "vanished",
-                    "the quote is no longer in the source: the page changed"))
+                report.results.append(
+                    GroundResult(
+                        c.claim_id,
+                        c.session_id,
+                        "vanished",
+                        "the quote is no longer in the source: the page changed",
+                    )
+                )
                 continue
             req = GroundRequest(c.text, passage_around(text, match.byte_start, match.byte_end))
             estimate = skills.estimate_ground(req, unit)
@@ -148,8 +177,9 @@ def _check_claims(
                 report.skipped_for_budget += 1
                 continue
             try:
-                with ledger.hold(paid_by, Role.VERIFIER, estimate, tool=f"{skills.name}:ground",
-                                 stage=STAGE) as h:
+                with ledger.hold(
+                    paid_by, Role.VERIFIER, estimate, tool=f"{skills.name}:ground", stage=STAGE
+                ) as h:
                     got = skills.ground(req, unit)
                     h.settle(got.cost, usage=got.usage, model=got.model or None)
             except BudgetExhausted:
@@ -157,32 +187,56 @@ def _check_claims(
                 continue
             except ModelCallFailed as exc:
                 # A check that failed is not a claim that failed.
-                report.results.append(GroundResult(
-                    c.claim_id, c.session_id, "undecided",
-                    f"the judge gave no answer: {type(exc).__name__}"))
+                report.results.append(
+                    GroundResult(
+                        c.claim_id,
+                        c.session_id,
+                        "undecided",
+                        f"the judge gave no answer: {type(exc).__name__}",
+                    )
+                )
                 continue
             report.calls += 1
             report.spent += got.cost
             verdict = got.value.verdict if got.value.verdict in OUTCOME else "undecided"
-            report.results.append(GroundResult(
-                c.claim_id, c.session_id, OUTCOME[verdict],
-                f"{got.model or skills.name}: {one_line(got.value.rationale) or verdict}"))
+            report.results.append(
+                GroundResult(
+                    c.claim_id,
+                    c.session_id,
+                    OUTCOME[verdict],
+                    f"{got.model or skills.name}: {one_line(got.value.rationale) or verdict}",
+                )
+            )
     report.checked = len(report.results)
 
     source_of: dict[str, str] = {}
     for c in claims:
         source_of.setdefault(c.claim_id, c.source_id)
-    rows = [{"id": stable_id(r.claim_id, paid_by, now.isoformat(), prefix="g-"),
-             "session_id": r.session_id, "claim_id": r.claim_id,
-             "source_id": source_of[r.claim_id], "outcome": r.outcome, "note": r.note[:300]}
-            for r in report.results]
+    rows = [
+        {
+            "id": stable_id(r.claim_id, paid_by, now.isoformat(), prefix="g-"),
+            "session_id": r.session_id,
+            "claim_id": r.claim_id,
+            "source_id": source_of[r.claim_id],
+            "outcome": r.outcome,
+            "note": r.note[:300],
+        }
+        for r in report.results
+    ]
 
     def write(cur: Any) -> None:
         if rows:
-            cur.execute(q("ground_insert_many"), {
-                "paid_by": paid_by, "decided_by": skills.name, "now": now,
-                **columns(rows, ("id", "session_id", "claim_id", "source_id", "outcome",
-                                 "note"))})
+            cur.execute(
+                q("ground_insert_many"),
+                {
+                    "paid_by": paid_by,
+                    "decided_by": skills.name,
+                    "now": now,
+                    **columns(
+                        rows, ("id", "session_id", "claim_id", "source_id", "outcome", "note")
+                    ),
+                },
+            )
 
     if rows or len(free):
         free.write_with(write, store)
@@ -201,8 +255,10 @@ def ground_session(
     """One grounding pass over a research session, paid from its own (released) escrow."""
     if max_checks <= 0 or allowance < 0:
         return GroundReport()
-    claims = store.many(GroundClaimRow, q("ground_candidates"),
-                        {"session_id": session_id, "limit": max_checks})
+    claims = store.many(
+        GroundClaimRow, q("ground_candidates"), {"session_id": session_id, "limit": max_checks}
+    )
     unit = ledger.balance(session_id).unit
-    return check_claims(store, ledger, skills, claims, paid_by=session_id, unit=unit,
-                        allowance=allowance)
+    return check_claims(
+        store, ledger, skills, claims, paid_by=session_id, unit=unit, allowance=allowance
+    )

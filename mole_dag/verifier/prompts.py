@@ -45,11 +45,19 @@ Reply with JSON only, no prose: {"verdict": "supported|unsupported|undecided", \
 
 
 def judge_call(pairs: list[tuple[str, str]]) -> Call:
-    blocks = [f"Pair {i}\nA: {flat(a, MAX_CLAIM_CHARS)}\nB: {flat(b, MAX_CLAIM_CHARS)}"
-              for i, (a, b) in enumerate(pairs)]
+    blocks = [
+        f"Pair {i}\nA: {flat(a, MAX_CLAIM_CHARS)}\nB: {flat(b, MAX_CLAIM_CHARS)}"
+        for i, (a, b) in enumerate(pairs)
+    ]
     max_tokens = JUDGE_BASE_TOKENS + JUDGE_TOKENS_PER_PAIR * max(len(pairs), 1)
-    return Call(Tier.CHEAP, (Message("user", "\n\n".join(blocks)),), max_tokens,
-                system=JUDGE_SYSTEM, json=True, purpose="judge")
+    return Call(
+        Tier.CHEAP,
+        (Message("user", "\n\n".join(blocks)),),
+        max_tokens,
+        system=JUDGE_SYSTEM,
+        json=True,
+        purpose="judge",
+    )
 
 
 def _index(value: object) -> int | None:
@@ -73,16 +81,29 @@ def parse_judge(text: str, n_pairs: int) -> list[Verdict]:
         if idx is None or not (0 <= idx < n_pairs) or idx in seen or not relation:
             continue
         seen.add(idx)
-        out.append(Verdict(idx, relation.strip(),
-                           flat(string_field(item, "rationale", "reason"), MAX_RATIONALE_CHARS)))
+        out.append(
+            Verdict(
+                idx,
+                relation.strip(),
+                flat(string_field(item, "rationale", "reason"), MAX_RATIONALE_CHARS),
+            )
+        )
     return out
 
 
 def ground_call(req: GroundRequest) -> Call:
-    user = (f"Claim: {flat(req.claim, MAX_CLAIM_CHARS)}\n"
-            f"<passage>\n{req.passage[:MAX_PASSAGE_CHARS]}\n</passage>")
-    return Call(Tier.CHEAP, (Message("user", user),), GROUND_MAX_TOKENS, system=GROUND_SYSTEM,
-                json=True, purpose="ground")
+    user = (
+        f"Claim: {flat(req.claim, MAX_CLAIM_CHARS)}\n"
+        f"<passage>\n{req.passage[:MAX_PASSAGE_CHARS]}\n</passage>"
+    )
+    return Call(
+        Tier.CHEAP,
+        (Message("user", user),),
+        GROUND_MAX_TOKENS,
+        system=GROUND_SYSTEM,
+        json=True,
+        purpose="ground",
+    )
 
 
 _VERDICT = re.compile(r'"verdict"\s*:\s*"([A-Za-z]+)"')
@@ -97,5 +118,6 @@ def parse_ground(text: str) -> GroundVerdict:
         verdict = m.group(1).lower()
     if verdict not in GROUND_VERDICTS:
         return GroundVerdict("undecided", "the answer named no verdict")
-    return GroundVerdict(verdict, flat(string_field(item, "rationale", "reason"),
-                                        MAX_RATIONALE_CHARS))
+    return GroundVerdict(
+        verdict, flat(string_field(item, "rationale", "reason"), MAX_RATIONALE_CHARS)
+    )

@@ -35,19 +35,24 @@ def reground(
 ) -> RegroundResult:
     ledger = Ledger(store)
     now = utcnow()
-    bal = ledger.create_session(f"re-grounding {now:%Y-%m-%d %H:%M} UTC", unit, total,
-                                provider=skills.name, actors=())
+    bal = ledger.create_session(
+        f"re-grounding {now:%Y-%m-%d %H:%M} UTC", unit, total, provider=skills.name, actors=()
+    )
     mid = bal.session_id
-    store.transact(lambda cur: cur.execute(q("session_kind_set"),
-                                           {"kind": "maintenance", "session_id": mid}))
+    store.transact(
+        lambda cur: cur.execute(q("session_kind_set"), {"kind": "maintenance", "session_id": mid})
+    )
     # All of a maintenance session's budget is for checking: there is no report to protect.
     ledger.release_escrow(mid)
     claims = store.many(GroundClaimRow, q("reground_candidates"), {"limit": max(0, max_checks)})
-    report = check_claims(store, ledger, skills, claims, paid_by=mid, unit=unit,
-                          allowance=total)
+    report = check_claims(store, ledger, skills, claims, paid_by=mid, unit=unit, allowance=total)
     touched = sorted({r.session_id for r in report.results})
     for sid in touched:
         score_session(Run(store, ledger, skills, sid, progress=lambda _m: None))
-    store.transact(lambda cur: cur.execute(q("session_set_status"), {
-        "status": str(SessionStatus.DONE), "now": utcnow(), "session_id": mid}))
+    store.transact(
+        lambda cur: cur.execute(
+            q("session_set_status"),
+            {"status": str(SessionStatus.DONE), "now": utcnow(), "session_id": mid},
+        )
+    )
     return RegroundResult(mid, report, touched)

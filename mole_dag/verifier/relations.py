@@ -15,8 +15,13 @@ DUPLICATE_OF = "duplicate_of"
 NEITHER = "neither"
 LIVE = (CONTRADICTS, DUPLICATE_OF, NEITHER)
 RETIRED = {"supports": NEITHER, "refines": NEITHER, "unrelated": NEITHER}
-_ALIASES = {"duplicate": DUPLICATE_OF, "duplicates": DUPLICATE_OF, "contradict": CONTRADICTS,
-            "contradiction": CONTRADICTS, "none": NEITHER}
+_ALIASES = {
+    "duplicate": DUPLICATE_OF,
+    "duplicates": DUPLICATE_OF,
+    "contradict": CONTRADICTS,
+    "contradiction": CONTRADICTS,
+    "none": NEITHER,
+}
 
 
 def normalize_relation(value: str) -> str | None:

@@ -13,8 +13,14 @@ if TYPE_CHECKING:
     from mole_dag.actors.fetch.fetcher import Fetched, Fetcher, FetchFailed, FetchLimits
     from mole_dag.actors.fetch.guard import Policy, SSRFRefused
 
-_LAZY = {"Fetched": "fetcher", "Fetcher": "fetcher", "FetchFailed": "fetcher",
-         "FetchLimits": "fetcher", "Policy": "guard", "SSRFRefused": "guard"}
+_LAZY = {
+    "Fetched": "fetcher",
+    "Fetcher": "fetcher",
+    "FetchFailed": "fetcher",
+    "FetchLimits": "fetcher",
+    "Policy": "guard",
+    "SSRFRefused": "guard",
+}
 
 __all__ = ["FetchFailed", "FetchLimits", "Fetched", "Fetcher", "Policy", "SSRFRefused"]
 

@@ -20,11 +20,20 @@ from mole_dag.core import DeadEndCause
 _STEP = 64 * 1024
 # File signatures of formats that are never prose, however they are labelled.
 _MAGIC = (
-    (b"%PDF-", "PDF"), (b"\x89PNG", "PNG image"), (b"GIF8", "GIF image"),
-    (b"\xff\xd8\xff", "JPEG image"), (b"PK\x03\x04", "ZIP archive"),
-    (b"\x1f\x8b", "gzip data"), (b"\x7fELF", "executable"), (b"RIFF", "RIFF media"),
-    (b"OggS", "Ogg media"), (b"\x00\x00\x01\x00", "icon"), (b"wOFF", "font"),
-    (b"BZh", "bzip2 data"), (b"\xfd7zXZ", "xz data"), (b"7z\xbc\xaf", "7z archive"),
+    (b"%PDF-", "PDF"),
+    (b"\x89PNG", "PNG image"),
+    (b"GIF8", "GIF image"),
+    (b"\xff\xd8\xff", "JPEG image"),
+    (b"PK\x03\x04", "ZIP archive"),
+    (b"\x1f\x8b", "gzip data"),
+    (b"\x7fELF", "executable"),
+    (b"RIFF", "RIFF media"),
+    (b"OggS", "Ogg media"),
+    (b"\x00\x00\x01\x00", "icon"),
+    (b"wOFF", "font"),
+    (b"BZh", "bzip2 data"),
+    (b"\xfd7zXZ", "xz data"),
+    (b"7z\xbc\xaf", "7z archive"),
 )
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.I)
 
@@ -66,8 +75,9 @@ class _Decoder:
                     self._started = True
                     out = self._z.decompress(buf, _STEP)
                 else:
-                    raise BodyRefused(DeadEndCause.UNREADABLE,
-                                      f"corrupt {self.encoding} stream: {exc}") from None
+                    raise BodyRefused(
+                        DeadEndCause.UNREADABLE, f"corrupt {self.encoding} stream: {exc}"
+                    ) from None
             self._started = True
             if out:
                 yield out
@@ -99,7 +109,8 @@ def read_capped(
                 raise BodyRefused(
                     DeadEndCause.TOO_LARGE,
                     f"body exceeds {max_bytes} bytes once decoded "
-                    f"({raw} bytes read{', ' + dec.encoding if dec.encoding else ''})")
+                    f"({raw} bytes read{', ' + dec.encoding if dec.encoding else ''})",
+                )
         if time.monotonic() > deadline:
             raise BodyRefused(DeadEndCause.TIMEOUT, "the body did not arrive within the deadline")
     return Body(bytes(out), raw)
@@ -132,8 +143,11 @@ def _codec(name: str | None) -> str | None:
 
 def decode_text(data: bytes, *, declared: str | None, html: bool) -> tuple[str, str]:
     """Return (text, charset used). Raises BodyRefused(unreadable) when nothing fits."""
-    for bom, enc in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
-                     (codecs.BOM_UTF16_BE, "utf-16")):
+    for bom, enc in (
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
         if data.startswith(bom):
             return data.decode(enc, errors="replace"), enc
     candidates: list[str] = []

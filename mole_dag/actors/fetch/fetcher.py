@@ -133,9 +133,11 @@ def shared_client(policy: Policy, limits: FetchLimits) -> httpx.Client:
                 transport=GuardedTransport(policy),
                 follow_redirects=False,
                 trust_env=False,
-                headers={"User-Agent": USER_AGENT,
-                         "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1",
-                         "Accept-Encoding": "gzip, deflate"},
+                headers={
+                    "User-Agent": USER_AGENT,
+                    "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1",
+                    "Accept-Encoding": "gzip, deflate",
+                },
             )
             _clients[policy] = client
         return client
@@ -170,15 +172,19 @@ class Fetcher:
         except RateLimited as exc:
             raise FetchFailed(DeadEndCause.RATE_LIMITED, str(exc), url) from None
 
-    def _request(self, url: str, *, max_bytes: int, deadline: float,
-                 accept: frozenset[str] | None) -> _Hop:
+    def _request(
+        self, url: str, *, max_bytes: int, deadline: float, accept: frozenset[str] | None
+    ) -> _Hop:
         """One GET, no redirect following. Reads the body only for a 2xx of an accepted type."""
         left = deadline - time.monotonic()
         if left <= 0:
             raise FetchFailed(DeadEndCause.TIMEOUT, "no time left for this fetch", url)
-        timeout = httpx.Timeout(connect=min(self.limits.connect_timeout_s, left),
-                                read=min(self.limits.read_timeout_s, left),
-                                write=min(self.limits.read_timeout_s, left), pool=left)
+        timeout = httpx.Timeout(
+            connect=min(self.limits.connect_timeout_s, left),
+            read=min(self.limits.read_timeout_s, left),
+            write=min(self.limits.read_timeout_s, left),
+            pool=left,
+        )
         try:
             with self._client.stream("GET", url, timeout=timeout) as resp:
                 hop = _Hop(resp.status_code, resp.headers, str(resp.url))
@@ -187,27 +193,38 @@ class Fetcher:
                 if accept is not None:
                     media, _ = _media_type(resp.headers)
                     if media and media not in accept:
-                        raise FetchFailed(DeadEndCause.WRONG_TYPE,
-                                          f"content type {media!r} is not fetched", url)
+                        raise FetchFailed(
+                            DeadEndCause.WRONG_TYPE, f"content type {media!r} is not fetched", url
+                        )
                 declared = resp.headers.get("content-length", "")
                 if declared.isdigit() and int(declared) > max_bytes:
-                    raise FetchFailed(DeadEndCause.TOO_LARGE,
-                                      f"declared length {declared} exceeds {max_bytes} bytes", url)
-                body = read_capped(resp.iter_raw(), max_bytes=max_bytes, deadline=deadline,
-                                   content_encoding=resp.headers.get("content-encoding", ""))
+                    raise FetchFailed(
+                        DeadEndCause.TOO_LARGE,
+                        f"declared length {declared} exceeds {max_bytes} bytes",
+                        url,
+                    )
+                body = read_capped(
+                    resp.iter_raw(),
+                    max_bytes=max_bytes,
+                    deadline=deadline,
+                    content_encoding=resp.headers.get("content-encoding", ""),
+                )
                 hop.data, hop.raw_bytes = body.data, body.raw_bytes
                 return hop
         except BodyRefused as exc:
             raise FetchFailed(exc.cause, exc.detail, url) from None
         except httpx.TimeoutException:
-            raise FetchFailed(DeadEndCause.TIMEOUT, "the server did not answer in time",
-                              url) from None
+            raise FetchFailed(
+                DeadEndCause.TIMEOUT, "the server did not answer in time", url
+            ) from None
         except httpx.HTTPError as exc:
             if is_ssrf_error(exc):
-                raise FetchFailed(DeadEndCause.SSRF_REFUSED, str(exc).removeprefix("ssrf: "),
-                                  url) from None
-            raise FetchFailed(DeadEndCause.FETCH_FAILED, f"{type(exc).__name__}: {exc}",
-                              url) from None
+                raise FetchFailed(
+                    DeadEndCause.SSRF_REFUSED, str(exc).removeprefix("ssrf: "), url
+                ) from None
+            raise FetchFailed(
+                DeadEndCause.FETCH_FAILED, f"{type(exc).__name__}: {exc}", url
+            ) from None
 
     def _guard(self, url: str) -> None:
         try:
@@ -217,8 +234,15 @@ class Fetcher:
         except ConnectionError as exc:
             raise FetchFailed(DeadEndCause.FETCH_FAILED, str(exc), url) from None
 
-    def _follow(self, url: str, *, max_bytes: int, deadline: float,
-                accept: frozenset[str] | None, robots: bool) -> tuple[_Hop, list[str]]:
+    def _follow(
+        self,
+        url: str,
+        *,
+        max_bytes: int,
+        deadline: float,
+        accept: frozenset[str] | None,
+        robots: bool,
+    ) -> tuple[_Hop, list[str]]:
         """GET with redirects followed by hand, each hop guarded (and robots-checked)."""
         hops: list[str] = []
         current = url
@@ -232,20 +256,24 @@ class Fetcher:
             if hop.status in (301, 302, 303, 307, 308):
                 location = hop.headers.get("location")
                 if not location:
-                    raise FetchFailed(DeadEndCause.FETCH_FAILED,
-                                      f"HTTP {hop.status} without a Location", current)
+                    raise FetchFailed(
+                        DeadEndCause.FETCH_FAILED, f"HTTP {hop.status} without a Location", current
+                    )
                 hops.append(current)
                 current = urljoin(current, location.strip())
                 continue
             if hop.status == 429:
-                wait = _retry_after(hop.headers.get("retry-after"),
-                                    self.limits.default_retry_after_s)
+                wait = _retry_after(
+                    hop.headers.get("retry-after"), self.limits.default_retry_after_s
+                )
                 self.limiter.penalise(domain_key(current), wait)
-                raise FetchFailed(DeadEndCause.RATE_LIMITED, f"HTTP 429, retry after {wait:.0f}s",
-                                  current)
+                raise FetchFailed(
+                    DeadEndCause.RATE_LIMITED, f"HTTP 429, retry after {wait:.0f}s", current
+                )
             return hop, hops
-        raise FetchFailed(DeadEndCause.FETCH_FAILED,
-                          f"more than {self.limits.max_redirects} redirects", current)
+        raise FetchFailed(
+            DeadEndCause.FETCH_FAILED, f"more than {self.limits.max_redirects} redirects", current
+        )
 
     # -- robots.txt --------------------------------------------------------------------------
 
@@ -262,8 +290,13 @@ class Fetcher:
     def _fetch_rules(self, url: str, deadline: float) -> robots_mod.Rules:
         target = robots_mod.robots_url(url)
         try:
-            hop, _ = self._follow(target, max_bytes=robots_mod.MAX_ROBOTS_BYTES, deadline=deadline,
-                                  accept=None, robots=False)
+            hop, _ = self._follow(
+                target,
+                max_bytes=robots_mod.MAX_ROBOTS_BYTES,
+                deadline=deadline,
+                accept=None,
+                robots=False,
+            )
         except FetchFailed as exc:
             if exc.cause == DeadEndCause.TOO_LARGE:
                 # RFC 9309: parse what fits. We do not keep a truncated body, so allow all
@@ -287,16 +320,22 @@ class Fetcher:
 
     def fetch(self, url: str) -> Fetched:
         deadline = time.monotonic() + self.limits.total_timeout_s
-        hop, hops = self._follow(url, max_bytes=self.limits.max_bytes, deadline=deadline,
-                                 accept=ALLOWED_TYPES, robots=True)
+        hop, hops = self._follow(
+            url,
+            max_bytes=self.limits.max_bytes,
+            deadline=deadline,
+            accept=ALLOWED_TYPES,
+            robots=True,
+        )
         final = hop.url or url
         if not 200 <= hop.status < 300:
             raise FetchFailed(DeadEndCause.FETCH_FAILED, f"HTTP {hop.status}", final)
         media, declared = _media_type(hop.headers)
         binary = sniff_binary(hop.data)
         if binary:
-            raise FetchFailed(DeadEndCause.WRONG_TYPE,
-                              f"{binary} served as {media or 'no content type'}", final)
+            raise FetchFailed(
+                DeadEndCause.WRONG_TYPE, f"{binary} served as {media or 'no content type'}", final
+            )
         looks_html = hop.data[:1024].lstrip().lower().startswith((b"<!doctype html", b"<html"))
         if not media:
             media = "text/html" if looks_html else "text/plain"
@@ -312,5 +351,3 @@ def scheme_ok(url: str) -> bool:
         return urlsplit(url).scheme.lower() in ("http", "https")
     except ValueError:
         return False
-
-

@@ -14,9 +14,17 @@ if TYPE_CHECKING:
 # when a session without web search names its actors or settings read the provider names
 # (issue 12). `from mole_dag.actors.search import Api` still works, through __getattr__.
 _LAZY = {
-    "Api": "base", "Hit": "base", "Provider": "base", "SearchFailed": "base",
-    "Arxiv": "arxiv", "Brave": "brave", "Crossref": "crossref", "OpenAlex": "openalex",
-    "PubMed": "pubmed", "SearXNG": "searxng", "Tavily": "tavily",
+    "Api": "base",
+    "Hit": "base",
+    "Provider": "base",
+    "SearchFailed": "base",
+    "Arxiv": "arxiv",
+    "Brave": "brave",
+    "Crossref": "crossref",
+    "OpenAlex": "openalex",
+    "PubMed": "pubmed",
+    "SearXNG": "searxng",
+    "Tavily": "tavily",
 }
 
 
@@ -42,30 +50,44 @@ class Spec:
     price_usd_micros: int = 0
 
 
-SPECS: dict[str, Spec] = {s.name: s for s in (
-    # Self-hosted: the user's own instance paces its upstream engines.
-    Spec("searxng", needs_url=True, interval_s=0.0),
-    # ~$5 per 1000 queries; 1 query/s on the entry plan.
-    Spec("brave", needs_key=True, key_env=("BRAVE_API_KEY", "BRAVE_SEARCH_API_KEY"),
-         interval_s=1.0, price_usd_micros=5_000),
-    # One credit per basic search, ~$0.008 per credit pay-as-you-go.
-    Spec("tavily", needs_key=True, key_env=("TAVILY_API_KEY",), interval_s=0.5,
-         price_usd_micros=8_000),
-    # arXiv asks for no more than one request every three seconds.
-    Spec("arxiv", interval_s=3.0),
-    # OpenAlex allows 10 requests/s; a key is optional.
-    Spec("openalex", key_env=("OPENALEX_API_KEY",), interval_s=0.2),
-    # Crossref's public pool is generous; one per second is polite.
-    Spec("crossref", interval_s=1.0),
-    # NCBI: 3 requests/s without a key, 10 with one (see pubmed_interval).
-    Spec("pubmed", key_env=("NCBI_API_KEY",), interval_s=0.34),
-)}
+SPECS: dict[str, Spec] = {
+    s.name: s
+    for s in (
+        # Self-hosted: the user's own instance paces its upstream engines.
+        Spec("searxng", needs_url=True, interval_s=0.0),
+        # ~$5 per 1000 queries; 1 query/s on the entry plan.
+        Spec(
+            "brave",
+            needs_key=True,
+            key_env=("BRAVE_API_KEY", "BRAVE_SEARCH_API_KEY"),
+            interval_s=1.0,
+            price_usd_micros=5_000,
+        ),
+        # One credit per basic search, ~$0.008 per credit pay-as-you-go.
+        Spec(
+            "tavily",
+            needs_key=True,
+            key_env=("TAVILY_API_KEY",),
+            interval_s=0.5,
+            price_usd_micros=8_000,
+        ),
+        # arXiv asks for no more than one request every three seconds.
+        Spec("arxiv", interval_s=3.0),
+        # OpenAlex allows 10 requests/s; a key is optional.
+        Spec("openalex", key_env=("OPENALEX_API_KEY",), interval_s=0.2),
+        # Crossref's public pool is generous; one per second is polite.
+        Spec("crossref", interval_s=1.0),
+        # NCBI: 3 requests/s without a key, 10 with one (see pubmed_interval).
+        Spec("pubmed", key_env=("NCBI_API_KEY",), interval_s=0.34),
+    )
+}
 
 SEARCH_PROVIDERS = tuple(SPECS)
 
 
-def build(name: str, *, key: str | None, searxng_url: str | None,
-          contact_email: str | None) -> Provider:
+def build(
+    name: str, *, key: str | None, searxng_url: str | None, contact_email: str | None
+) -> Provider:
     from mole_dag.actors.search.arxiv import Arxiv
     from mole_dag.actors.search.base import Api
     from mole_dag.actors.search.brave import Brave

@@ -13,9 +13,37 @@ ARXIV_URL = "https://export.arxiv.org/api/query"
 NS = {"a": "http://www.w3.org/2005/Atom", "arxiv": "http://arxiv.org/schemas/atom"}
 _ID = re.compile(r"arxiv\.org/abs/(.+)$")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
-_STOP = frozenset({
-    "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "in",
-    "is", "it", "of", "on", "or", "the", "to", "what", "when", "which", "who", "why", "with"})
+_STOP = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
+        "what",
+        "when",
+        "which",
+        "who",
+        "why",
+        "with",
+    }
+)
 # arXiv's query language ANDs field terms; more than a handful of them rarely matches anything.
 MAX_TERMS = 6
 
@@ -36,9 +64,15 @@ class Arxiv:
     endpoint: str = ARXIV_URL
 
     def search(self, query: str, limit: int) -> list[Hit]:
-        root = self.api.get_xml(self.endpoint, params={
-            "search_query": search_query(query), "start": 0, "max_results": max(1, limit),
-            "sortBy": "relevance"})
+        root = self.api.get_xml(
+            self.endpoint,
+            params={
+                "search_query": search_query(query),
+                "start": 0,
+                "max_results": max(1, limit),
+                "sortBy": "relevance",
+            },
+        )
         hits: list[Hit] = []
         for entry in root.iterfind("a:entry", NS):
             raw_id = (entry.findtext("a:id", "", NS) or "").strip()
@@ -47,16 +81,20 @@ class Arxiv:
                 continue  # arXiv reports query errors as an entry without an abs id
             arxiv_id = m.group(1)
             abstract = paragraphs(entry.findtext("a:summary", "", NS))
-            hits.append(Hit(
-                url=f"https://arxiv.org/abs/{arxiv_id}",
-                title=one_line(entry.findtext("a:title", "", NS) or ""),
-                content=abstract or None,
-                published=date_of(entry.findtext("a:published", "", NS)),
-                author=authors_line([a.findtext("a:name", "", NS) or ""
-                                     for a in entry.iterfind("a:author", NS)]),
-                publisher_name="arXiv",
-                doi=clean_doi(entry.findtext("arxiv:doi", None, NS)),
-                arxiv_id=arxiv_id))
+            hits.append(
+                Hit(
+                    url=f"https://arxiv.org/abs/{arxiv_id}",
+                    title=one_line(entry.findtext("a:title", "", NS) or ""),
+                    content=abstract or None,
+                    published=date_of(entry.findtext("a:published", "", NS)),
+                    author=authors_line(
+                        [a.findtext("a:name", "", NS) or "" for a in entry.iterfind("a:author", NS)]
+                    ),
+                    publisher_name="arXiv",
+                    doi=clean_doi(entry.findtext("arxiv:doi", None, NS)),
+                    arxiv_id=arxiv_id,
+                )
+            )
             if len(hits) >= limit:
                 break
         return hits

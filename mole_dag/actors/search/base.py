@@ -76,9 +76,11 @@ def shared_api_client() -> httpx.Client:
     global _client
     with _client_lock:
         if _client is None:
-            _client = httpx.Client(trust_env=False, follow_redirects=True,
-                                   headers={"User-Agent": USER_AGENT,
-                                            "Accept-Encoding": "gzip, deflate"})
+            _client = httpx.Client(
+                trust_env=False,
+                follow_redirects=True,
+                headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"},
+            )
         return _client
 
 
@@ -92,8 +94,15 @@ class Api:
     client: httpx.Client | None = None
     limiter: DomainLimiter | None = None
 
-    def request(self, method: str, url: str, *, params: dict[str, Any] | None = None,
-                headers: dict[str, str] | None = None, json_body: Any = None) -> bytes:
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        json_body: Any = None,
+    ) -> bytes:
         client = self.client or shared_api_client()
         limiter = self.limiter or shared_limiter()
         key = f"api:{host_of(url)}"
@@ -103,33 +112,48 @@ class Api:
             raise SearchFailed(DeadEndCause.RATE_LIMITED, f"{self.provider}: {exc}") from None
         deadline = time.monotonic() + self.limits.timeout_s
         try:
-            with client.stream(method, url, params=params, headers=headers, json=json_body,
-                               timeout=self.limits.timeout_s) as resp:
+            with client.stream(
+                method,
+                url,
+                params=params,
+                headers=headers,
+                json=json_body,
+                timeout=self.limits.timeout_s,
+            ) as resp:
                 status = resp.status_code
                 if status == 429:
                     wait = _retry_after(resp.headers.get("retry-after"), 60.0)
                     limiter.penalise(key, wait)
-                    raise SearchFailed(DeadEndCause.RATE_LIMITED,
-                                       f"{self.provider}: HTTP 429, retry after {wait:.0f}s")
+                    raise SearchFailed(
+                        DeadEndCause.RATE_LIMITED,
+                        f"{self.provider}: HTTP 429, retry after {wait:.0f}s",
+                    )
                 if status in (401, 403):
-                    raise SearchFailed(DeadEndCause.FETCH_FAILED,
-                                       f"{self.provider}: HTTP {status}: the API refused the "
-                                       "request; check the key or the instance's settings")
+                    raise SearchFailed(
+                        DeadEndCause.FETCH_FAILED,
+                        f"{self.provider}: HTTP {status}: the API refused the "
+                        "request; check the key or the instance's settings",
+                    )
                 if not 200 <= status < 300:
                     raise SearchFailed(DeadEndCause.FETCH_FAILED, f"{self.provider}: HTTP {status}")
-                body = read_capped(resp.iter_raw(), max_bytes=self.limits.max_bytes,
-                                   deadline=deadline,
-                                   content_encoding=resp.headers.get("content-encoding", ""))
+                body = read_capped(
+                    resp.iter_raw(),
+                    max_bytes=self.limits.max_bytes,
+                    deadline=deadline,
+                    content_encoding=resp.headers.get("content-encoding", ""),
+                )
                 return body.data
         except BodyRefused as exc:
             raise SearchFailed(exc.cause, f"{self.provider}: {exc.detail}") from None
         except httpx.TimeoutException:
-            raise SearchFailed(DeadEndCause.TIMEOUT,
-                               f"{self.provider}: no answer in time") from None
+            raise SearchFailed(
+                DeadEndCause.TIMEOUT, f"{self.provider}: no answer in time"
+            ) from None
         except httpx.HTTPError as exc:
             # The exception text can carry the URL, and a URL can carry a key: name the type only.
-            raise SearchFailed(DeadEndCause.FETCH_FAILED,
-                               f"{self.provider}: {type(exc).__name__}") from None
+            raise SearchFailed(
+                DeadEndCause.FETCH_FAILED, f"{self.provider}: {type(exc).__name__}"
+            ) from None
 
     def get_json(self, url: str, **kw: Any) -> Any:
         data = self.request("GET", url, **kw)
@@ -142,16 +166,18 @@ class Api:
         try:
             return json.loads(data)
         except ValueError:
-            raise SearchFailed(DeadEndCause.UNREADABLE,
-                               f"{self.provider}: the answer is not JSON") from None
+            raise SearchFailed(
+                DeadEndCause.UNREADABLE, f"{self.provider}: the answer is not JSON"
+            ) from None
 
     def get_xml(self, url: str, **kw: Any) -> lxml.etree._Element:
         return parse_xml(self.request("GET", url, **kw), self.provider)
 
 
 # No entities, no DTD fetches, no network: an API answer is data, not a document to resolve.
-_XML = lxml.etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
-                            huge_tree=False, remove_comments=True)
+_XML = lxml.etree.XMLParser(
+    resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_comments=True
+)
 
 
 def parse_xml(data: bytes, provider: str) -> lxml.etree._Element:
@@ -196,10 +222,15 @@ def clean_doi(value: str | None) -> str | None:
     if not value:
         return None
     v = value.strip()
-    for prefix in ("https://doi.org/", "http://doi.org/", "https://dx.doi.org/",
-                   "http://dx.doi.org/", "doi:"):
+    for prefix in (
+        "https://doi.org/",
+        "http://doi.org/",
+        "https://dx.doi.org/",
+        "http://dx.doi.org/",
+        "doi:",
+    ):
         if v.lower().startswith(prefix):
-            v = v[len(prefix):]
+            v = v[len(prefix) :]
     return v.lower() or None
 
 

@@ -21,8 +21,10 @@ class Brave:
 
     def search(self, query: str, limit: int) -> list[Hit]:
         data = self.api.get_json(
-            self.endpoint, params={"q": query, "count": max(1, min(limit, 20))},
-            headers={"Accept": "application/json", "X-Subscription-Token": self.key})
+            self.endpoint,
+            params={"q": query, "count": max(1, min(limit, 20))},
+            headers={"Accept": "application/json", "X-Subscription-Token": self.key},
+        )
         web = data.get("web") if isinstance(data, dict) else None
         results = web.get("results") if isinstance(web, dict) else None
         if results is None:
@@ -32,10 +34,15 @@ class Brave:
             if not isinstance(r, dict) or not (url := http_url(r.get("url"))):
                 continue
             profile = json_object(r.get("profile"))
-            hits.append(Hit(url=url, title=strip_markup(r.get("title")),
-                            snippet=strip_markup(r.get("description")),
-                            published=date_of(r.get("page_age")),
-                            publisher_name=one_line(str(profile.get("name") or "")) or None))
+            hits.append(
+                Hit(
+                    url=url,
+                    title=strip_markup(r.get("title")),
+                    snippet=strip_markup(r.get("description")),
+                    published=date_of(r.get("page_age")),
+                    publisher_name=one_line(str(profile.get("name") or "")) or None,
+                )
+            )
             if len(hits) >= limit:
                 break
         return hits

@@ -40,9 +40,11 @@ class Crossref:
 
     def search(self, query: str, limit: int) -> list[Hit]:
         params: dict[str, Any] = {
-            "query": query, "rows": max(1, min(limit, 40)),
+            "query": query,
+            "rows": max(1, min(limit, 40)),
             "select": "DOI,title,author,issued,published-print,published-online,abstract,URL,"
-                      "container-title,publisher,type"}
+            "container-title,publisher,type",
+        }
         if self.mailto:
             params["mailto"] = self.mailto
         data = self.api.get_json(self.endpoint, params=params)
@@ -52,15 +54,26 @@ class Crossref:
         for it in items or []:
             if not isinstance(it, dict) or not (doi := clean_doi(it.get("DOI"))):
                 continue
-            authors = [" ".join(x for x in (a.get("given"), a.get("family")) if x) or
-                       a.get("name", "") for a in it.get("author") or [] if isinstance(a, dict)]
+            authors = [
+                " ".join(x for x in (a.get("given"), a.get("family")) if x) or a.get("name", "")
+                for a in it.get("author") or []
+                if isinstance(a, dict)
+            ]
             abstract = paragraphs(it.get("abstract"))
-            hits.append(Hit(
-                url=f"https://doi.org/{doi}", title=one_line(_first(it.get("title"))),
-                content=abstract or None, published=_issued(it), author=authors_line(authors),
-                publisher_name=one_line(_first(it.get("container-title")) or
-                                        str(it.get("publisher") or "")) or None,
-                doi=doi))
+            hits.append(
+                Hit(
+                    url=f"https://doi.org/{doi}",
+                    title=one_line(_first(it.get("title"))),
+                    content=abstract or None,
+                    published=_issued(it),
+                    author=authors_line(authors),
+                    publisher_name=one_line(
+                        _first(it.get("container-title")) or str(it.get("publisher") or "")
+                    )
+                    or None,
+                    doi=doi,
+                )
+            )
             if len(hits) >= limit:
                 break
         return hits

@@ -60,19 +60,32 @@ class OpenAlex:
             pmcid = f"PMC{pmc.upper().removeprefix('PMC')}" if pmc else None
             loc = json_object(w.get("primary_location"))
             source = json_object(loc.get("source"))
-            url = (f"https://doi.org/{doi}" if doi else None) or loc.get("landing_page_url") \
+            url = (
+                (f"https://doi.org/{doi}" if doi else None)
+                or loc.get("landing_page_url")
                 or w.get("id")
+            )
             if not url or not str(url).lower().startswith(("http://", "https://")):
                 continue
-            authors = [a.get("author", {}).get("display_name") or ""
-                       for a in w.get("authorships") or [] if isinstance(a, dict)]
+            authors = [
+                a.get("author", {}).get("display_name") or ""
+                for a in w.get("authorships") or []
+                if isinstance(a, dict)
+            ]
             abstract = abstract_from_index(w.get("abstract_inverted_index"))
-            hits.append(Hit(
-                url=str(url), title=one_line(str(w.get("display_name") or w.get("title") or "")),
-                content=abstract or None, published=date_of(w.get("publication_date")),
-                author=authors_line(authors),
-                publisher_name=one_line(str(source.get("display_name") or "")) or None,
-                doi=doi, pmid=pmid, pmcid=pmcid))
+            hits.append(
+                Hit(
+                    url=str(url),
+                    title=one_line(str(w.get("display_name") or w.get("title") or "")),
+                    content=abstract or None,
+                    published=date_of(w.get("publication_date")),
+                    author=authors_line(authors),
+                    publisher_name=one_line(str(source.get("display_name") or "")) or None,
+                    doi=doi,
+                    pmid=pmid,
+                    pmcid=pmcid,
+                )
+            )
             if len(hits) >= limit:
                 break
         return hits

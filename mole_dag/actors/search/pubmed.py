@@ -14,8 +14,13 @@ from mole_dag.actors.search.base import Api, Hit, authors_line, clean_doi
 from mole_dag.sanitize import one_line
 
 EUTILS = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
-_MONTHS = {m: i for i, m in enumerate(
-    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
+        start=1,
+    )
+}
 
 
 def _text(el: lxml.etree._Element | None) -> str:
@@ -68,32 +73,46 @@ class PubMed:
         return p
 
     def search(self, query: str, limit: int) -> list[Hit]:
-        found = self.api.get_json(f"{self.base}/esearch.fcgi", params=self._params(
-            term=query, retmax=max(1, min(limit, 100)), retmode="json", sort="relevance"))
+        found = self.api.get_json(
+            f"{self.base}/esearch.fcgi",
+            params=self._params(
+                term=query, retmax=max(1, min(limit, 100)), retmode="json", sort="relevance"
+            ),
+        )
         result = found.get("esearchresult") if isinstance(found, dict) else None
         ids = [str(i) for i in (result or {}).get("idlist") or [] if str(i).isdigit()][:limit]
         if not ids:
             return []
-        root = self.api.get_xml(f"{self.base}/efetch.fcgi", params=self._params(
-            id=",".join(ids), retmode="xml", rettype="abstract"))
+        root = self.api.get_xml(
+            f"{self.base}/efetch.fcgi",
+            params=self._params(id=",".join(ids), retmode="xml", rettype="abstract"),
+        )
         by_pmid: dict[str, Hit] = {}
         for art in root.iterfind("PubmedArticle"):
             pmid = (art.findtext("MedlineCitation/PMID") or "").strip()
             if not pmid.isdigit():
                 continue
-            idlist = {(e.get("IdType") or "").lower(): (e.text or "").strip()
-                      for e in art.iterfind("PubmedData/ArticleIdList/ArticleId")}
+            idlist = {
+                (e.get("IdType") or "").lower(): (e.text or "").strip()
+                for e in art.iterfind("PubmedData/ArticleIdList/ArticleId")
+            }
             pmc = idlist.get("pmc") or None
-            authors = [" ".join(x for x in (a.findtext("ForeName"), a.findtext("LastName")) if x)
-                       or (a.findtext("CollectiveName") or "")
-                       for a in art.iterfind(".//AuthorList/Author")]
+            authors = [
+                " ".join(x for x in (a.findtext("ForeName"), a.findtext("LastName")) if x)
+                or (a.findtext("CollectiveName") or "")
+                for a in art.iterfind(".//AuthorList/Author")
+            ]
             abstract = _abstract(art)
             by_pmid[pmid] = Hit(
                 url=f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/",
                 title=one_line(_text(art.find(".//ArticleTitle"))),
-                content=abstract or None, published=_pub_date(art), author=authors_line(authors),
+                content=abstract or None,
+                published=_pub_date(art),
+                author=authors_line(authors),
                 publisher_name=one_line(art.findtext(".//Journal/Title") or "") or None,
-                doi=clean_doi(idlist.get("doi")), pmid=pmid,
-                pmcid=pmc.upper() if pmc else None)
+                doi=clean_doi(idlist.get("doi")),
+                pmid=pmid,
+                pmcid=pmc.upper() if pmc else None,
+            )
         # esearch's relevance order, not efetch's
         return [by_pmid[i] for i in ids if i in by_pmid]

@@ -17,21 +17,29 @@ class SearXNG:
     name: str = "searxng"
 
     def search(self, query: str, limit: int) -> list[Hit]:
-        data = self.api.get_json(self.base_url.rstrip("/") + "/search",
-                                 params={"q": query, "format": "json", "pageno": 1})
+        data = self.api.get_json(
+            self.base_url.rstrip("/") + "/search",
+            params={"q": query, "format": "json", "pageno": 1},
+        )
         if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-            raise SearchFailed(DeadEndCause.UNREADABLE,
-                               "searxng: no results list in the answer (is `json` enabled in "
-                               "the instance's search.formats?)")
+            raise SearchFailed(
+                DeadEndCause.UNREADABLE,
+                "searxng: no results list in the answer (is `json` enabled in "
+                "the instance's search.formats?)",
+            )
         hits: list[Hit] = []
         for r in data["results"]:
             if not isinstance(r, dict) or not (url := http_url(r.get("url"))):
                 continue
-            hits.append(Hit(url=url, title=one_line(str(r.get("title") or "")),
-                            snippet=strip_markup(r.get("content")),
-                            published=date_of(r.get("publishedDate")),
-                            score=float(r["score"]) if isinstance(r.get("score"), int | float)
-                            else None))
+            hits.append(
+                Hit(
+                    url=url,
+                    title=one_line(str(r.get("title") or "")),
+                    snippet=strip_markup(r.get("content")),
+                    published=date_of(r.get("publishedDate")),
+                    score=float(r["score"]) if isinstance(r.get("score"), int | float) else None,
+                )
+            )
             if len(hits) >= limit:
                 break
         return hits

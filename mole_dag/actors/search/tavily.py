@@ -22,9 +22,16 @@ class Tavily:
     def search(self, query: str, limit: int) -> list[Hit]:
         data = self.api.post_json(
             self.endpoint,
-            {"query": query, "max_results": max(1, min(limit, 20)), "search_depth": "basic",
-             "include_raw_content": True, "include_answer": False, "include_images": False},
-            headers={"Authorization": f"Bearer {self.key}"})
+            {
+                "query": query,
+                "max_results": max(1, min(limit, 20)),
+                "search_depth": "basic",
+                "include_raw_content": True,
+                "include_answer": False,
+                "include_images": False,
+            },
+            headers={"Authorization": f"Bearer {self.key}"},
+        )
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list):
             raise SearchFailed(DeadEndCause.UNREADABLE, "tavily: no results list in the answer")
@@ -33,12 +40,16 @@ class Tavily:
             if not isinstance(r, dict) or not (url := http_url(r.get("url"))):
                 continue
             raw = r.get("raw_content")
-            hits.append(Hit(url=url, title=one_line(str(r.get("title") or "")),
-                            snippet=strip_markup(r.get("content")),
-                            content=raw if isinstance(raw, str) and raw.strip() else None,
-                            published=date_of(r.get("published_date")),
-                            score=float(r["score"]) if isinstance(r.get("score"), int | float)
-                            else None))
+            hits.append(
+                Hit(
+                    url=url,
+                    title=one_line(str(r.get("title") or "")),
+                    snippet=strip_markup(r.get("content")),
+                    content=raw if isinstance(raw, str) and raw.strip() else None,
+                    published=date_of(r.get("published_date")),
+                    score=float(r["score"]) if isinstance(r.get("score"), int | float) else None,
+                )
+            )
             if len(hits) >= limit:
                 break
         return hits
