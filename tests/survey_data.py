@@ -171,7 +171,11 @@ def no_fold(guarded, result):  # noqa: ANN001, ANN201
     for gate.fold_rows)."""
     nk, nv = len(guarded.keys), len(guarded.values)
     rows = [
-        {"keys": list(r[:nk]), "n": int(r[nk + nv]), "values": list(r[nk : nk + nv])}
+        {
+            "keys": [r[f"k{i}"] for i in range(nk)],
+            "n": int(r["__mole_n"]),
+            "values": [r[f"v{i}"] for i in range(nv)],
+        }
         for r in result
     ]
     return rows, False, min(r["n"] for r in rows)

@@ -317,9 +317,13 @@ def test_exfil_catches_a_gate_that_stops_folding(
     recounts from the rows, still withholds the envelope."""
 
     def no_floor_sql(dataset, guarded):  # noqa: ANN001, ANN202
-        keys = ", ".join(e.sql(dialect="duckdb") for _, e in guarded.keys)
-        vals = ", ".join(e.sql(dialect="duckdb") for _, e in guarded.values) or "1"
-        return (f"SELECT {keys}, {vals}, count(*), true FROM data GROUP BY {keys}", "b", "n")
+        key_sql = [e.sql(dialect="duckdb") for _, e in guarded.keys]
+        keys = ", ".join(f'{k} AS "k{i}"' for i, k in enumerate(key_sql))
+        vals = ", ".join(
+            f'{e.sql(dialect="duckdb")} AS "v{i}"' for i, (_, e) in enumerate(guarded.values)
+        )
+        select = ", ".join(p for p in (keys, vals, 'count(*) AS "__mole_n"') if p)
+        return (f"SELECT {select} FROM data GROUP BY {', '.join(key_sql)}", "b", "n")
 
     monkeypatch.setattr(gate, "fold_rows", no_fold)
     monkeypatch.setattr(gate, "fold_sql", no_floor_sql)

@@ -182,8 +182,13 @@ def test_an_envelope_the_exfil_check_stops_is_not_kept(
     refusal with the envelope's hash only, and the rare labels reach no table."""
 
     def no_floor_sql(dataset, guarded):  # noqa: ANN001, ANN202
-        keys = ", ".join(e.sql(dialect="duckdb") for _, e in guarded.keys)
-        return f"SELECT {keys}, count(*), true FROM data GROUP BY {keys}", "b", "n"
+        key_sql = [e.sql(dialect="duckdb") for _, e in guarded.keys]
+        keys = ", ".join(f'{k} AS "k{i}"' for i, k in enumerate(key_sql))
+        return (
+            f'SELECT {keys}, count(*) AS "__mole_n" FROM data GROUP BY {", ".join(key_sql)}',
+            "b",
+            "n",
+        )
 
     monkeypatch.setattr(gate, "fold_rows", no_fold)
     monkeypatch.setattr(gate, "fold_sql", no_floor_sql)

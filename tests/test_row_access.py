@@ -110,7 +110,12 @@ def positional_reads(tree: ast.AST) -> Iterator[tuple[int, str]]:
                     changed |= sc.bind(node.target, ROW)
         for node in nodes:
             hit: tuple[int, str] | None = None
-            if isinstance(node, ast.Subscript) and _int_index(node) and sc.kind(node.value) == ROW:
+            if (
+                isinstance(node, ast.Subscript)
+                and (_int_index(node) or isinstance(node.slice, ast.Slice))
+                and sc.kind(node.value) == ROW
+            ):
+                # An integer or a slice on a row: its columns taken by position.
                 hit = (node.lineno, ast.unparse(node))
             elif (
                 isinstance(node, ast.For | ast.AsyncFor | ast.comprehension)
@@ -153,8 +158,21 @@ def e(cur):
     got = cur.execute("SELECT 1").fetchall()
     for r in got:
         print(r[2])
+def g(con, nk):
+    raw = con.execute("SELECT k, n FROM data GROUP BY k").fetchall()
+    return {tuple(r[:nk]): r[nk:] for r in raw}
 """
-    assert sorted(line for line, _ in positional_reads(ast.parse(bad))) == [3, 6, 6, 8, 8, 11, 16]
+    assert sorted(line for line, _ in positional_reads(ast.parse(bad))) == [
+        3,
+        6,
+        6,
+        8,
+        8,
+        11,
+        16,
+        19,
+        19,
+    ]
     good = """
 def f(store, cur):
     row = store.row(q("x"))

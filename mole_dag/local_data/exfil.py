@@ -109,20 +109,17 @@ def verify_no_leak(dataset: Dataset, guarded: Guarded | None, envelope: dict[str
                 )
 
 
-def _support_counts(guarded: Guarded) -> list[str]:
-    """count(*), then for every aggregate in the outputs the rows on which all its columns are
-    set. Written again here rather than imported from the gate, on purpose: a bug in the gate's
-    version must not silence this check."""
-    out = ["count(*) AS n"]
+def _support_counts(guarded: Guarded) -> list[tuple[str, str]]:
+    """(expression, column name): count(*) as `n`, then for every aggregate in the outputs the
+    rows on which all its columns are set. Written again here rather than imported from the
+    gate, on purpose: a bug in the gate's version must not silence this check."""
+    out = [("count(*)", "n")]
     for _, expr in guarded.values:
         for agg in (n for n in expr.walk() if isinstance(n, AGGREGATES)):
             names = sorted({col.name for col in agg.find_all(exp.Column)})
             if names:
-                out.append(
-                    "count(*) FILTER (WHERE "
-                    + " AND ".join(f"{ident(c)} IS NOT NULL" for c in names)
-                    + f") AS support_{len(out)}"
-                )
+                cond = " AND ".join(f"{ident(c)} IS NOT NULL" for c in names)
+                out.append((f"count(*) FILTER (WHERE {cond})", f"support_{len(out)}"))
     return out
 
 
@@ -130,7 +127,8 @@ def _recount(dataset: Dataset, guarded: Guarded, rows: list[dict[str, Any]]) -> 
     """Plain GROUP BY counts (no window, no fold): per group, the rows and, per aggregate, the
     rows it rests on. Counts add up, so the "other" row's supports are sums over small groups."""
     where = f" WHERE {guarded.where.sql(dialect='duckdb')}" if guarded.where is not None else ""
-    counts_sql = ", ".join(_support_counts(guarded))  # count(*) first
+    counts = _support_counts(guarded)  # count(*) first
+    counts_sql = ", ".join(f"{e} AS {ident(name)}" for e, name in counts)
     if not guarded.keys:
         from mole_dag.store.records import fetch_named  # (see verify_no_leak)
 
@@ -142,12 +140,17 @@ def _recount(dataset: Dataset, guarded: Guarded, rows: list[dict[str, Any]]) -> 
         if min(got.values()) < FLOOR:
             raise _refuse(Reason.LEAK_UNDER_FLOOR, f"a figure rests on fewer than {FLOOR} rows")
         return
-    keys = ", ".join(expr.sql(dialect="duckdb") for _, expr in guarded.keys)
-    nk = len(guarded.keys)
-    raw = dataset.con.execute(
-        f"SELECT {keys}, {counts_sql} FROM {TABLE}{where} GROUP BY {keys}"
-    ).fetchall()
-    groups = {tuple(plain(v) for v in r[:nk]): [int(x) for x in r[nk:]] for r in raw}
+    key_sql = [expr.sql(dialect="duckdb") for _, expr in guarded.keys]
+    keys_out = ", ".join(f"{k} AS {ident(f'k{i}')}" for i, k in enumerate(key_sql))
+    cur = dataset.con.execute(
+        f"SELECT {keys_out}, {counts_sql} FROM {TABLE}{where} GROUP BY {', '.join(key_sql)}"
+    )
+    names = [d[0] for d in cur.description or []]
+    raw = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    groups = {
+        tuple(plain(r[f"k{i}"]) for i in range(len(key_sql))): [int(r[n]) for _, n in counts]
+        for r in raw
+    }
     small = [c for c in groups.values() if min(c) < FLOOR]
     other_counts = [sum(col) for col in zip(*small, strict=True)] if small else []
     for i, r in enumerate(rows):

@@ -103,9 +103,18 @@ def _fresh(dataset: Dataset, base: str) -> str:
     return name
 
 
-def _execute(dataset: Dataset, sql: str) -> list[tuple[Any, ...]]:
+# The names the folded statement gives its result columns (keys k0.., values v0.., then these):
+# rows are read by name, never by position. Output aliases only, so a data column of the same
+# name cannot be shadowed (DuckDB resolves a name to the table's column before an alias).
+N_COL, SUPPORT_COL, BIG_COL = "__mole_n", "__mole_support", "__mole_big"
+
+
+def _execute(dataset: Dataset, sql: str) -> list[dict[str, Any]]:
+    """The rows of one of the boundary's own statements, by column name."""
     try:
-        return dataset.con.execute(sql).fetchall()
+        cur = dataset.con.execute(sql)
+        names = [d[0] for d in cur.description or []]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     except duckdb.Error as exc:
         # Only the class: the message may quote a value from a row.
         raise Refused(
@@ -138,8 +147,9 @@ def fold_sql(dataset: Dataset, guarded: Guarded) -> tuple[str, str, str]:
     """The executed statement, and the names it uses for the big-group flag and the count.
     Result columns: keys, values, row count, support (the fewest rows behind any figure),
     and for grouped statements the big-group flag."""
-    big, n = ident(_fresh(dataset, "__mole_big")), ident(_fresh(dataset, "__mole_n"))
-    support = ident(_fresh(dataset, "__mole_support"))
+    # The flag is a column of the inner table, so its name must be one the data does not use.
+    big = ident(_fresh(dataset, "__mole_big"))
+    n, support = ident(N_COL), ident(SUPPORT_COL)
     where = f" WHERE {guarded.where.sql(dialect='duckdb')}" if guarded.where is not None else ""
     values = [
         f"{expr.sql(dialect='duckdb')} AS {ident(f'v{i}')}"
@@ -158,7 +168,7 @@ def fold_sql(dataset: Dataset, guarded: Guarded) -> tuple[str, str, str]:
             *values,
             f"count(*) AS {n}",
             f"{_least(counts)} AS {support}",
-            big,
+            f"{big} AS {ident(BIG_COL)}",
         ]
     )
     inner = (
@@ -173,7 +183,7 @@ def fold_sql(dataset: Dataset, guarded: Guarded) -> tuple[str, str, str]:
 
 
 def fold_rows(
-    guarded: Guarded, result: list[tuple[Any, ...]]
+    guarded: Guarded, result: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], bool, int]:
     """Result rows -> envelope rows; any row whose figures rest on fewer than FLOOR rows is
     dropped (in practice only "other", or the one row of an ungrouped statement).
@@ -184,10 +194,10 @@ def fold_rows(
     suppressed = False
     least = 0
     for r in result:
-        keys = [plain(v) for v in r[:nk]]
-        values = [plain(v) for v in r[nk : nk + nv]]
-        count, support = int(r[nk + nv]), int(r[nk + nv + 1])
-        is_big = bool(r[nk + nv + 2]) if nk else True
+        keys = [plain(r[f"k{i}"]) for i in range(nk)]
+        values = [plain(r[f"v{i}"]) for i in range(nv)]
+        count, support = int(r[N_COL]), int(r[SUPPORT_COL])
+        is_big = bool(r[BIG_COL]) if nk else True
         if support < FLOOR:
             suppressed = True
             continue
@@ -281,12 +291,13 @@ def _tests(
     where = guarded.where.sql(dialect="duckdb") if guarded.where is not None else "true"
     if spec.kind == "correlation":
         x, y = (ident(c) for c in spec.columns)
-        sql = f"SELECT {x}, {y} FROM {TABLE} WHERE {where} ORDER BY 1, 2"
+        sql = f'SELECT {x} AS "x", {y} AS "y" FROM {TABLE} WHERE {where} ORDER BY 1, 2'
         got = _execute(dataset, sql)
         if len(got) < FLOOR:
             return None, [sql]
-        arr = np.array(got, dtype=float)
-        return stats.family(stats.correlations(arr[:, 0], arr[:, 1]), labelled=False), [sql]
+        xs = np.array([r["x"] for r in got], dtype=float)
+        ys = np.array([r["y"] for r in got], dtype=float)
+        return stats.family(stats.correlations(xs, ys), labelled=False), [sql]
 
     if spec.kind == "fisher":
         counted, other_level = plain(spec.levels[1]), plain(spec.levels[0])
@@ -318,13 +329,14 @@ def _tests(
     value = ident(spec.columns[0])
     key_sql = key_expr.sql(dialect="duckdb")
     sql = (
-        f"SELECT {key_sql}, {value} FROM (SELECT *, count(*) OVER (PARTITION BY {key_sql}) "
+        f'SELECT {key_sql} AS "k", {value} AS "v" FROM (SELECT *, count(*) OVER (PARTITION BY '
+        f"{key_sql}) "
         f">= {FLOOR} AS {big} FROM {TABLE} WHERE {where}) AS {TABLE} "
         f"WHERE {big} AND {value} IS NOT NULL ORDER BY 1, 2"
     )
     samples: dict[Any, list[float]] = {}
-    for k, v in _execute(dataset, sql):
-        samples.setdefault(plain(k), []).append(float(v))
+    for r in _execute(dataset, sql):
+        samples.setdefault(plain(r["k"]), []).append(float(r["v"]))
     labels = [lab for lab in _named_labels(rows) if len(samples.get(lab, ())) >= FLOOR]
     labels.sort(key=lambda lab: -len(samples[lab]))
     labels = labels[:MAX_TEST_GROUPS]

@@ -178,21 +178,24 @@ def raw_groups(dataset: Dataset, guarded: Guarded) -> Groups:
 
     keys = aggregate_keys(guarded)
     lists = ["list(rowid)"] + [f"list(rowid) FILTER (WHERE {_condition(k)})" for k in keys[1:]]
+    lists = [f"{e} AS {ident(f'm{j}')}" for j, e in enumerate(lists)]
     where = f" WHERE {guarded.where.sql(dialect='duckdb')}" if guarded.where is not None else ""
     key_sql = [expr.sql(dialect="duckdb") for _, expr in guarded.keys]
-    select = ", ".join([*key_sql, *lists])
+    select = ", ".join([*(f"{k} AS {ident(f'k{i}')}" for i, k in enumerate(key_sql)), *lists])
     group = f" GROUP BY {', '.join(key_sql)}" if key_sql else ""
     try:
-        got = dataset.con.execute(f"SELECT {select} FROM {TABLE}{where}{group}").fetchall()
+        cur = dataset.con.execute(f"SELECT {select} FROM {TABLE}{where}{group}")
+        names = [d[0] for d in cur.description or []]
+        got = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     except duckdb.Error as exc:
         raise Refused(
             Stage.GATE, Reason.EXECUTION_ERROR, f"the query failed in DuckDB ({type(exc).__name__})"
         ) from None
-    nk = len(key_sql)
     groups = []
     for r in got:
-        masks = _masks(dataset.rows, r[nk:])
-        groups.append((tuple(plain(v) for v in r[:nk]), dict(zip(keys, masks, strict=True))))
+        masks = _masks(dataset.rows, [r[f"m{j}"] for j in range(len(lists))])
+        label = tuple(plain(r[f"k{i}"]) for i in range(len(key_sql)))
+        groups.append((label, dict(zip(keys, masks, strict=True))))
     return Groups(keys, groups)
 
 
