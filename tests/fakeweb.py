@@ -5,6 +5,7 @@ fixture that started it."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -152,3 +153,31 @@ def repeat(chunk: bytes, total: int) -> Callable[[], Iterator[bytes]]:
             yield piece
 
     return gen
+
+
+def searxng_results(query: str, urls: list[str]) -> bytes:
+    """A SearXNG JSON answer listing `urls` in order, as its `format=json` endpoint gives it."""
+    body = {
+        "query": query,
+        "number_of_results": 0,
+        "answers": [],
+        "corrections": [],
+        "infoboxes": [],
+        "suggestions": [],
+        "unresponsive_engines": [],
+        "results": [
+            {
+                "url": u,
+                "title": f"Result {i}",
+                "content": "snippet",
+                "engine": "duckduckgo",
+                "engines": ["duckduckgo"],
+                "positions": [i + 1],
+                "score": 1.0 / (i + 1),
+                "category": "general",
+                "template": "default.html",
+            }
+            for i, u in enumerate(urls)
+        ],
+    }
+    return json.dumps(body).encode()

@@ -4,14 +4,13 @@ as a real one does. Used by tests/test_store_shorttx.py and bench/store_readers_
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
 import sys
 from pathlib import Path
 
-from tests.fakeweb import FakeWeb, Route, Seen, page
+from tests.fakeweb import FakeWeb, Route, Seen, page, searxng_results
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "Does green tea affect sleep?"
@@ -64,31 +63,8 @@ def start(delay_s: tuple[float, float] = (1.0, 2.0), seed: int = 0) -> tuple[Fak
 
     def search(seen: Seen) -> Route:
         q = seen.query.get("q", [""])[0]
-        body = {
-            "query": q,
-            "number_of_results": 0,
-            "answers": [],
-            "corrections": [],
-            "infoboxes": [],
-            "suggestions": [],
-            "unresponsive_engines": [],
-            "results": [
-                {
-                    "url": u,
-                    "title": f"Result {i}",
-                    "content": "snippet",
-                    "engine": "duckduckgo",
-                    "engines": ["duckduckgo"],
-                    "positions": [i + 1],
-                    "score": 1.0 / (i + 1),
-                    "category": "general",
-                    "template": "default.html",
-                }
-                for i, u in enumerate(urls)
-            ],
-        }
         return Route(
-            json.dumps(body).encode(),
+            searxng_results(q, urls),
             200,
             {"Content-Type": "application/json"},
             delay_s=rng.uniform(*delay_s),

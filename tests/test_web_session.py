@@ -32,7 +32,7 @@ from mole_dag.session import create_session
 from mole_dag.skills.protocol import Digest
 from mole_dag.skillsets.extractive import ExtractiveSkills
 from mole_dag.store import Store
-from tests.fakeweb import FakeWeb, Route, Seen, page, repeat
+from tests.fakeweb import FakeWeb, Route, Seen, page, repeat, searxng_results
 
 QUESTION = "Does green tea affect sleep?"
 INJECTION = "XYZZY-INJECTED"
@@ -73,30 +73,7 @@ def searxng(web: FakeWeb, path: str, urls: list[str], extra: list[list[str]] | N
         n = order.setdefault(q, len(order))
         more = extra[n] if extra and n < len(extra) else []
         listed = [*urls, *more]
-        body = {
-            "query": q,
-            "number_of_results": 0,
-            "answers": [],
-            "corrections": [],
-            "infoboxes": [],
-            "suggestions": [],
-            "unresponsive_engines": [],
-            "results": [
-                {
-                    "url": u,
-                    "title": f"Result {i}",
-                    "content": "snippet",
-                    "engine": "duckduckgo",
-                    "engines": ["duckduckgo"],
-                    "positions": [i + 1],
-                    "score": 1.0 / (i + 1),
-                    "category": "general",
-                    "template": "default.html",
-                }
-                for i, u in enumerate(listed)
-            ],
-        }
-        return Route(json.dumps(body).encode(), 200, {"Content-Type": "application/json"})
+        return Route(searxng_results(q, listed), 200, {"Content-Type": "application/json"})
 
     web.handlers[f"{path}/search"] = answer
     return web.url(path)
