@@ -380,6 +380,18 @@ class Ledger:
             raise LedgerError(f"a call cannot cost a negative amount ({actual})")
         usage = usage or Usage()
         now = self.clock()
+        # What the call row records, however it is settled (its overrun is added per case).
+        call_row = {
+            "id": reservation.id,
+            "actual": actual,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+            "note": note,
+            "model": model,
+            "now": now,
+        }
 
         def tx(cur: duckdb.DuckDBPyConnection) -> Settlement:
             row = fetch_one(cur, CallRow, q("call_get"), {"id": reservation.id})
@@ -404,18 +416,7 @@ class Ledger:
                 )
                 cur.execute(
                     q("call_settle_assumed_late"),
-                    {
-                        "id": reservation.id,
-                        "actual": actual,
-                        "overrun": overrun,
-                        "input_tokens": usage.input_tokens,
-                        "output_tokens": usage.output_tokens,
-                        "cache_read_tokens": usage.cache_read_tokens,
-                        "cache_write_tokens": usage.cache_write_tokens,
-                        "note": note,
-                        "model": model,
-                        "now": now,
-                    },
+                    {**call_row, "overrun": overrun},
                 )
                 return Settlement(reservation.id, actual, charged, overrun)
             if status not in (CallStatus.RESERVED, CallStatus.EXPIRED):
@@ -437,18 +438,7 @@ class Ledger:
             )
             cur.execute(
                 q("call_settle"),
-                {
-                    "id": reservation.id,
-                    "actual": actual,
-                    "overrun": overrun,
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "cache_read_tokens": usage.cache_read_tokens,
-                    "cache_write_tokens": usage.cache_write_tokens,
-                    "note": note,
-                    "model": model,
-                    "now": now,
-                },
+                {**call_row, "overrun": overrun},
             )
             return Settlement(reservation.id, actual, charged, overrun)
 
