@@ -13,20 +13,10 @@ from assets.partitions import SESSIONS
 from assets.research import ALL_ASSETS
 from mole_dag.budget import Ledger
 from mole_dag.core import Unit
-from mole_dag.resources import BudgetResource, StoreResource
 from mole_dag.session import create_session
 from mole_dag.store import Store
-
-
-def _resources(db: Path) -> dict:
-    store = StoreResource(database=str(db))
-    return {"store": store, "budget": BudgetResource(store=store)}
-
-
-def _metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
-    mats = result.asset_materializations_for_node(asset)
-    assert mats, f"{asset} was not materialised"
-    return {k: v.value for k, v in mats[-1].metadata.items()}
+from tests.dagster_helpers import metadata as _metadata
+from tests.dagster_helpers import resources as _resources
 
 
 def test_definitions_load_with_jobs_and_in_process_executor() -> None:

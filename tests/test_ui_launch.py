@@ -21,21 +21,11 @@ from mole_dag.config import config_path
 from mole_dag.core import Role, Unit
 from mole_dag.launch import LaunchError, check_launch
 from mole_dag.paths import PROJECT_ROOT, demo_corpus
-from mole_dag.resources import BudgetResource, StoreResource
 from mole_dag.session import create_session
 from mole_dag.store import Store
 from mole_dag.store.models import materialize_all
-
-
-def _resources(db: Path) -> dict:
-    store = StoreResource(database=str(db))
-    return {"store": store, "budget": BudgetResource(store=store)}
-
-
-def _metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
-    mats = result.asset_materializations_for_node(asset)
-    assert mats, f"{asset} was not materialised"
-    return {k: v.value for k, v in mats[-1].metadata.items()}
+from tests.dagster_helpers import metadata as _metadata
+from tests.dagster_helpers import resources as _resources
 
 
 def readme_launch_config() -> dict:
