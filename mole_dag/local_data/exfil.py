@@ -22,6 +22,7 @@ from mole_dag.local_data.connector import FLOOR, TABLE, Dataset, ident
 from mole_dag.local_data.gate import plain
 from mole_dag.local_data.refusal import Reason, Refused, Stage
 from mole_dag.local_data.sqlguard import AGGREGATES, Guarded
+from mole_dag.store.records import fetch_all_named
 
 
 def _refuse(reason: Reason, detail: str) -> Refused:
@@ -142,11 +143,10 @@ def _recount(dataset: Dataset, guarded: Guarded, rows: list[dict[str, Any]]) -> 
         return
     key_sql = [expr.sql(dialect="duckdb") for _, expr in guarded.keys]
     keys_out = ", ".join(f"{k} AS {ident(f'k{i}')}" for i, k in enumerate(key_sql))
-    cur = dataset.con.execute(
-        f"SELECT {keys_out}, {counts_sql} FROM {TABLE}{where} GROUP BY {', '.join(key_sql)}"
+    raw = fetch_all_named(
+        dataset.con,
+        f"SELECT {keys_out}, {counts_sql} FROM {TABLE}{where} GROUP BY {', '.join(key_sql)}",
     )
-    names = [d[0] for d in cur.description or []]
-    raw = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     groups = {
         tuple(plain(r[f"k{i}"]) for i in range(len(key_sql))): [int(r[n]) for _, n in counts]
         for r in raw

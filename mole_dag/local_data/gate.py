@@ -35,6 +35,7 @@ from mole_dag.local_data import overlap, stats
 from mole_dag.local_data.connector import FLOOR, TABLE, Dataset, ident
 from mole_dag.local_data.refusal import Reason, Refused, Stage
 from mole_dag.local_data.sqlguard import AGGREGATES, Guarded
+from mole_dag.store.records import fetch_all_named
 
 # Named groups compared pairwise, largest first. A guess, flagged as one: ten groups make 45
 # tests, past which a Holm-corrected family has little power left and a reader little patience.
@@ -112,9 +113,7 @@ N_COL, SUPPORT_COL, BIG_COL = "__mole_n", "__mole_support", "__mole_big"
 def _execute(dataset: Dataset, sql: str) -> list[dict[str, Any]]:
     """The rows of one of the boundary's own statements, by column name."""
     try:
-        cur = dataset.con.execute(sql)
-        names = [d[0] for d in cur.description or []]
-        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        return fetch_all_named(dataset.con, sql)
     except duckdb.Error as exc:
         # Only the class: the message may quote a value from a row.
         raise Refused(

@@ -37,6 +37,7 @@ from sqlglot import exp
 from mole_dag.local_data.connector import FLOOR, TABLE, Dataset, ident
 from mole_dag.local_data.refusal import Reason, Refused, Stage
 from mole_dag.local_data.sqlguard import AGGREGATES, Guarded
+from mole_dag.store.records import fetch_all_named
 
 ROWS = ""  # the column-set key of the rows themselves
 UNION = -1  # the cell index of the union of an answer's shown groups
@@ -184,9 +185,7 @@ def raw_groups(dataset: Dataset, guarded: Guarded) -> Groups:
     select = ", ".join([*(f"{k} AS {ident(f'k{i}')}" for i, k in enumerate(key_sql)), *lists])
     group = f" GROUP BY {', '.join(key_sql)}" if key_sql else ""
     try:
-        cur = dataset.con.execute(f"SELECT {select} FROM {TABLE}{where}{group}")
-        names = [d[0] for d in cur.description or []]
-        got = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        got = fetch_all_named(dataset.con, f"SELECT {select} FROM {TABLE}{where}{group}")
     except duckdb.Error as exc:
         raise Refused(
             Stage.GATE, Reason.EXECUTION_ERROR, f"the query failed in DuckDB ({type(exc).__name__})"

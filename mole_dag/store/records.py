@@ -476,6 +476,15 @@ def fetch_named(
     return None if row is None else dict(zip(_names(cur), row, strict=True))
 
 
+def fetch_all_named(
+    cur: duckdb.DuckDBPyConnection, sql: str, params: Params = None
+) -> list[dict[str, Any]]:
+    """Every row by column name, for a SELECT list built at run time."""
+    _execute(cur, sql, params)
+    names = _names(cur)
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
 def scalar(
     cur: duckdb.DuckDBPyConnection, kind: type[S], sql: str, params: Params = None
 ) -> S | None:
