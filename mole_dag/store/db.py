@@ -435,7 +435,13 @@ class Store:
     def __new__(cls, path: str | os.PathLike[str], *args: Any, **kwargs: Any) -> Store:
         """`Store(url)` with a postgresql:// URL is the same API on Postgres (store/pg.py)."""
         if cls is Store and isinstance(path, str) and path.startswith(_POSTGRES_SCHEMES):
-            from mole_dag.store.pg import PgStore  # psycopg is only needed for Postgres
+            try:
+                from mole_dag.store.pg import PgStore  # psycopg is only needed for Postgres
+            except ImportError as exc:
+                raise StoreError(
+                    f"a Postgres store needs the postgres extra ({exc.name} is missing): "
+                    "pip install 'mole-dag[postgres]'"
+                ) from None
 
             return super().__new__(PgStore)
         return super().__new__(cls)

@@ -24,7 +24,8 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         name = node.name.lower()
         # DuckDB's strlen counts bytes; Postgres's length counts characters.
         if name == "strlen":
-            return exp.func("octet_length", *node.expressions)
+            octet_length: exp.Expression = exp.func("octet_length", *node.expressions)
+            return octet_length
     if isinstance(node, exp.ArgMin | exp.ArgMax):
         # arg_min(value, key): the value at the smallest key, rows with a NULL key ignored.
         # Postgres 15 has no arg_min; the first element of the values ordered by key is it.
@@ -34,9 +35,10 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
             read="postgres",
         )
         value, key = node.this, node.expression
-        return template.transform(
+        rewritten: exp.Expression = template.transform(
             lambda n: (value if n.name == "v" else key).copy() if isinstance(n, exp.Column) else n
         )
+        return rewritten
     return node
 
 

@@ -150,6 +150,10 @@ class _Database:
     def get_pool(self, timeout_s: float) -> ConnectionPool:
         with self.guard:
             if self.pool is None:
+                # One direct connection first: a server that is down or a wrong password fails
+                # here at once with the server's reason, where the pool would retry silently
+                # until its timeout.
+                psycopg.connect(self.url, connect_timeout=max(2, int(timeout_s))).close()
                 self.pool = ConnectionPool(
                     self.url,
                     min_size=0,
@@ -288,7 +292,10 @@ class PgStore(Store):
                 f"{self.lock_wait_s:.0f}s (server down or every connection busy); check MOLE_DB"
             ) from None
         except psycopg.OperationalError as exc:
-            raise StoreError(f"cannot use the store {self.path}: {_one_line(exc)}") from None
+            raise StoreError(
+                f"cannot use the store {self.path}: {_one_line(exc)}; check the server, or "
+                "MOLE_DB / --db"
+            ) from None
 
     def _tx_conn(self) -> Any:
         return getattr(self._db.tx, "cur", None)
