@@ -50,8 +50,7 @@ def test_migrations_give_postgres_the_same_tables_and_checks(pg_dsn: str, tmp_pa
     want = max(m.version for m in migrate.discover())
     assert pg.schema_version() == duck.schema_version() == want
     pg_tables = {
-        r["t"]
-        for r in pg.rows("SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public'")
+        r["t"] for r in pg.rows("SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public'")
     }
     duck_tables = {r["t"] for r in duck.rows("SELECT table_name AS t FROM duckdb_tables()")}
     assert pg_tables == duck_tables
@@ -81,11 +80,16 @@ def test_duckdb_only_functions_mean_the_same_on_both(pg_dsn: str, tmp_path: Path
         " AS t(g, v, k) GROUP BY g ORDER BY g"
     )
     assert "array_agg" in to_postgres(sql)[0].lower()
-    got = {name: s.rows(sql) for name, s in (("pg", Store(pg_dsn)), ("duck", Store(tmp_path / "d.duckdb")))}
-    assert got["pg"] == got["duck"] == [
-        {"g": 1, "lo": "c", "hi": "é", "bytes": 1, "total": 4},
-        {"g": 2, "lo": None, "hi": None, "bytes": 1, "total": None},
-    ]
+    stores = {"pg": Store(pg_dsn), "duck": Store(tmp_path / "d.duckdb")}
+    got = {name: s.rows(sql) for name, s in stores.items()}
+    assert (
+        got["pg"]
+        == got["duck"]
+        == [
+            {"g": 1, "lo": "c", "hi": "é", "bytes": 1, "total": 4},
+            {"g": 2, "lo": None, "hi": None, "bytes": 1, "total": None},
+        ]
+    )
     assert isinstance(got["pg"][0]["total"], int)
 
 
@@ -113,9 +117,7 @@ def test_a_settle_waits_for_another_machines_lock_and_never_charges_twice(pg_dsn
     time.sleep(0.5)  # not a timing assertion: gives the settle the chance to run ahead
     assert not outcome, "the settle did not wait for the row lock"
     # The other worker settles it (its own charge) and commits.
-    other.execute(
-        "UPDATE sessions SET held = held - 500, spent = spent + 300 WHERE id = %s", [sid]
-    )
+    other.execute("UPDATE sessions SET held = held - 500, spent = spent + 300 WHERE id = %s", [sid])
     other.execute(
         "UPDATE tool_calls SET status = 'settled', actual = 300, completed_at = now()"
         " WHERE id = %s",
@@ -169,7 +171,8 @@ def test_two_sessions_run_at_once_on_postgres(pg_dsn: str, tmp_path: Path) -> No
         home.mkdir(parents=True)
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-m", "mole_dag.cli", "--db", pg_dsn, "research", q, "--usd", "0.5"],
+                [sys.executable, "-m", "mole_dag.cli", "--db", pg_dsn]
+                + ["research", q, "--usd", "0.5"],
                 env={**_env(), "MOLE_HOME": str(home)},
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -177,7 +180,7 @@ def test_two_sessions_run_at_once_on_postgres(pg_dsn: str, tmp_path: Path) -> No
             )
         )
     outs = [p.communicate(timeout=280) for p in procs]
-    for p, (out, err) in zip(procs, outs, strict=True):
+    for p, (_, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err[-2000:]
     sids = [re.search(r"^session (\S+)$", out, re.MULTILINE).group(1) for out, _ in outs]  # type: ignore[union-attr]
     store = Store(pg_dsn)

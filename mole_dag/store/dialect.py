@@ -24,8 +24,7 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         name = node.name.lower()
         # DuckDB's strlen counts bytes; Postgres's length counts characters.
         if name == "strlen":
-            octet_length: exp.Expression = exp.func("octet_length", *node.expressions)
-            return octet_length
+            return exp.Anonymous(this="octet_length", expressions=node.expressions)
     if isinstance(node, exp.ArgMin | exp.ArgMax):
         # arg_min(value, key): the value at the smallest key, rows with a NULL key ignored.
         # Postgres 15 has no arg_min; the first element of the values ordered by key is it.
