@@ -222,3 +222,18 @@ def test_an_unreachable_server_is_one_line_without_the_password(
 def test_a_database_that_is_not_a_store_is_refused_read_only(pg_dsn: str) -> None:
     with pytest.raises(StoreError, match="not a mole store"):
         Store(pg_dsn, read_only=True)
+
+
+def test_transact_retries_what_another_machine_won(pg_dsn: str) -> None:
+    """A serialization failure or deadlock (another worker's transaction won the rows) is
+    retried, not reported: the second attempt commits."""
+    store = Store(pg_dsn)
+    attempts = []
+
+    def tx(cur: object) -> int:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise psycopg.errors.SerializationFailure("could not serialize access")
+        return 7
+
+    assert store.transact(tx) == 7 and len(attempts) == 2

@@ -282,10 +282,12 @@ class PgStore(Store):
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection. Only failing to get one is reported as the store being
+        unusable; errors of the statements run on it (a deadlock, a serialization failure)
+        reach the caller as they are, so `transact` can retry them."""
         try:
             pool = self._db.get_pool(self.lock_wait_s)
-            with pool.connection(timeout=self.lock_wait_s) as conn:
-                yield conn
+            conn = pool.getconn(timeout=self.lock_wait_s)
         except PoolTimeout:
             raise StoreBusy(
                 f"cannot get a connection to the store {self.path} within "
@@ -296,6 +298,10 @@ class PgStore(Store):
                 f"cannot use the store {self.path}: {_one_line(exc)}; check the server, or "
                 "MOLE_DB / --db"
             ) from None
+        try:
+            yield conn
+        finally:
+            pool.putconn(conn)  # the pool rolls back whatever a failure left open
 
     def _tx_conn(self) -> Any:
         return getattr(self._db.tx, "cur", None)
