@@ -334,7 +334,7 @@ class PgStore(Store):
             except BaseException:
                 self._db.tx.cur = None
                 with suppress(psycopg.Error):
-                    conn.rollback() if not conn.autocommit else cur.execute("ROLLBACK")
+                    cur.execute("ROLLBACK")
                 raise
             self._db.tx.cur = None
             cur.execute("COMMIT")
