@@ -237,3 +237,29 @@ def test_transact_retries_what_another_machine_won(pg_dsn: str) -> None:
         return 7
 
     assert store.transact(tx) == 7 and len(attempts) == 2
+
+
+def test_processes_opening_a_new_database_at_once_migrate_it_once(pg_dsn: str) -> None:
+    """Three workers start against an empty database together: the advisory lock lets one
+    migrate while the others wait, and every version is recorded once."""
+    code = (
+        "import sys; from mole_dag.store import Store; print(Store(sys.argv[1]).schema_version())"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, pg_dsn],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    want = max(m.version for m in migrate.discover())
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err[-2000:]
+        assert int(out.strip()) == want
+    store = Store(pg_dsn)
+    rows = store.rows("SELECT version, count(*) AS n FROM schema_migrations GROUP BY version")
+    assert rows and all(r["n"] == 1 for r in rows)
+    assert len(rows) == len(migrate.discover())

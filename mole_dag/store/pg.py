@@ -247,21 +247,22 @@ class PgStore(Store):
                 return
             with self._connection() as conn:
                 cur = PgCursor(conn)
-                # Session-level advisory lock: another process preparing the same database
-                # waits here instead of racing it to CREATE TABLE.
+                # Session-level advisory lock, held on this connection while the schema, crash
+                # recovery and the views are done (the last two on other pooled connections):
+                # another process preparing the same database waits here instead of racing it
+                # to CREATE TABLE or CREATE OR REPLACE VIEW (both fail when two run at once).
                 cur.execute(f"SELECT pg_advisory_lock({_SCHEMA_LOCK_KEY})")
                 try:
                     migrate.apply(cur)  # type: ignore[arg-type]
+                    from mole_dag.store.recovery import recover_store
+
+                    recover_store(self)
+                    from mole_dag.store.models import materialize_all
+
+                    materialize_all(self)
                 finally:
                     cur.execute(f"SELECT pg_advisory_unlock({_SCHEMA_LOCK_KEY})")
             self._db.prepared = True
-            with self._db.write_lock:
-                from mole_dag.store.recovery import recover_store
-
-                recover_store(self)
-                from mole_dag.store.models import materialize_all
-
-                materialize_all(self)
 
     def _check_schema(self) -> None:
         try:
