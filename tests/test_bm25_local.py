@@ -19,6 +19,7 @@ from mole_dag.actors.base import DeadEnd, Found
 from mole_dag.actors.bm25 import BM25, K1, B
 from mole_dag.actors.local import CorpusError, LocalCorpus
 from mole_dag.core import DeadEndCause
+from mole_dag.text import terms
 
 # --- BM25 --------------------------------------------------------------------------------------
 
@@ -517,8 +518,9 @@ def test_a_cache_from_other_indexing_code_is_rebuilt(
 def test_the_cache_write_does_not_copy_the_index(
     corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The index's own lists go to the JSON encoder: `asdict(index)` deep-copied every document
-    and term list first (3.3 s of 12.1 s at 10k documents, and a second index in memory)."""
+    """The index's own documents go to the JSON encoder: `asdict(index)` deep-copied every
+    document and term list first (3.3 s of 12.1 s at 10k documents, and a second index in
+    memory). The terms go as one string a document."""
     dumped: list[dict[str, object]] = []
     real = local_mod.json.dumps
 
@@ -530,17 +532,31 @@ def test_the_cache_write_does_not_copy_the_index(
     c = _open(corpus_dir, tmp_path)
     assert len(dumped) == 1
     assert dumped[0]["docs"] is c.index.docs
-    assert dumped[0]["terms"] is c.index.terms
+    assert dumped[0]["fingerprint"] is c.index.fingerprint
+    assert dumped[0]["terms"] == [" ".join(t) for t in c.index.terms]
 
 
-def test_the_cache_keeps_its_format(corpus_dir: Path, tmp_path: Path) -> None:
-    """Written field by field now, the file holds what `asdict` wrote before."""
+def test_the_cache_format(corpus_dir: Path, tmp_path: Path) -> None:
+    """What `asdict` wrote before (INDEX_VERSION 3), except the terms: one space-separated
+    string a document (4), read back into the same lists."""
     from dataclasses import asdict
 
     c = _open(corpus_dir, tmp_path)
     cache = next((tmp_path / "idx").glob("corpus-*.json"))
-    want = asdict(c.index) | {"version": local_mod.INDEX_VERSION}
+    want = asdict(c.index) | {"version": 4}
+    want["terms"] = [" ".join(t) for t in c.index.terms]
+    assert local_mod.INDEX_VERSION == 4
     assert json.loads(cache.read_text("utf-8")) == json.loads(json.dumps(want))
+    local_mod._OPENED.clear()
+    assert _open(corpus_dir, tmp_path).index.terms == c.index.terms
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_a_term_never_holds_whitespace(text: str) -> None:
+    """The cache joins a document's terms with spaces and splits them back."""
+    for t in terms(text):
+        assert t and t.split() == [t]
 
 
 def _rebuilt_once(
@@ -623,3 +639,32 @@ def test_a_stale_cache_is_rebuilt_with_one_line_saying_why(
     assert [(r.levelno, r.getMessage().split(" is ", 1)[1]) for r in records] == [
         (logging.INFO, "out of date (1 changed, 2 added, 1 removed); rebuilding it")
     ]
+
+
+def test_each_distinct_term_is_one_string_cold_and_warm(corpus_dir: Path, tmp_path: Path) -> None:
+    """A token kept as its own string object was most of a large corpus's memory; the index
+    keeps one object per distinct term, whether built or read from the cache."""
+
+    def one_object_per_term(c: LocalCorpus) -> bool:
+        flat = [t for doc in c.index.terms for t in doc]
+        return len(flat) > len(set(flat)) == len({id(t) for t in flat})
+
+    assert one_object_per_term(_open(corpus_dir, tmp_path))
+    local_mod._OPENED.clear()  # read the cache file, not this process's copy
+    warm = _open(corpus_dir, tmp_path)
+    assert one_object_per_term(warm)
+    assert warm.search("turbine blades glass", 1)[0][0].metadata["path"] == "ash.md"
+
+
+def test_a_cache_with_terms_of_the_wrong_shape_is_rebuilt(
+    corpus_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _open(corpus_dir, tmp_path)
+    cache = next((tmp_path / "idx").glob("corpus-*.json"))
+    payload = json.loads(cache.read_text("utf-8"))
+    for bad in (["a", "list"], 5, None):
+        payload["terms"][0] = bad
+        cache.write_text(json.dumps(payload), "utf-8")
+        records = _rebuilt_once(corpus_dir, tmp_path, caplog)
+        assert len(records) == 1 and records[0].levelno == logging.WARNING
+        assert "unreadable" in records[0].getMessage()
