@@ -65,31 +65,39 @@ class BM25:
 
         n = len(docs)
         width = max(n, 1)
-        flat = list(chain.from_iterable(docs))
         # Term ids in order of first occurrence; dict.fromkeys and map run in C, a third of
-        # the time of a setdefault per token in a generator.
-        vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}
+        # the time of a setdefault per token in a generator. Two passes over the documents
+        # rather than one flattened list, which would hold a pointer per token.
+        vocab = {t: i for i, t in enumerate(dict.fromkeys(chain.from_iterable(docs)))}
+        n_tokens = sum(map(len, docs))
         # One key per token, term-major (term id * n + document), sorted: each run of equal
         # keys is one posting and its length the term frequency, ordered by term then
-        # document. Operations in place where numpy allows, so building needs about what the
-        # per-document Counters of the first version did (bench/bm25_bench.py, "index MB").
-        keys = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
-        del flat
+        # document. Operations in place and temporaries freed early: building needs less than
+        # the per-document Counters of the first version did (bench/bm25_bench.py, "build MB").
+        keys = np.fromiter(
+            map(vocab.__getitem__, chain.from_iterable(docs)), dtype=np.int64, count=n_tokens
+        )
         lens = np.fromiter(map(len, docs), dtype=np.int64, count=n)
         keys *= width
-        keys += np.repeat(np.arange(n, dtype=np.int64), lens)
+        # int32 document numbers (a corpus of 2 billion documents is not this index's job):
+        # half the size of the temporary the addition needs.
+        keys += np.repeat(np.arange(n, dtype=np.int32), lens)
         keys.sort()
         run_starts = np.ones(keys.size, dtype=bool)
         np.not_equal(keys[1:], keys[:-1], out=run_starts[1:])
+        posting_keys = keys[run_starts]
+        del keys
         first = np.flatnonzero(run_starts)
         del run_starts
         tf = np.empty_like(first)
         np.subtract(first[1:], first[:-1], out=tf[:-1])
         if first.size:
-            tf[-1] = keys.size - first[-1]
-        posting_keys = keys[first]
-        del keys, first
-        term, doc = np.divmod(posting_keys, width)
+            tf[-1] = n_tokens - first[-1]
+        del first
+        term = np.empty(posting_keys.size, dtype=np.int32)
+        np.floor_divide(posting_keys, width, out=term)
+        doc = np.empty(posting_keys.size, dtype=np.int32)
+        np.remainder(posting_keys, width, out=doc)
         del posting_keys
         df_arr = np.bincount(term, minlength=len(vocab))
         starts = np.zeros(len(vocab) + 1, dtype=np.int64)
@@ -108,8 +116,9 @@ class BM25:
         weights *= K1 + 1
         denominator = norm[doc]
         denominator += tf
+        del tf
         weights /= denominator
-        return cls(n, vocab, df, starts, doc.astype(np.int32), weights)
+        return cls(n, vocab, df, starts, doc, weights)
 
     @property
     def n(self) -> int:
