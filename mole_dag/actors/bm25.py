@@ -6,9 +6,9 @@ and sums them with one `bincount`, then selects the top k without sorting every 
 
 Why our own postings lists rather than bm25s (issue 14): measured side by side on the same
 10k documents and the same terms (bench/bm25_bench.py, BENCHMARKS.md), bm25s configured with
-this formula gives the same rankings and the same query time, while this builds in about half
-the time and needs only numpy (bm25s imports scipy.sparse too, twice the import cost in a
-session that searches a small folder). The top-k selection and the query-term handling would be
+this formula gives the same rankings and about the same query time, while this builds in a
+quarter to a half of its time and needs only numpy (bm25s imports scipy.sparse too, twice the
+import cost in a session that searches a small folder). The top-k selection and the query-term handling would be
 ours either way: bm25s's top-k does not keep the corpus-order tie-break this ranking promises.
 DuckDB's FTS extension stays out because it is downloaded at run time, which an offline default
 cannot do.
