@@ -8,10 +8,10 @@ Why our own postings lists rather than bm25s (issue 14): measured side by side o
 10k documents and the same terms (bench/bm25_bench.py, BENCHMARKS.md), bm25s configured with
 this formula gives the same rankings and about the same query time, while this builds in a
 quarter to a half of its time and needs only numpy (bm25s imports scipy.sparse too, twice the
-import cost in a session that searches a small folder). The top-k selection and the query-term handling would be
-ours either way: bm25s's top-k does not keep the corpus-order tie-break this ranking promises.
-DuckDB's FTS extension stays out because it is downloaded at run time, which an offline default
-cannot do.
+import cost in a session that searches a small folder). The top-k selection and the
+query-term handling would be ours either way: bm25s's top-k does not keep the corpus-order
+tie-break this ranking promises. DuckDB's FTS extension stays out because it is downloaded at
+run time, which an offline default cannot do.
 
 Scores are the numbers the earlier hand-written scan gave, bit for bit
 (tests/test_bm25_local.py checks them against a transcription of it): the per-posting weights
