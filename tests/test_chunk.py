@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from chunk_reference import reference_chunk_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -217,48 +218,8 @@ def test_crlf_paragraph_break() -> None:
 # chunk_bytes used to find each window's last paragraph break, sentence end and whitespace run by
 # scanning the whole window with a regex (tens of MB/s on text without blank lines). It now
 # searches from the window's end. The boundaries must not move: stored chunk offsets, quote
-# offsets and cassette prompts all depend on them. The old search, kept as the reference:
-
-_REF_PARAGRAPH = re.compile(rb"\n[ \t\r\f\v]*\n\s*")
-_REF_SENTENCE = re.compile(
-    rb"(?:[.!?](?:[\"')\]]|\xe2\x80\x9d|\xe2\x80\x99)*\s+)"
-    rb"|(?:(?:\xe3\x80\x82|\xef\xbc\x81|\xef\xbc\x9f|\xef\xbc\x9b|\xe2\x80\xa6)"
-    rb"(?:\xe3\x80\x8d|\xe3\x80\x8f|\xe2\x80\x9d|\xef\xbc\x89)*\s*)"
-)
-_REF_SPACE = re.compile(rb"\s+")
-
-
-def _reference_chunk_bytes(data: bytes, max_bytes: int) -> list[tuple[int, int]]:
-    def last(pattern: re.Pattern[bytes], lo: int, hi: int) -> int | None:
-        best = None
-        for m in pattern.finditer(data, lo, hi):
-            if m.end() > lo:
-                best = m.end()
-        return best
-
-    spans: list[tuple[int, int]] = []
-    start, n = 0, len(data)
-    floor = max(1, int(max_bytes * MIN_FRACTION))
-    while start < n:
-        hi = start + max_bytes
-        if hi >= n:
-            spans.append((start, n))
-            break
-        cut = None
-        for pattern in (_REF_PARAGRAPH, _REF_SENTENCE, _REF_SPACE):
-            got = last(pattern, start, hi)
-            if got is not None and got - start >= floor:
-                cut = got
-                break
-        if cut is None:
-            cut = hi
-            while cut > 0 and cut < n and (data[cut] & 0xC0) == 0x80:
-                cut -= 1
-            if cut <= start:
-                cut = hi
-        spans.append((start, cut))
-        start = cut
-    return spans
+# offsets and cassette prompts all depend on them. The old search is kept as the reference in
+# tests/chunk_reference.py.
 
 
 # Boundary material: every terminator and closer the sentence pattern knows, whitespace of each
@@ -312,14 +273,14 @@ _boundary_text = st.lists(
 @given(_boundary_text, st.integers(min_value=8, max_value=120))
 def test_boundaries_match_the_regex_scan_on_boundary_heavy_text(text: str, max_bytes: int) -> None:
     data = text.encode("utf-8")
-    assert chunk_bytes(data, max_bytes) == _reference_chunk_bytes(data, max_bytes)
+    assert chunk_bytes(data, max_bytes) == reference_chunk_bytes(data, max_bytes)
 
 
 @settings(max_examples=200, deadline=None)
 @given(_text, _max_bytes)
 def test_boundaries_match_the_regex_scan(text: str, max_bytes: int) -> None:
     data = text.encode("utf-8")
-    assert chunk_bytes(data, max_bytes) == _reference_chunk_bytes(data, max_bytes)
+    assert chunk_bytes(data, max_bytes) == reference_chunk_bytes(data, max_bytes)
 
 
 _RAW_PIECES = [p.encode("utf-8") for p in _BOUNDARY_PIECES] + [
@@ -342,7 +303,7 @@ _RAW_PIECES = [p.encode("utf-8") for p in _BOUNDARY_PIECES] + [
 def test_boundaries_match_the_regex_scan_on_arbitrary_bytes(data: bytes, max_bytes: int) -> None:
     # chunk_bytes takes bytes: the argument for searching from the right must not lean on the
     # input being valid UTF-8.
-    assert chunk_bytes(data, max_bytes) == _reference_chunk_bytes(data, max_bytes)
+    assert chunk_bytes(data, max_bytes) == reference_chunk_bytes(data, max_bytes)
 
 
 def _fixture_texts() -> list[str]:
@@ -360,4 +321,4 @@ def test_boundaries_match_the_regex_scan_on_the_fixture_corpora(max_bytes: int) 
     whole = "\n\n".join(texts)
     for text in (whole, re.sub(r"\n\s*\n", "\n", whole), " ".join(whole.split())):
         data = text.encode("utf-8")
-        assert chunk_bytes(data, max_bytes) == _reference_chunk_bytes(data, max_bytes)
+        assert chunk_bytes(data, max_bytes) == reference_chunk_bytes(data, max_bytes)
