@@ -8,29 +8,33 @@ pipeline does, 40-300 characters, at least three content terms, each page's sent
 turn so every size mixes all pages), at n, 2n, 4n and 8n claims; each size contains the smaller
 ones. Every claim is a target, as in a session's first verification pass.
 
-- *retrieval*: `candidate_pairs(pool, every id, nothing judged, 8)`, and how many pairs the
-  retriever scored (the all-pairs reference scores n(n-1)).
+- *retrieval*: `candidate_pairs(pool, every id, nothing judged, 8)`; beside it the work the
+  retriever did: postings visited (one per claim sharing a term with a target, per shared
+  term) and exact similarities computed (the all-pairs reference computes n(n-1)).
 - *stage*: a fresh DuckDB store with the claims inserted (not timed), then the verification
   pass with the extractive (model-free) judge, `build_edges`, and the confidence stage,
   `score_session`, timed together. The judge is a fake in the sense that matters here: free and
   deterministic, so what is measured is the pipeline's own work (retrieval, rules, batching,
   the store's reads and writes), not a model's latency.
 
-Medians of --runs runs per size, and the growth ratio per doubling (1.0 would be constant, 2.0
-linear, 4.0 quadratic). --reference times the all-pairs retriever kept in
-tests/retriever_reference.py instead: the figures from before the inverted index, in the same
-process and on the same claims."""
+Medians of --runs runs per size, wall and CPU seconds (CPU time is steadier on a shared
+machine), and the growth ratio per doubling (2.0 is linear, 4.0 quadratic). --reference also
+times the all-pairs retriever kept in tests/retriever_reference.py, the one from before the
+inverted index, in the same runs (alternating which goes first) on the same claims, and checks
+that both give the same pairs."""
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,8 +51,11 @@ from mole_dag.store import Store, q, utcnow  # noqa: E402
 from mole_dag.text import sentence_spans, terms  # noqa: E402
 from mole_dag.verifier import graph, retriever  # noqa: E402
 from mole_dag.verifier.confidence import score_session  # noqa: E402
-from mole_dag.verifier.retriever import ClaimText, LexicalRetriever  # noqa: E402
+from mole_dag.verifier.retriever import ClaimText, LexicalRetriever, Pair  # noqa: E402
 from tests.retriever_reference import reference_candidate_pairs  # noqa: E402
+
+T = TypeVar("T")
+PairsFn = Callable[[Sequence[ClaimText], set[str], set[Pair], int], list[Pair]]
 
 
 class Claim:
@@ -89,16 +96,17 @@ def real_claims(limit: int) -> list[Claim]:
     return out
 
 
-def medians(fn: Callable[[], object], runs: int) -> tuple[float, float]:
-    """Median wall and median CPU seconds of `runs` calls. CPU time is reported beside wall
-    time because a shared machine's other load inflates wall time unevenly between sizes."""
-    wall, cpu = [], []
-    for _ in range(runs):
+def timed(fn: Callable[[], T]) -> tuple[T, float, float]:
+    """fn's result, wall seconds and CPU seconds. The garbage of an earlier measurement is
+    collected first and none during, so it is billed to neither."""
+    gc.collect()
+    gc.disable()
+    try:
         w0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - w0)
-        cpu.append(time.process_time() - c0)
-    return statistics.median(wall), statistics.median(cpu)
+        got = fn()
+        return got, time.perf_counter() - w0, time.process_time() - c0
+    finally:
+        gc.enable()
 
 
 def pool_of(claims: list[Claim]) -> list[ClaimText]:
@@ -171,15 +179,21 @@ def seeded_run(tmp: Path, claims: list[Claim]) -> Run:
     return Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None)
 
 
-def stage_seconds(claims: list[Claim]) -> tuple[float, float]:
-    """Wall and CPU seconds of one verification pass plus scoring, on a fresh store."""
+def stage_seconds(claims: list[Claim], pairs_fn: PairsFn) -> tuple[float, float]:
+    """Wall and CPU seconds of one verification pass plus scoring, on a fresh store, with
+    `pairs_fn` as the pass's candidate retrieval."""
     with tempfile.TemporaryDirectory() as d:
         run = seeded_run(Path(d), claims)
-        try:
-            w0, c0 = time.perf_counter(), time.process_time()
+
+        def stage() -> None:
             graph.build_edges(run)
             score_session(run)
-            return time.perf_counter() - w0, time.process_time() - c0
+
+        # build_edges looks candidate_pairs up in its own module's namespace.
+        try:
+            with mock.patch.object(graph, "candidate_pairs", pairs_fn):
+                _, wall, cpu = timed(stage)
+            return wall, cpu
         finally:
             run.store.close()
 
@@ -193,7 +207,11 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=250)
     ap.add_argument("--doublings", type=int, default=3)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--reference", action="store_true", help="the all-pairs retriever (before)")
+    ap.add_argument(
+        "--reference",
+        action="store_true",
+        help="also the all-pairs retriever from before issue 14, in the same runs",
+    )
     ap.add_argument("--no-stage", action="store_true", help="retrieval only")
     args = ap.parse_args()
     sizes = [args.n * 2**d for d in range(args.doublings + 1)]
@@ -204,49 +222,60 @@ def main() -> int:
     if len(claims) < sizes[-1]:
         print(f"only {len(claims)} claim-sized sentences in the saved pages")
         return 1
+    impls: dict[str, PairsFn] = {"indexed retriever": retriever.candidate_pairs}
     if args.reference:
-        # The whole stage then runs on the reference too: build_edges looks candidate_pairs up
-        # in its own module's namespace.
-        graph.candidate_pairs = reference_candidate_pairs
-    pairs_fn = reference_candidate_pairs if args.reference else retriever.candidate_pairs
-    rows = []
-    for n in sizes:
-        sub = claims[:n]
-        pool = pool_of(sub)
-        ids = {c.id for c in pool}
-        got = pairs_fn(pool, ids, set(), 8)
+        impls["all-pairs reference"] = reference_candidate_pairs
+    # samples[impl][n]: (retrieval wall, retrieval cpu, stage wall, stage cpu) per run
+    samples: dict[str, dict[int, list[tuple[float, float, float, float]]]] = {
+        name: {n: [] for n in sizes} for name in impls
+    }
+    answers: dict[int, list[Pair]] = {}
+    for run in range(args.runs):
+        for n in sizes:
+            sub = claims[:n]
+            pool = pool_of(sub)
+            ids = {c.id for c in pool}
+            # Alternate which implementation goes first, so load drift is shared out.
+            order = list(impls)[:: -1 if run % 2 else 1]
+            for name in order:
+                fn = impls[name]
 
-        def retrieve(p: list[ClaimText] = pool, i: set[str] = ids) -> object:
-            return pairs_fn(p, i, set(), 8)
+                def retrieve(
+                    f: PairsFn = fn, p: list[ClaimText] = pool, i: set[str] = ids
+                ) -> list[Pair]:
+                    return f(p, i, set(), 8)
 
-        wall, cpu = medians(retrieve, args.runs)
-        visited, scored = work(pool, args.reference)
-        if args.no_stage:
-            stage = (float("nan"), float("nan"))
-        else:
-            runs = [stage_seconds(sub) for _ in range(args.runs)]
-            stage = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
-        rows.append((n, len(got), visited, scored, wall, cpu, *stage))
-    impl = "all-pairs reference" if args.reference else "indexed retriever"
-    print(f"{impl}; medians of {args.runs} runs, Python {sys.version.split()[0]}")
-    print(
-        f"{'claims':>7} {'pairs':>7} {'postings':>9} {'exact scores':>13} "
-        f"{'retrieval s':>12} {'(cpu)':>7} {'stage s':>8} {'(cpu)':>7}"
-    )
-    for n, pairs, visited, scored, wall, cpu, swall, scpu in rows:
+                got, wall, cpu = timed(retrieve)
+                assert answers.setdefault(n, got) == got, f"{name}: different pairs at n={n}"
+                stage = (float("nan"), float("nan")) if args.no_stage else stage_seconds(sub, fn)
+                samples[name][n].append((wall, cpu, *stage))
+    print(f"medians of {args.runs} runs, Python {sys.version.split()[0]}")
+    for name in impls:
+        rows = []
+        for n in sizes:
+            pool = pool_of(claims[:n])
+            visited, scored = work(pool, name != "indexed retriever")
+            med = [statistics.median(x[k] for x in samples[name][n]) for k in range(4)]
+            rows.append((n, len(answers[n]), visited, scored, *med))
+        print(f"\n{name}")
         print(
-            f"{n:>7} {pairs:>7} {visited:>9} {scored:>13} "
-            f"{wall:>12.3f} {cpu:>7.3f} {swall:>8.3f} {scpu:>7.3f}"
+            f"{'claims':>7} {'pairs':>7} {'postings':>9} {'exact scores':>13} "
+            f"{'retrieval s':>12} {'(cpu)':>7} {'stage s':>8} {'(cpu)':>7}"
         )
-    print(
-        f"growth per doubling, retrieval: wall {growth([r[4] for r in rows])}; "
-        f"cpu {growth([r[5] for r in rows])}"
-    )
-    if not args.no_stage:
+        for n, pairs, visited, scored, wall, cpu, swall, scpu in rows:
+            print(
+                f"{n:>7} {pairs:>7} {visited:>9} {scored:>13} "
+                f"{wall:>12.3f} {cpu:>7.3f} {swall:>8.3f} {scpu:>7.3f}"
+            )
         print(
-            f"growth per doubling, stage:     wall {growth([r[6] for r in rows])}; "
-            f"cpu {growth([r[7] for r in rows])}"
+            f"growth per doubling, retrieval: wall {growth([r[4] for r in rows])}; "
+            f"cpu {growth([r[5] for r in rows])}"
         )
+        if not args.no_stage:
+            print(
+                f"growth per doubling, stage:     wall {growth([r[6] for r in rows])}; "
+                f"cpu {growth([r[7] for r in rows])}"
+            )
     return 0
 
 
