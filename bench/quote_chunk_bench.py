@@ -1,18 +1,39 @@
-"""Throughput of the two checks every page goes through: chunking and the verbatim quote check.
+"""Throughput of the two checks every page goes through, chunking and the verbatim quote check,
+on the 110 saved real pages in ../shared/web-pages/, extracted as the pipeline extracts them.
 
     .venv/bin/python bench/quote_chunk_bench.py [--runs 7]
 
-Pages are built from the demo corpus's extracted text (English and German prose, the way the
-pipeline stores it) and from CJK prose, at real page sizes: 50 kB (a long article), 250 kB (a
-report or a long Wikipedia page) and 1 MB (the largest page the fetcher would plausibly keep).
-Quotes are taken from the end of each page, the worst case for a left-to-right search, with
-their whitespace re-flowed so the collapsing path is exercised. Reports the median of several
-runs, in MB/s of page text."""
+The same text in three forms:
+
+- *pages*: each page's extracted text on its own, as the pipeline chunks and checks it;
+- *pages, single newlines*: the same pages with every blank line collapsed to one newline, the
+  form trafilatura's own text output and many plain-text sources have. Without blank lines the
+  chunker never takes a paragraph cut: the slow case of issue 14;
+- *one long page*: all pages joined by blank lines (about 630 kB), so chunking crosses hundreds
+  of windows and many quotes are checked against one index.
+
+Each run times, one after another so that load on a shared machine hits all alike:
+
+- *chunk*: `chunk_text` over the form, and the chunker from before issue 14
+  (tests/chunk_reference.py) on the same text;
+- *baseline*: `collapse(page).find(collapse(quote))` for one quote per page, whitespace
+  collapsing and a C search: the least any quote check must do;
+- *find_quote*: `find_quote(page, quote)` (index build plus one search), and the pre-issue-14
+  version (tests/quote_reference.py);
+- *index*: `CollapsedText(page)` alone;
+- *per quote*: 20 quotes per page checked against one built index, ms per quote.
+
+Quotes come from the last tenth of each page (the worst case for a left-to-right search) with
+their whitespace re-flowed, so the collapsing path is exercised. Figures are medians over the
+runs of MB/s of page text (CPU time of this process), and medians of each run's ratio to the
+baseline or to the old version measured in that same run."""
 
 from __future__ import annotations
 
 import argparse
+import gc
 import random
+import re
 import statistics
 import sys
 import time
@@ -21,95 +42,132 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from mole_dag.actors.extract import from_html, from_plain  # noqa: E402
-from mole_dag.actors.quote import CollapsedText, find_quote  # noqa: E402
+from real_pages import absent_message, page_texts  # noqa: E402
+
+from mole_dag.actors.quote import CollapsedText, collapse, find_quote  # noqa: E402
 from mole_dag.chunk import chunk_text  # noqa: E402
+from mole_dag.core import MIN_QUOTE_CHARS  # noqa: E402
+from tests.chunk_reference import reference_chunk_text  # noqa: E402
+from tests.quote_reference import ReferenceCollapsedText, reference_find_quote  # noqa: E402
 
-CJK = (
-    "绿茶含有儿茶素和咖啡因。一项针对老年人的大型队列研究发现，经常饮用绿茶的人中风风险较低。"
-    "然而，晚上饮茶可能会影响对咖啡因敏感的成年人的睡眠质量！研究人员指出，这些结果仍需进一步验证？"
-    "\n\n不同国家的饮茶习惯差异很大，因此很难直接比较各项研究的结论。"
-)
-
-
-def corpus_text() -> str:
-    parts = []
-    for path in sorted((ROOT / "examples" / "corpus").iterdir()):
-        raw = path.read_text("utf-8")
-        if path.suffix == ".html":
-            doc = from_html(raw, url=f"https://example.org/{path.stem}", fallback_title=path.stem)
-        else:
-            doc = from_plain(
-                raw, fallback_url=f"https://example.org/{path.stem}", fallback_title=path.stem
-            )
-        parts.append(doc.text)
-    return "\n\n".join(parts)
-
-
-def page(seed: str, size: int) -> str:
-    out, n = [], 0
-    while n < size:
-        out.append(seed)
-        n += len(seed.encode("utf-8"))
-    return "\n\n".join(out).encode("utf-8")[:size].decode("utf-8", errors="ignore")
+QUOTES_PER_PAGE = 20
 
 
 def quotes_from(text: str, n: int, rng: random.Random) -> list[str]:
-    """n quotes from the last tenth of the text, whitespace re-flowed."""
+    """n quotes from the last tenth of the text, whitespace re-flowed, each long enough to be
+    checked (MIN_QUOTE_CHARS after collapsing)."""
     words = text.split()
     tail = max(len(words) - max(len(words) // 10, 40), 0)
-    out = []
-    for _ in range(n):
+    out: list[str] = []
+    while len(out) < n:
         i = rng.randrange(tail, len(words) - 12)
-        out.append("\n  ".join(words[i : i + rng.randrange(6, 12)]))
+        quote = "\n  ".join(words[i : i + rng.randrange(6, 12)])
+        if len(collapse(quote)) >= MIN_QUOTE_CHARS:
+            out.append(quote)
     return out
 
 
-def median_seconds(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
+def cpu_seconds(fn: Callable[[], object]) -> float:
+    # A collection started by an earlier measurement's garbage would be billed to this one.
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.process_time()
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        return time.process_time() - t0
+    finally:
+        gc.enable()
+
+
+class Form:
+    def __init__(self, label: str, pages: list[str], rng: random.Random) -> None:
+        self.label = label
+        self.pages = pages
+        self.mb = sum(len(p.encode("utf-8")) for p in pages) / 1e6
+        # Quote checks only on pages with enough words for a quote from their last tenth.
+        self.quoted = [
+            (p, quotes_from(p, QUOTES_PER_PAGE, rng)) for p in pages if len(p.split()) >= 60
+        ]
+        self.quoted_mb = sum(len(p.encode("utf-8")) for p, _ in self.quoted) / 1e6
+        self.n_quotes = sum(len(qs) for _, qs in self.quoted)
+        self.indexes = [CollapsedText(p) for p, _ in self.quoted]
+        self.old_indexes = [ReferenceCollapsedText(p) for p, _ in self.quoted]
+        # Same answers, old and new, before anything is timed.
+        for p in pages:
+            assert chunk_text(p) == reference_chunk_text(p), f"{label}: chunk boundaries differ"
+        for (p, qs), new, old in zip(self.quoted, self.indexes, self.old_indexes, strict=True):
+            for q in qs:
+                m = new.find(q)
+                assert m is not None, f"{label}: a bench quote was not found"
+                assert m == old.find(q) == find_quote(p, q), f"{label}: quote answers differ"
+
+    def run_once(self, reverse: bool) -> dict[str, float]:
+        """One timing of each; `reverse` runs them in the opposite order (alternate runs do),
+        so that whatever the first or last measurement of a run suffers is shared out."""
+        one = [(p, qs[0]) for p, qs in self.quoted]
+        pairs = list(zip(self.indexes, (qs for _, qs in self.quoted), strict=True))
+        old_pairs = list(zip(self.old_indexes, (qs for _, qs in self.quoted), strict=True))
+        jobs: dict[str, Callable[[], object]] = {
+            "chunk": lambda: [chunk_text(p) for p in self.pages],
+            "chunk_old": lambda: [reference_chunk_text(p) for p in self.pages],
+            "baseline": lambda: [collapse(p).find(collapse(q)) for p, q in one],
+            "find": lambda: [find_quote(p, q) for p, q in one],
+            "find_old": lambda: [reference_find_quote(p, q) for p, q in one],
+            "index": lambda: [CollapsedText(p) for p, _ in self.quoted],
+            "per_quote": lambda: [ix.find(q) for ix, qs in pairs for q in qs],
+            "per_quote_old": lambda: [ix.find(q) for ix, qs in old_pairs for q in qs],
+        }
+        order = list(jobs)[::-1] if reverse else list(jobs)
+        return {name: cpu_seconds(jobs[name]) for name in order}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
+    texts = [t for _, t in page_texts()]
+    if not texts:
+        print(absent_message())
+        return 0
     rng = random.Random(7)
-    english = corpus_text()
-    rows = []
-    for label, seed in (("corpus prose", english), ("CJK prose", CJK)):
-        for size in (50_000, 250_000, 1_000_000):
-            text = page(seed, size)
-            mb = len(text.encode("utf-8")) / 1e6
-            quotes = quotes_from(text, 20, rng)
-            ct = CollapsedText(text)
-            assert all(ct.find(q) is not None for q in quotes), "a bench quote was not found"
-            chunk = median_seconds(lambda t=text: chunk_text(t), args.runs)
-            build = median_seconds(lambda t=text: CollapsedText(t), args.runs)
-            one = median_seconds(lambda t=text, q=quotes[0]: find_quote(t, q), args.runs)
-            many = median_seconds(lambda c=ct, qs=quotes: [c.find(q) for q in qs], args.runs)
-            rows.append(
-                (
-                    label,
-                    f"{size // 1000} kB",
-                    mb / chunk,
-                    mb / build,
-                    mb / one,
-                    many / len(quotes) * 1e3,
-                )
-            )
-    print(f"median of {args.runs} runs, Python {sys.version.split()[0]}")
+    forms = [
+        Form("pages", texts, rng),
+        Form("pages, single newlines", [re.sub(r"\n\s*\n", "\n", t) for t in texts], rng),
+        Form("one long page", ["\n\n".join(texts)], rng),
+    ]
+    runs: dict[str, list[dict[str, float]]] = {f.label: [] for f in forms}
+    for i in range(args.runs):
+        for f in forms:
+            runs[f.label].append(f.run_once(reverse=i % 2 == 1))
+
+    def med(xs: list[float]) -> float:
+        return statistics.median(xs)
+
+    print(f"{len(texts)} real pages; medians of {args.runs} runs, Python {sys.version.split()[0]}")
     print(
-        f"{'page':<13} {'size':>8} {'chunk MB/s':>11} {'index MB/s':>11} "
-        f"{'find_quote MB/s':>16} {'find on index ms/quote':>23}"
+        f"\n{'form':<24} {'MB':>5} {'chunk MB/s':>11} {'old':>6} {'x old':>6}"
+        f" {'baseline MB/s':>14} {'find_quote MB/s':>16} {'x base':>7} {'old x base':>11}"
+        f" {'index MB/s':>11} {'ms/quote':>9} {'old':>6}"
     )
-    for label, size, c, b, o, per in rows:
-        print(f"{label:<13} {size:>8} {c:>11.1f} {b:>11.1f} {o:>16.1f} {per:>23.3f}")
+    for f in forms:
+        r = runs[f.label]
+        chunk = med([f.mb / x["chunk"] for x in r])
+        chunk_old = med([f.mb / x["chunk_old"] for x in r])
+        chunk_x = med([x["chunk_old"] / x["chunk"] for x in r])
+        base = med([f.quoted_mb / x["baseline"] for x in r])
+        find = med([f.quoted_mb / x["find"] for x in r])
+        find_x = med([x["baseline"] / x["find"] for x in r])
+        old_x = med([x["baseline"] / x["find_old"] for x in r])
+        index = med([f.quoted_mb / x["index"] for x in r])
+        per_q = med([x["per_quote"] / f.n_quotes * 1e3 for x in r])
+        per_q_old = med([x["per_quote_old"] / f.n_quotes * 1e3 for x in r])
+        print(
+            f"{f.label:<24} {f.mb:>5.2f} {chunk:>11.0f} {chunk_old:>6.0f} {chunk_x:>6.1f}"
+            f" {base:>14.0f} {find:>16.0f} {find_x:>7.2f} {old_x:>11.2f}"
+            f" {index:>11.0f} {per_q:>9.3f} {per_q_old:>6.3f}"
+        )
     return 0
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
+from chunk_reference import reference_chunk_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -207,3 +211,114 @@ def test_crlf_paragraph_break() -> None:
     spans = chunk_text(text, 64)
     assert spans[0].text == f"{first}\r\n\r\n"
     _check_tiling(text, 64)
+
+
+# -- the boundary search against the regex scan it replaced (issue 14) -------------------------
+#
+# chunk_bytes used to find each window's last paragraph break, sentence end and whitespace run by
+# scanning the whole window with a regex (tens of MB/s on text without blank lines). It now
+# searches from the window's end. The boundaries must not move: stored chunk offsets, quote
+# offsets and cassette prompts all depend on them. The old search is kept as the reference in
+# tests/chunk_reference.py.
+
+
+# Boundary material: every terminator and closer the sentence pattern knows, whitespace of each
+# kind, and words, so windows hold several candidate cuts of each kind.
+_BOUNDARY_PIECES = [
+    ".",
+    "!",
+    "?",
+    "...",
+    '."',
+    ".'",
+    ".)",
+    ".]",
+    ".\u201d",
+    ".\u2019",
+    "?\u201d)",
+    "\u3002",
+    "\uff01",
+    "\uff1f",
+    "\uff1b",
+    "\u2026",
+    "\u300d",
+    "\u300f",
+    "\uff09",
+    "\u201d",
+    "\u2019",
+    " ",
+    "  ",
+    "\n",
+    "\n\n",
+    "\n \t\n",
+    "\r\n",
+    "\t",
+    "\f",
+    "\v",
+    "\x1c",
+    "\u00a0",
+    "3.5",
+    "e.g.",
+    "word",
+    "Wort",
+    "中文",
+    "😀",
+]
+_boundary_text = st.lists(
+    st.one_of(st.sampled_from(_BOUNDARY_PIECES), st.text(_chars, max_size=5)), max_size=120
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_boundary_text, st.integers(min_value=8, max_value=120))
+def test_boundaries_match_the_regex_scan_on_boundary_heavy_text(text: str, max_bytes: int) -> None:
+    data = text.encode("utf-8")
+    assert chunk_bytes(data, max_bytes) == reference_chunk_bytes(data, max_bytes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_text, _max_bytes)
+def test_boundaries_match_the_regex_scan(text: str, max_bytes: int) -> None:
+    data = text.encode("utf-8")
+    assert chunk_bytes(data, max_bytes) == reference_chunk_bytes(data, max_bytes)
+
+
+_RAW_PIECES = [p.encode("utf-8") for p in _BOUNDARY_PIECES] + [
+    b"\xe2\x80",
+    b"\x80",
+    b"\xbc\x81",
+    b"\xe3",
+    b"\xef\xbc",
+    b"\xff",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(_RAW_PIECES), st.binary(max_size=4)), max_size=100).map(
+        b"".join
+    ),
+    st.integers(min_value=8, max_value=80),
+)
+def test_boundaries_match_the_regex_scan_on_arbitrary_bytes(data: bytes, max_bytes: int) -> None:
+    # chunk_bytes takes bytes: the argument for searching from the right must not lean on the
+    # input being valid UTF-8.
+    assert chunk_bytes(data, max_bytes) == reference_chunk_bytes(data, max_bytes)
+
+
+def _fixture_texts() -> list[str]:
+    root = Path(__file__).resolve().parent
+    folders = (root / "fixtures" / "model_corpus", root.parent / "examples" / "corpus")
+    return [p.read_text("utf-8") for f in folders for p in sorted(f.iterdir())]
+
+
+@pytest.mark.parametrize("max_bytes", [80, 300, 1000, DEFAULT_MAX_BYTES])
+def test_boundaries_match_the_regex_scan_on_the_fixture_corpora(max_bytes: int) -> None:
+    # As written (blank lines between paragraphs), with each blank line collapsed to one newline
+    # (extraction output without blank lines: the slow case), and with no line breaks at all.
+    texts = _fixture_texts()
+    assert texts
+    whole = "\n\n".join(texts)
+    for text in (whole, re.sub(r"\n\s*\n", "\n", whole), " ".join(whole.split())):
+        data = text.encode("utf-8")
+        assert chunk_bytes(data, max_bytes) == reference_chunk_bytes(data, max_bytes)

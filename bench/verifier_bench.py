@@ -1,0 +1,283 @@
+"""How the verifier's cost grows with the claim count (issue 14): candidate retrieval alone, and
+the whole verification stage (`build_edges` then `score_session`) against a real store.
+
+    .venv/bin/python bench/verifier_bench.py [--n 250] [--doublings 3] [--runs 3] [--reference]
+
+Claims are sentences of the 110 saved real pages in ../shared/web-pages/ (extracted as the
+pipeline does, 40-300 characters, at least three content terms, each page's sentences taken in
+turn so every size mixes all pages), at n, 2n, 4n and 8n claims; each size contains the smaller
+ones. Every claim is a target, as in a session's first verification pass.
+
+- *retrieval*: `candidate_pairs(pool, every id, nothing judged, 8)`; beside it the work the
+  retriever did: postings visited (one per claim sharing a term with a target, per shared
+  term) and exact similarities computed (the all-pairs reference computes n(n-1)).
+- *stage*: a fresh DuckDB store with the claims inserted (not timed), then the verification
+  pass with the extractive (model-free) judge, `build_edges`, and the confidence stage,
+  `score_session`, timed together. The judge is a fake in the sense that matters here: free and
+  deterministic, so what is measured is the pipeline's own work (retrieval, rules, batching,
+  the store's reads and writes), not a model's latency.
+
+Medians of --runs runs per size, wall and CPU seconds (CPU time is steadier on a shared
+machine), and the growth ratio per doubling (2.0 is linear, 4.0 quadratic). --reference also
+times the all-pairs retriever kept in tests/retriever_reference.py, the one from before the
+inverted index, in the same runs (alternating which goes first) on the same claims, and checks
+that both give the same pairs."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from real_pages import absent_message, page_texts  # noqa: E402
+
+from mole_dag.budget import Ledger  # noqa: E402
+from mole_dag.context import Run  # noqa: E402
+from mole_dag.core import Unit, stable_id  # noqa: E402
+from mole_dag.session import create_session  # noqa: E402
+from mole_dag.skillsets.extractive import ExtractiveSkills  # noqa: E402
+from mole_dag.store import Store, q, utcnow  # noqa: E402
+from mole_dag.text import sentence_spans, terms  # noqa: E402
+from mole_dag.verifier import graph, retriever  # noqa: E402
+from mole_dag.verifier.confidence import score_session  # noqa: E402
+from mole_dag.verifier.retriever import ClaimText, LexicalRetriever, Pair  # noqa: E402
+from tests.retriever_reference import reference_candidate_pairs  # noqa: E402
+
+T = TypeVar("T")
+PairsFn = Callable[[Sequence[ClaimText], set[str], set[Pair], int], list[Pair]]
+
+
+class Claim:
+    __slots__ = ("page", "text", "byte_start", "byte_end")
+
+    def __init__(self, page: str, text: str, byte_start: int, byte_end: int) -> None:
+        self.page, self.text, self.byte_start, self.byte_end = page, text, byte_start, byte_end
+
+
+def real_claims(limit: int) -> list[Claim]:
+    """Up to `limit` claim-sized sentences, one page's next sentence after another's."""
+    per_page: list[list[Claim]] = []
+    for name, text in page_texts():
+        data_prefix = 0
+        last = 0
+        got = []
+        seen: set[str] = set()
+        for a, b in sentence_spans(text):
+            s = text[a:b]
+            if not (40 <= len(s) <= 300) or len(terms(s)) < 3 or s in seen:
+                continue
+            seen.add(s)
+            data_prefix += len(text[last:a].encode("utf-8"))
+            start = data_prefix
+            end = start + len(s.encode("utf-8"))
+            data_prefix, last = end, b
+            got.append(Claim(name, s, start, end))
+        per_page.append(got)
+    out: list[Claim] = []
+    texts: set[str] = set()
+    depth = 0
+    while len(out) < limit and any(depth < len(p) for p in per_page):
+        for page in per_page:
+            if depth < len(page) and page[depth].text not in texts and len(out) < limit:
+                texts.add(page[depth].text)
+                out.append(page[depth])
+        depth += 1
+    return out
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float, float]:
+    """fn's result, wall seconds and CPU seconds. The garbage of an earlier measurement is
+    collected first and none during, so it is billed to neither."""
+    gc.collect()
+    gc.disable()
+    try:
+        w0, c0 = time.perf_counter(), time.process_time()
+        got = fn()
+        return got, time.perf_counter() - w0, time.process_time() - c0
+    finally:
+        gc.enable()
+
+
+def pool_of(claims: list[Claim]) -> list[ClaimText]:
+    return [ClaimText(f"c{i:05d}", c.text) for i, c in enumerate(claims)]
+
+
+def work(pool: list[ClaimText], reference: bool) -> tuple[int, int]:
+    """(postings visited, exact similarities computed) for every claim as a target."""
+    if reference:
+        return 0, len(pool) * (len(pool) - 1)
+    r = LexicalRetriever(pool)
+    for i in range(len(pool)):
+        r.candidates(i)
+    return r.postings_visited, r.pairs_scored
+
+
+def seeded_run(tmp: Path, claims: list[Claim]) -> Run:
+    """A session whose store holds `claims` (one source per page), none verified yet."""
+    store = Store(tmp / "bench.duckdb")
+    sid = create_session(store, "bench: verification at scale", Unit.TOKENS, 10**9).session_id
+    now = utcnow()
+    pages = sorted({c.page for c in claims})
+    source_id = {p: stable_id(sid, p, prefix="s-") for p in pages}
+
+    def write(cur: Any) -> None:
+        for p in pages:
+            cur.execute(
+                q("source_insert"),
+                {
+                    "id": source_id[p],
+                    "session_id": sid,
+                    "url": f"https://{p.removesuffix('.html')}/",
+                    "title": p,
+                    "publisher": p.split(".")[0],
+                    "publisher_name": None,
+                    "author": None,
+                    "published": None,
+                    "doi": None,
+                    "pmid": None,
+                    "pmcid": None,
+                    "arxiv_id": None,
+                    "source_class": "unknown",
+                    "actor": "web",
+                    "provider_supplied": False,
+                    "content_sha256": "0" * 64,
+                    "byte_length": 1,
+                    "now": now,
+                    "locator": None,
+                },
+            )
+        for i, c in enumerate(claims):
+            cur.execute(
+                q("claim_insert"),
+                {
+                    "id": stable_id(sid, str(i), prefix="c-"),
+                    "session_id": sid,
+                    "source_id": source_id[c.page],
+                    "chunk_id": "bench",
+                    "sub_question_id": "bench",
+                    "text": c.text,
+                    "quote": c.text,
+                    "quote_byte_start": c.byte_start,
+                    "quote_byte_end": c.byte_end,
+                    "created_by": "bench",
+                    "now": now,
+                },
+            )
+
+    store.transact(write)
+    return Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None)
+
+
+def stage_seconds(claims: list[Claim], pairs_fn: PairsFn) -> tuple[float, float]:
+    """Wall and CPU seconds of one verification pass plus scoring, on a fresh store, with
+    `pairs_fn` as the pass's candidate retrieval."""
+    with tempfile.TemporaryDirectory() as d:
+        run = seeded_run(Path(d), claims)
+
+        def stage() -> None:
+            graph.build_edges(run)
+            score_session(run)
+
+        # build_edges looks candidate_pairs up in its own module's namespace.
+        try:
+            with mock.patch.object(graph, "candidate_pairs", pairs_fn):
+                _, wall, cpu = timed(stage)
+            return wall, cpu
+        finally:
+            run.store.close()
+
+
+def growth(values: list[float]) -> str:
+    return "  ".join(f"{b / a:.2f}x" for a, b in zip(values, values[1:], strict=False))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=250)
+    ap.add_argument("--doublings", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument(
+        "--reference",
+        action="store_true",
+        help="also the all-pairs retriever from before issue 14, in the same runs",
+    )
+    ap.add_argument("--no-stage", action="store_true", help="retrieval only")
+    args = ap.parse_args()
+    sizes = [args.n * 2**d for d in range(args.doublings + 1)]
+    claims = real_claims(sizes[-1])
+    if not claims:
+        print(absent_message())
+        return 0
+    if len(claims) < sizes[-1]:
+        print(f"only {len(claims)} claim-sized sentences in the saved pages")
+        return 1
+    impls: dict[str, PairsFn] = {"indexed retriever": retriever.candidate_pairs}
+    if args.reference:
+        impls["all-pairs reference"] = reference_candidate_pairs
+    # samples[impl][n]: (retrieval wall, retrieval cpu, stage wall, stage cpu) per run
+    samples: dict[str, dict[int, list[tuple[float, float, float, float]]]] = {
+        name: {n: [] for n in sizes} for name in impls
+    }
+    answers: dict[int, list[Pair]] = {}
+    for run in range(args.runs):
+        for n in sizes:
+            sub = claims[:n]
+            pool = pool_of(sub)
+            ids = {c.id for c in pool}
+            # Alternate which implementation goes first, so load drift is shared out.
+            order = list(impls)[:: -1 if run % 2 else 1]
+            for name in order:
+                fn = impls[name]
+
+                def retrieve(
+                    f: PairsFn = fn, p: list[ClaimText] = pool, i: set[str] = ids
+                ) -> list[Pair]:
+                    return f(p, i, set(), 8)
+
+                got, wall, cpu = timed(retrieve)
+                assert answers.setdefault(n, got) == got, f"{name}: different pairs at n={n}"
+                stage = (float("nan"), float("nan")) if args.no_stage else stage_seconds(sub, fn)
+                samples[name][n].append((wall, cpu, *stage))
+    print(f"medians of {args.runs} runs, Python {sys.version.split()[0]}")
+    for name in impls:
+        rows = []
+        for n in sizes:
+            pool = pool_of(claims[:n])
+            visited, scored = work(pool, name != "indexed retriever")
+            med = [statistics.median(x[k] for x in samples[name][n]) for k in range(4)]
+            rows.append((n, len(answers[n]), visited, scored, *med))
+        print(f"\n{name}")
+        print(
+            f"{'claims':>7} {'pairs':>7} {'postings':>9} {'exact scores':>13} "
+            f"{'retrieval s':>12} {'(cpu)':>7} {'stage s':>8} {'(cpu)':>7}"
+        )
+        for n, pairs, visited, scored, wall, cpu, swall, scpu in rows:
+            print(
+                f"{n:>7} {pairs:>7} {visited:>9} {scored:>13} "
+                f"{wall:>12.3f} {cpu:>7.3f} {swall:>8.3f} {scpu:>7.3f}"
+            )
+        print(
+            f"growth per doubling, retrieval: wall {growth([r[4] for r in rows])}; "
+            f"cpu {growth([r[5] for r in rows])}"
+        )
+        if not args.no_stage:
+            print(
+                f"growth per doubling, stage:     wall {growth([r[6] for r in rows])}; "
+                f"cpu {growth([r[7] for r in rows])}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
