@@ -16,6 +16,7 @@ those."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -85,15 +86,21 @@ class RunScopedDaskExecutor(dg.Executor):
                         for step_input in step.step_inputs
                         for key in step_input.dependency_keys
                     ]
-                    future = client.submit(
+                    # The step's arguments travel bound to the function, not as submit()'s own
+                    # arguments: dask walks those looking for other tasks, and iterating some of
+                    # Dagster's records (the execution state of a partitioned run) raises.
+                    task = functools.partial(
                         query_on_dask_worker,
+                        recon_job=plan_context.reconstructable_job,
+                        dagster_run=plan_context.dagster_run,
+                        run_config=plan_context.run_config,
+                        step_keys=[step.key],
+                        instance_ref=instance_ref,
+                        known_state=execution_plan.known_state,
+                    )
+                    future = client.submit(
+                        task,
                         upstream,
-                        plan_context.reconstructable_job,
-                        plan_context.dagster_run,
-                        plan_context.run_config,
-                        [step.key],
-                        instance_ref,
-                        execution_plan.known_state,
                         key=task_key(job_name, step.key, run_id),
                         resources=get_dask_resource_requirements(step.tags),
                         # Never reuse a result: a step must run every time its run asks.

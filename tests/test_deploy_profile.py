@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,6 +167,17 @@ def _wait_done(run_ids: list[str], daemon: subprocess.Popen[bytes], log: Path) -
             time.sleep(0.5)
 
 
+def _run_ids(tag: str, values: tuple[str, ...] | list[str]) -> list[str]:
+    """The ids of the runs tagged tag=value, one per value."""
+    with dg.DagsterInstance.get() as instance:
+        ids = []
+        for value in values:
+            found = instance.get_run_ids(dg.RunsFilter(tags={tag: value}))
+            assert len(found) == 1, (tag, value, found)
+            ids.extend(found)
+    return ids
+
+
 def _errors(instance: dg.DagsterInstance, run_id: str) -> str:
     """A failed run's error events, for the assertion message."""
     lines = []
@@ -181,14 +191,17 @@ def _errors(instance: dg.DagsterInstance, run_id: str) -> str:
     return ": " + "\n".join(lines)[-3000:]
 
 
-def _launch(workspace: Path, job: str, runs: dict[str, dict[str, object]], log: Path) -> None:
-    """`dagster job launch` for each run (run id: run config), all at once: each submits its
-    run to the instance's queue and returns."""
+Launch = tuple[dict[str, object], dict[str, str]]  # a run's config and tags
+
+
+def _launch(workspace: Path, job: str, runs: list[Launch], log: Path) -> None:
+    """`dagster job launch` for each run, all at once: each submits its run to the instance's
+    queue and returns."""
     procs = []
     with open(log, "ab") as out:
-        for run_id, config in runs.items():
+        for config, tags in runs:
             cmd = [str(BIN / "dagster"), "job", "launch", "-w", str(workspace), "-j", job]
-            cmd += ["--run-id", run_id, "--config-json", json.dumps(config)]
+            cmd += ["--config-json", json.dumps(config), "--tags", json.dumps(tags)]
             procs.append(
                 subprocess.Popen(
                     cmd, cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=out
@@ -219,25 +232,144 @@ def test_two_runs_execute_at_once_on_dask_workers(
     notes = tmp_path / "notes"
     notes.mkdir()
     workspace = _workspace(tmp_path, "tests.deploy_tiny")
-    runs = {label: str(uuid.uuid4()) for label in ("a", "b")}
-    configs: dict[str, dict[str, object]] = {}
-    for label, run_id in runs.items():
+    labels = ("a", "b")
+    launches: list[Launch] = []
+    for label in labels:
         cfg = {"folder": str(notes), "label": label, "peers": 2}
-        configs[run_id] = {"ops": {"first": {"config": cfg}, "second": {"config": cfg}}}
+        launches.append(
+            ({"ops": {"first": {"config": cfg}, "second": {"config": cfg}}}, {"t": label})
+        )
     log = tmp_path / "daemon.log"
     with _daemon(workspace, log) as daemon:
-        _launch(workspace, "tiny", configs, tmp_path / "launch.log")
-        states = _wait_done(list(runs.values()), daemon, log)
+        _launch(workspace, "tiny", launches, tmp_path / "launch.log")
+        states = _wait_done(_run_ids("t", labels), daemon, log)
     assert set(states.values()) == {"SUCCESS"}, "\n".join(states.values())
     first = {
         label: (_note(notes, label, "first", "start"), _note(notes, label, "first", "end"))
-        for label in runs
+        for label in labels
     }
     # Overlap: each first step started before either ended.
     assert max(s[0] for s, _ in first.values()) < min(e[0] for _, e in first.values())
-    for label in runs:
+    for label in labels:
         (start, _), (end, _) = first[label]
         assert start < end <= _note(notes, label, "second", "start")[0]
     # The steps ran on the cluster's workers: the two waiting at once, on two of them.
     workers = {s[1] for s, _ in first.values()}
     assert len(workers) == 2 and all(w.startswith("tcp://127.0.0.1:") for w in workers)
+
+
+# Two research sessions at once through the profile, as the UI starts them: a `research_round`
+# run launched for each session's partition with the session's question, then the driver sensor
+# (in the daemon) queues their next rounds and reports. MOLE_DB is the store both share.
+
+SESSION_QUESTIONS = (
+    "Does green tea affect sleep and stroke risk?",
+    "Is green tea extract a liver toxin?",
+)
+
+
+@pytest.fixture
+def store_url(pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The store both sessions write, on the test's PostgreSQL database."""
+    # Until the Postgres store (issue 14, part 1) is merged: a postgresql:// MOLE_DB would be
+    # taken for a DuckDB file name.
+    pytest.importorskip("mole_dag.store.pg", reason="the store has no PostgreSQL backend yet")
+    monkeypatch.setenv("MOLE_DB", pg_dsn)
+    return pg_dsn
+
+
+@pytest.fixture
+def sessions_scheduler(
+    store_url: str, scale_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """As `scheduler`, with MOLE_DB set first, and the driver sensor looking every second."""
+    monkeypatch.setenv("MOLE_DRIVER_INTERVAL_S", "1")
+    with dask_cluster(tmp_path / "dask", workers=2) as address:
+        monkeypatch.setenv("MOLE_DASK_SCHEDULER", address)
+        yield address
+
+
+def _wait_sessions(
+    sids: list[str], daemon: subprocess.Popen[bytes], log: Path
+) -> dict[str, list[dg.DagsterRun]]:
+    """Until every run of the sessions' partitions is done and none is queued or running, and
+    the store says each session has finished; fails at the first failed run."""
+    from mole_dag.store import Store
+
+    deadline = time.monotonic() + 2 * RUN_TIMEOUT_S
+    with dg.DagsterInstance.get() as instance:
+        while True:
+            runs = {
+                sid: list(instance.get_runs(dg.RunsFilter(tags={"dagster/partition": sid})))
+                for sid in sids
+            }
+            for sid_runs in runs.values():
+                for run in sid_runs:
+                    if run.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
+                        raise AssertionError(
+                            f"run {run.job_name} failed{_errors(instance, run.run_id)}"
+                        )
+            idle = all(r.status == dg.DagsterRunStatus.SUCCESS for rs in runs.values() for r in rs)
+            if idle:
+                with Store(os.environ["MOLE_DB"]) as st:
+                    status = {
+                        r["id"]: r["status"] for r in st.rows("SELECT id, status FROM sessions")
+                    }
+                if all(status.get(sid) == "done" for sid in sids):
+                    return runs
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text(errors="replace")[-3000:]
+                states = {
+                    sid: [(r.job_name, r.status.value) for r in rs] for sid, rs in runs.items()
+                }
+                raise AssertionError(f"sessions not done: {states}\n{tail}")
+            time.sleep(1.0)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_two_sessions_at_once_through_the_profile(
+    sessions_scheduler: str, store_url: str, scale_home: Path, tmp_path: Path, mini_corpus: Path
+) -> None:
+    from assets.partitions import SESSIONS
+    from mole_dag.budget import Ledger
+    from mole_dag.budget.ledger import new_session_id
+    from mole_dag.store import Store
+
+    sids = [new_session_id() for _ in SESSION_QUESTIONS]
+    assert len(set(sids)) == 2
+    with dg.DagsterInstance.get() as instance:
+        instance.add_dynamic_partitions(SESSIONS, sids)
+    workspace = PROFILE / "workspace.yaml"
+    launches: list[Launch] = []
+    for sid, question in zip(sids, SESSION_QUESTIONS, strict=True):
+        cfg = {"question": question, "tokens": "10000", "corpus": str(mini_corpus)}
+        launches.append(({"ops": {"session": {"config": cfg}}}, {"dagster/partition": sid}))
+    # Both queued before the daemon starts: it dequeues and launches them together.
+    _launch(workspace, "research_round", launches, tmp_path / "launch.log")
+    log = tmp_path / "daemon.log"
+    with _daemon(workspace, log) as daemon:
+        runs = _wait_sessions(sids, daemon, log)
+    with Store(store_url) as st:
+        for sid in sids:
+            claims = st.scalar("SELECT count(*) FROM claims WHERE session_id = $s", {"s": sid})
+            assert claims and claims > 0, sid
+            verified = Ledger(st).verify(sid)
+            assert verified.ok, verified.explain()
+    for sid, sid_runs in runs.items():
+        jobs = sorted(r.job_name for r in sid_runs)
+        assert jobs.count("research_report") == 1 and "research_round" in jobs, (sid, jobs)
+    # The two sessions' first rounds ran at the same time (both launched before the daemon
+    # could start either; each takes seconds on the workers).
+    with dg.DagsterInstance.get() as instance:
+        firsts = []
+        for sid in sids:
+            records = instance.get_run_records(
+                dg.RunsFilter(tags={"dagster/partition": sid}, job_name="research_round"),
+                order_by="create_timestamp",
+                ascending=True,
+                limit=1,
+            )
+            firsts.append((records[0].start_time, records[0].end_time))
+    assert all(s is not None and e is not None for s, e in firsts)
+    assert max(s for s, _ in firsts) < min(e for _, e in firsts)  # type: ignore[type-var]
