@@ -177,6 +177,15 @@ def pg_bindir() -> Path:
     return bindir
 
 
+def _close_store_pool(url: str) -> None:
+    """Close this process's connection pool for the database, if the store opened one."""
+    try:
+        from mole_dag.store import pg
+    except ImportError:  # a store without the PostgreSQL backend
+        return
+    pg.close_url(url)
+
+
 def with_dbname(dsn: str, dbname: str) -> str:
     """The same server URL with another database."""
     parts = urlsplit(dsn)
@@ -194,9 +203,11 @@ def pg_dsn(pg_superuser_dsn: str) -> Iterator[str]:
     name = f"mole_t_{secrets.token_hex(6)}"
     with psycopg.connect(pg_superuser_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = with_dbname(pg_superuser_dsn, name)
     try:
-        yield with_dbname(pg_superuser_dsn, name)
+        yield url
     finally:
+        _close_store_pool(url)
         with psycopg.connect(pg_superuser_dsn, autocommit=True) as conn:
             # FORCE: a pool or a Dagster process the test left open must not keep it alive.
             conn.execute(
