@@ -41,9 +41,33 @@ def _isolated_home(
     return home
 
 
+# The store's two backends (issue 14). A test marked `both_backends` that uses `store_target`
+# (directly, or through `store` / `ledger`) runs once on a DuckDB file and once on a fresh
+# Postgres database; the Postgres case skips with the reason where no server is available
+# (never in CI: .ci/run starts one and sets MOLE_REQUIRE_PG).
+BACKENDS = ("duckdb", "postgres")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("both_backends") and (
+        "store_target" in metafunc.fixturenames
+    ):
+        metafunc.parametrize("store_target", BACKENDS, indirect=True)
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "test.duckdb")
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the test's store lives: a DuckDB file by default, a Postgres URL for the
+    `postgres` case of a `both_backends` test."""
+    backend = getattr(request, "param", "duckdb")
+    if backend == "duckdb":
+        return str(tmp_path / "test.duckdb")
+    return str(request.getfixturevalue("pg_dsn"))
+
+
+@pytest.fixture
+def store(store_target: str) -> Iterator[Store]:
+    s = Store(store_target)
     yield s
     s.close()
 
@@ -151,7 +175,7 @@ def pg_superuser_dsn() -> Iterator[str]:
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        _pg_unavailable("psycopg not installed: pip install -e '.[scale]' (or '.[dev]')")
+        _pg_unavailable("psycopg not installed: pip install -e '.[postgres]' (or '.[dev]')")
     given = os.environ.get("MOLE_TEST_PG_DSN")
     if given:
         yield given
@@ -178,11 +202,9 @@ def pg_bindir() -> Path:
 
 
 def _close_store_pool(url: str) -> None:
-    """Close this process's connection pool for the database, if the store opened one."""
-    try:
-        from mole_dag.store import pg
-    except ImportError:  # a store without the PostgreSQL backend
-        return
+    """Close this process's connection pool for the database (the store keeps one per URL)."""
+    from mole_dag.store import pg
+
     pg.close_url(url)
 
 

@@ -271,9 +271,6 @@ SESSION_QUESTIONS = (
 @pytest.fixture
 def store_url(pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """The store both sessions write, on the test's PostgreSQL database."""
-    # Until the Postgres store (issue 14, part 1) is merged: a postgresql:// MOLE_DB would be
-    # taken for a DuckDB file name.
-    pytest.importorskip("mole_dag.store.pg", reason="the store has no PostgreSQL backend yet")
     monkeypatch.setenv("MOLE_DB", pg_dsn)
     return pg_dsn
 
