@@ -27,6 +27,13 @@ def _isolated_home(
     monkeypatch.setenv("MOLE_HOME", str(home))
     monkeypatch.delenv("MOLE_DB", raising=False)
     monkeypatch.delenv("MOLE_PROVIDER", raising=False)
+    # `make test` exports DAGSTER_HOME=<checkout>/.mole/dagster, which a fresh clone (CI) has not
+    # made: a `mole` subprocess that inherited it refused to run. Without it the CLI uses the
+    # test's MOLE_HOME/dagster; tests that want their own set it (the dagster_home fixture).
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    # The scale-out profile's variables, if the developer's shell has them.
+    for var in ("MOLE_DAGSTER_PG_URL", "MOLE_DASK_SCHEDULER", "MOLE_DRIVER_INTERVAL_S"):
+        monkeypatch.delenv(var, raising=False)
     # Search settings (issue 4): never the developer's own config file or API keys.
     monkeypatch.setenv("MOLE_CONFIG", str(home / "config.json"))
     for var in (
