@@ -4,9 +4,12 @@ dagster-dask submits every step to the dask scheduler under the key "<job>.<step
 are global to the scheduler, so when two runs of the same job share one cluster (two sessions'
 `research_round` at once: the point of this profile), the second run's steps are taken to be the
 first run's tasks and are never executed; the second run is then reported as having done what
-the first one did (dagster-io/dagster#21418, closed unfixed). This executor is dagster-dask's
-with one change, the run id in the key; the step itself still runs through dagster-dask's
-`query_on_dask_worker`, in a worker process, against the instance's (PostgreSQL) storage.
+the first one did (dagster-io/dagster#21418, closed unfixed). And dask walks the arguments of
+`submit()` looking for other tasks, iterating tuples, which Dagster's records refuse (a
+partitioned run's execution state raised there). This executor is dagster-dask's with those two
+changes: the run id in the key, and the step's arguments bound to the task function. The step
+itself still runs through dagster-dask's `query_on_dask_worker`, in a worker process, against
+the instance's (PostgreSQL) storage.
 
 Only the two cluster kinds the profile uses are offered: `existing` (a scheduler address; the
 default is $MOLE_DASK_SCHEDULER, read when the run starts) and `local` (a LocalCluster of the run's
@@ -74,7 +77,26 @@ class RunScopedDaskExecutor(dg.Executor):
         job_name = plan_context.job_name
         run_id = plan_context.dagster_run.run_id
         instance_ref = plan_context.instance.get_ref()
-        with dask.distributed.Client(self._cluster()) as client:
+        cluster = self._cluster()
+        try:
+            yield from self._submit_and_wait(
+                cluster, plan_context, execution_plan, job_name, run_id, instance_ref
+            )
+        finally:
+            # A LocalCluster is this run's own; an existing scheduler is left as it was.
+            if isinstance(cluster, dask.distributed.LocalCluster):
+                cluster.close()
+
+    def _submit_and_wait(
+        self,
+        cluster: Any,
+        plan_context: PlanOrchestrationContext,
+        execution_plan: ExecutionPlan,
+        job_name: str,
+        run_id: str,
+        instance_ref: Any,
+    ) -> Iterator[dg.DagsterEvent]:
+        with dask.distributed.Client(cluster) as client:
             futures: list[Any] = []
             by_step: dict[str, Any] = {}
             for level in execution_plan.get_steps_to_execute_by_level():

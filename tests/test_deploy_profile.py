@@ -370,3 +370,53 @@ def test_two_sessions_at_once_through_the_profile(
             firsts.append((records[0].start_time, records[0].end_time))
     assert all(s is not None and e is not None for s, e in firsts)
     assert max(s for s, _ in firsts) < min(e for _, e in firsts)  # type: ignore[type-var]
+
+
+def test_a_run_on_a_local_cluster_of_its_own(scale_home: Path, tmp_path: Path) -> None:
+    """The executor's `local` kind (trying the profile on one machine): the run starts a
+    LocalCluster, its steps run on that cluster's worker, and the cluster is closed after."""
+    import psutil
+
+    from tests.deploy_tiny import tiny
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    cfg = {"folder": str(notes), "label": "solo", "peers": 1}
+    run_config = {
+        "execution": {
+            "config": {"cluster": {"local": {"n_workers": 1, "dashboard_address": ":0"}}}
+        },
+        "ops": {"first": {"config": cfg}, "second": {"config": cfg}},
+    }
+
+    def children() -> dict[int, str]:
+        # Not the PostgreSQL server's processes (its backends come and go with connections), nor
+        # multiprocessing's resource tracker (started with the first spawned process, it stays
+        # for the life of this one, by design).
+        found = {}
+        for proc in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):  # it may end while being looked at
+                cmd = " ".join(proc.cmdline()[:4])
+                if (
+                    proc.name() != "postgres"
+                    and proc.status() != psutil.STATUS_ZOMBIE
+                    and "multiprocessing.resource_tracker" not in cmd
+                ):
+                    found[proc.pid] = cmd
+        return found
+
+    before = children()
+    with dg.DagsterInstance.get() as instance:
+        result = dg.execute_job(dg.reconstructable(tiny), instance=instance, run_config=run_config)
+        assert result.success, _errors(instance, result.run_id)
+    (start, worker), (end, _) = (
+        _note(notes, "solo", "first", "start"),
+        _note(notes, "solo", "first", "end"),
+    )
+    assert start < end <= _note(notes, "solo", "second", "start")[0]
+    assert worker.startswith("tcp://127.0.0.1:")
+    # The cluster's worker processes are gone with it.
+    deadline = time.monotonic() + 30
+    while left := {pid: cmd for pid, cmd in children().items() if pid not in before}:
+        assert time.monotonic() < deadline, f"the run's LocalCluster left processes: {left}"
+        time.sleep(0.2)
