@@ -12,7 +12,7 @@ export DAGSTER_HOME := $(MOLE_HOME)/dagster
 # Extra flags for `dagster dev`, e.g. make dev DEV_ARGS="-p 3001"
 DEV_ARGS ?=
 
-.PHONY: demo test dev lint bench qa clean
+.PHONY: demo test dev scale-dev lint bench qa clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,17 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 
 dev: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dagster dev -w workspace.yaml $(DEV_ARGS)
+
+# The scale-out profile (deploy/README.md): Dagster on PostgreSQL, steps on a dask cluster. Needs
+# MOLE_DB, MOLE_DAGSTER_PG_URL and MOLE_DASK_SCHEDULER set; its instance is a folder of its own.
+SCALE_HOME := $(MOLE_HOME)/dagster-scale
+
+$(SCALE_HOME)/dagster.yaml: deploy/dagster.yaml
+	@mkdir -p $(SCALE_HOME)
+	cp deploy/dagster.yaml $@
+
+scale-dev: $(STAMP) $(SCALE_HOME)/dagster.yaml
+	DAGSTER_HOME=$(SCALE_HOME) $(BIN)/dagster dev -w deploy/workspace.yaml $(DEV_ARGS)
 
 # Lint, format and types, as CI runs them (the import layers are a test: tests/test_layers.py).
 lint: $(STAMP)

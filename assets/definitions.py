@@ -1,5 +1,6 @@
 """The Dagster definitions: `dagster dev` (via workspace.yaml), `dagster asset materialize -m
-assets.definitions`, and the `mole` CLI all load this one object."""
+assets.definitions`, and the `mole` CLI all load this one object. The scale-out profile
+(deploy/definitions.py) builds the same definitions with another executor."""
 
 from __future__ import annotations
 
@@ -13,16 +14,21 @@ from assets.models import MODEL_ASSETS
 from assets.research import ALL_ASSETS
 from mole_dag.resources import BudgetResource, StoreResource
 
-_store = StoreResource()
 
-defs = dg.Definitions(
-    assets=[*ALL_ASSETS, regrounding, *MODEL_ASSETS],
-    asset_checks=ALL_CHECKS,
-    jobs=[research_round, research_report, reground_job],
-    schedules=[reground_schedule],
-    sensors=[research_driver],
-    resources={"store": _store, "budget": BudgetResource(store=_store)},
-    # DuckDB allows one writing process per file: steps of a run execute in the run's own
-    # process, one after another.
-    executor=dg.in_process_executor,
-)
+def build_definitions(executor: dg.ExecutorDefinition) -> dg.Definitions:
+    """The project's assets, checks, jobs, schedule, sensor and resources, run by `executor`."""
+    store = StoreResource()
+    return dg.Definitions(
+        assets=[*ALL_ASSETS, regrounding, *MODEL_ASSETS],
+        asset_checks=ALL_CHECKS,
+        jobs=[research_round, research_report, reground_job],
+        schedules=[reground_schedule],
+        sensors=[research_driver],
+        resources={"store": store, "budget": BudgetResource(store=store)},
+        executor=executor,
+    )
+
+
+# DuckDB allows one writing process per file: steps of a run execute in the run's own process,
+# one after another.
+defs = build_definitions(dg.in_process_executor)

@@ -4,6 +4,8 @@ round while the planner has work and budget, then the report. This sensor does, 
 time per session, with the round driver's decision (mole_dag.driver.next_step); it never
 touches sessions the CLI drives."""
 
+import os
+
 import dagster as dg
 
 from assets.jobs import research_report, research_round
@@ -14,6 +16,11 @@ from mole_dag.resources import StoreResource
 from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, StoreError, q
 from mole_dag.store.records import SessionRow
+
+# How often the sensor looks for sessions to drive: MOLE_DRIVER_INTERVAL_S, read when the
+# definitions load (the daemon's sensor loop itself runs at most every 5 s). 30 s is a guess: a
+# round takes longer than that, so a shorter wait gains little and costs a store read each time.
+INTERVAL_S = int(os.environ.get("MOLE_DRIVER_INTERVAL_S") or 30)
 
 ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -32,7 +39,7 @@ def _busy(instance: dg.DagsterInstance, sid: str) -> bool:
 
 @dg.sensor(
     name="research_driver",
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=INTERVAL_S,
     jobs=[research_round, research_report],
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Runs the next round (or the report) of sessions launched from the UI.",

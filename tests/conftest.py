@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from mole_dag.budget import Ledger
 from mole_dag.paths import PROJECT_ROOT
 from mole_dag.store import Store
+from tests import pg_server
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -23,6 +27,13 @@ def _isolated_home(
     monkeypatch.setenv("MOLE_HOME", str(home))
     monkeypatch.delenv("MOLE_DB", raising=False)
     monkeypatch.delenv("MOLE_PROVIDER", raising=False)
+    # `make test` exports DAGSTER_HOME=<checkout>/.mole/dagster, which a fresh clone (CI) has not
+    # made: a `mole` subprocess that inherited it refused to run. Without it the CLI uses the
+    # test's MOLE_HOME/dagster; tests that want their own set it (the dagster_home fixture).
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    # The scale-out profile's variables, if the developer's shell has them.
+    for var in ("MOLE_DAGSTER_PG_URL", "MOLE_DASK_SCHEDULER", "MOLE_DRIVER_INTERVAL_S"):
+        monkeypatch.delenv(var, raising=False)
     # Search settings (issue 4): never the developer's own config file or API keys.
     monkeypatch.setenv("MOLE_CONFIG", str(home / "config.json"))
     for var in (
@@ -153,27 +164,81 @@ def dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-# -- Postgres (temporary: until the shared server fixture lands) ------------------------------
+# PostgreSQL (issue 14). One server per test process (each pytest-xdist worker starts its own,
+# ~1 s), one fresh database per test. CI starts a server itself and passes its superuser DSN in
+# MOLE_TEST_PG_DSN, with MOLE_REQUIRE_PG=1 so a missing server fails instead of skipping.
+
+
+def _pg_unavailable(reason: str) -> None:
+    if os.environ.get("MOLE_REQUIRE_PG") == "1":
+        pytest.fail(f"{reason} (MOLE_REQUIRE_PG=1: PostgreSQL tests may not skip)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def pg_superuser_dsn() -> Iterator[str]:
+    """A superuser DSN (postgresql://...) of a running server: CI's, else a private one this
+    process starts on 127.0.0.1 and always stops at the end of the session."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _pg_unavailable("psycopg not installed: pip install -e '.[postgres]' (or '.[dev]')")
+    given = os.environ.get("MOLE_TEST_PG_DSN")
+    if given:
+        yield given
+        return
+    try:
+        server = pg_server.start()
+    except pg_server.PgUnavailable as exc:
+        _pg_unavailable(str(exc))
+        raise AssertionError("unreachable") from exc
+    try:
+        yield server.dsn
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_bindir() -> Path:
+    """The PostgreSQL binaries' folder, for tests that start servers of their own."""
+    bindir = pg_server.find_bindir()
+    if bindir is None:
+        _pg_unavailable("PostgreSQL not installed: no initdb/postgres/pg_isready found")
+        raise AssertionError("unreachable")
+    return bindir
+
+
+def _close_store_pool(url: str) -> None:
+    """Close this process's connection pool for the database (the store keeps one per URL)."""
+    from mole_dag.store import pg
+
+    pg.close_url(url)
+
+
+def with_dbname(dsn: str, dbname: str) -> str:
+    """The same server URL with another database."""
+    parts = urlsplit(dsn)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ValueError(f"expected a postgresql:// URL, got scheme {parts.scheme!r}")
+    return urlunsplit(parts._replace(path=f"/{dbname}"))
 
 
 @pytest.fixture
-def pg_dsn() -> Iterator[str]:
-    import os
-    import uuid
-
-    admin = os.environ.get("MOLE_TEST_PG_DSN")
-    if not admin:
-        pytest.skip("no PostgreSQL server: set MOLE_TEST_PG_DSN")
+def pg_dsn(pg_superuser_dsn: str) -> Iterator[str]:
+    """A fresh, empty database for this test (postgresql://... URL), dropped after it."""
     import psycopg
+    from psycopg import sql
 
-    from mole_dag.store import pg
-
-    name = f"mole_t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    base = admin.rsplit("/", 1)[0]
-    url = f"{base}/{name}"
-    yield url
-    pg.close_url(url)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    name = f"mole_t_{secrets.token_hex(6)}"
+    with psycopg.connect(pg_superuser_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = with_dbname(pg_superuser_dsn, name)
+    try:
+        yield url
+    finally:
+        _close_store_pool(url)
+        with psycopg.connect(pg_superuser_dsn, autocommit=True) as conn:
+            # FORCE: a pool or a Dagster process the test left open must not keep it alive.
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
