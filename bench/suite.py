@@ -23,8 +23,9 @@ The interface a benchmark script keeps to be part of the suite (bench/README.md 
   is marked in the table and the suite exits 1. Timing figures carry no limit: the machine is
   shared and noisy, so they are compared as ratios, never asserted.
 
-Each script runs `--repeat` times (3; 1 with --quick) as its own process, one after another;
-each figure's median over those runs is reported with its spread. A script that exceeds its
+Each script runs `--repeat` times (3, or fewer where a script says so in SUITE below; 1 with
+--quick) as its own process, one after another; each figure's median over those runs is
+reported with its spread. A script that exceeds its
 time limit is stopped and reported, and the suite goes on.
 
 results.json keeps one reference per mode (`full`, `quick`: sizes differ, so they are never
@@ -65,20 +66,27 @@ class Bench:
     quick_args: tuple[str, ...] = ()
     # Seconds per run before the run is stopped (full mode; quick mode takes a third).
     timeout_s: float = 600.0
+    # Runs of this script when --repeat is not given, instead of the suite's 3 (quick: 1): for a
+    # script that takes its own --runs and reports medians over them, and is too long to repeat.
+    repeat: int | None = None
 
 
 # The issue-14 set, in the order they run. Sizes are chosen so that `make bench` stays under
 # ~20 minutes on two shared cores (BENCHMARKS.md records the suite's own wall time).
 SUITE: tuple[Bench, ...] = (
+    # DuckDB across processes manages a few pairs per second (each hand-over of the file costs
+    # a checkpoint and an open), so the sizes stay small: about 1-2 minutes a run.
     Bench(
         "ledger",
         "ledger_bench.py",
-        ("--runs", "1", "--pairs", "320"),
-        ("--runs", "1", "--pairs", "96"),
-        timeout_s=300,
+        ("--runs", "1", "--pairs", "160", "--stress-ops", "20"),
+        timeout_s=600,
     ),
-    Bench("batching", "batching_bench.py", ("--runs", "1", "--pairs", "120"), timeout_s=180),
-    Bench("session", "session_bench.py", ("--scaling", "--runs", "1"), timeout_s=900),
+    Bench("batching", "batching_bench.py", ("--runs", "1", "--pairs", "120"), timeout_s=300),
+    # Two recorded sessions and their replays (~260 and ~540 claims) take 4-8 minutes: one run
+    # of the script, with one replay per size and path (--runs 1); the counts are exact, the
+    # timings are the noisy part.
+    Bench("session", "session_bench.py", ("--scaling", "--runs", "1"), timeout_s=1500, repeat=1),
     Bench("bm25", "bm25_bench.py", timeout_s=900),
     Bench("quote_chunk", "quote_chunk_bench.py", timeout_s=600),
     Bench("verifier", "verifier_bench.py", timeout_s=600),
@@ -162,6 +170,7 @@ class Result:
     skipped: str = ""  # why it did not run (not there, no --json)
     failed: str = ""  # why a run failed (exit status, timeout, unreadable output)
     seconds: float = 0.0
+    repeat: int = 0
 
     def medians(self) -> dict[str, float]:
         names: list[str] = []
@@ -219,7 +228,7 @@ def run_bench(
     bench_dir: Path,
     *,
     quick: bool,
-    repeat: int,
+    repeat: int | None,
     python: str,
     log: Any = print,
 ) -> Result:
@@ -238,6 +247,9 @@ def run_bench(
     cmd += list(bench.quick_args if quick and bench.quick_args else bench.args)
     res.command = _display(cmd)
     timeout = bench.timeout_s / 3 if quick else bench.timeout_s
+    if repeat is None:
+        repeat = 1 if quick else (bench.repeat or 3)
+    res.repeat = repeat
     t0 = time.perf_counter()
     for i in range(repeat):
         log(f"-- {bench.name}: run {i + 1} of {repeat}: {res.command}", flush=True)
@@ -298,7 +310,7 @@ def _commit() -> str:
         return "unknown"
 
 
-def record(data: dict[str, Any], mode: str, results: Sequence[Result], repeat: int) -> None:
+def record(data: dict[str, Any], mode: str, results: Sequence[Result]) -> None:
     modes = data.setdefault("modes", {})
     entries = modes.setdefault(mode, {})
     when = datetime.now(UTC).strftime("%Y-%m-%d")
@@ -310,7 +322,7 @@ def record(data: dict[str, Any], mode: str, results: Sequence[Result], repeat: i
             "figures": {k: round(v, 6) for k, v in r.medians().items()},
             "units": r.meta("units"),
             "command": r.command,
-            "runs": repeat,
+            "runs": len(r.runs),
             "commit": commit,
             "date": when,
         }
@@ -382,7 +394,9 @@ def table(
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes, one run each")
-    ap.add_argument("--repeat", type=int, help="runs of each script (default 3, quick 1)")
+    ap.add_argument(
+        "--repeat", type=int, help="runs of each script (default 3, or the script's own; quick 1)"
+    )
     ap.add_argument("--only", nargs="+", metavar="NAME", help="run only these benchmarks")
     ap.add_argument("--record", action="store_true", help="store these medians as the reference")
     ap.add_argument("--list", action="store_true", help="list the suite and exit")
@@ -405,30 +419,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:
             ap.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
         suite = tuple(b for b in suite if b.name in args.only)
-    repeat = args.repeat or (1 if args.quick else 3)
     mode = "quick" if args.quick else "full"
     data = load_results(args.results)
     python = os.environ.get("MOLE_BENCH_PYTHON", sys.executable)
 
     t0 = time.perf_counter()
     results = [
-        run_bench(b, args.bench_dir, quick=args.quick, repeat=repeat, python=python) for b in suite
+        run_bench(b, args.bench_dir, quick=args.quick, repeat=args.repeat, python=python)
+        for b in suite
     ]
     total = time.perf_counter() - t0
     lines, bad = table(results, data, mode)
     print()
-    print(f"mode {mode}, {repeat} run(s) per benchmark, {total:.0f} s in all; ratios are against")
+    print(f"mode {mode}, {total:.0f} s in all; ratios are against")
     print(f"the {mode} figures recorded in {_display([str(args.results)])}.")
     print()
     print("\n".join(lines))
     print()
     for r in results:
         if r.command:
-            print(f"{r.bench.name}: {r.command}  ({r.seconds:.0f} s)")
+            print(f"{r.bench.name}: {r.command}  ({r.repeat} run(s), {r.seconds:.0f} s)")
     if bad:
         print("\nOutside a limit or failed:\n  " + "\n  ".join(bad))
     if args.record:
-        record(data, mode, results, repeat)
+        record(data, mode, results)
         args.results.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", "utf-8")
         print(f"\nrecorded the {mode} figures in {_display([str(args.results)])}")
     if args.json:

@@ -77,7 +77,7 @@ def _suite(tmp_path: Path) -> str:
     return json.dumps(
         [
             {"name": "fake", "script": "fake_bench.py", "args": ["--size", "10"]},
-            {"name": "plain", "script": "plain_bench.py"},
+            {"name": "plain", "script": "plain_bench.py", "repeat": 2},
             {"name": "old", "script": "old_bench.py"},
             {"name": "missing", "script": "missing_bench.py"},
             {"name": "over", "script": "over_bench.py"},
@@ -100,7 +100,9 @@ def _run(tmp_path: Path, *extra: str) -> int:
 
 
 def test_parse_output_reads_the_last_line_only() -> None:
-    out = suite.parse_output('{"figures": {"x": 1}}\nnoise\n{"figures": {"x": 2, "y": [1, 5, 3]}}\n')
+    out = suite.parse_output(
+        '{"figures": {"x": 1}}\nnoise\n{"figures": {"x": 2, "y": [1, 5, 3]}}\n'
+    )
     assert out.figures == {"x": 2.0, "y": 3.0}
     plain = suite.parse_output(json.dumps({"a": {"b": 2, "c": "text"}, "d": False}))
     assert plain.figures == {"a / b": 2.0, "d": 0.0}
@@ -116,9 +118,10 @@ def test_medians_ratios_record_and_skips(
     (tmp_path / "results.json").write_text(
         json.dumps({"version": 1, "modes": {"full": {"fake": {"figures": {"speed": 40.0}}}}})
     )
-    code = _run(tmp_path, "--repeat", "3", "--only", "fake", "plain", "old", "missing", "--json")
+    code = _run(tmp_path, "--only", "fake", "plain", "old", "missing", "--json")
     out = capsys.readouterr().out
     assert code == 0, out
+    assert "plain_bench.py --json  (2 run(s)" in out  # its own count; the others 3
     medians = json.loads(out.strip().splitlines()[-1])
     # Runs gave 10, 20, 30: the median is 20, half of the recorded 40.
     assert medians["fake"] == {"speed": 20.0, "overshoot": 0.0, "nested / ok": 1.0}
