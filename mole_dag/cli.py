@@ -52,7 +52,11 @@ def _fmt(amount: int, unit: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mole", description="Deep research with a budget the database enforces.")
-    p.add_argument("--db", help="the DuckDB store (default: .mole/mole.duckdb, or $MOLE_DB)")
+    p.add_argument(
+        "--db",
+        help="the store: a DuckDB file (default: .mole/mole.duckdb, or $MOLE_DB) or a "
+        "postgresql:// URL",
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("research", help="research a question within a hard budget")
@@ -186,7 +190,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.db:
-        os.environ["MOLE_DB"] = str(Path(args.db).expanduser().resolve())
+        os.environ["MOLE_DB"] = (
+            args.db
+            if args.db.startswith(("postgresql://", "postgres://"))
+            else str(Path(args.db).expanduser().resolve())
+        )
     try:
         if args.command == "research":
             return cmd_research(args)

@@ -60,8 +60,13 @@ def mole_home() -> Path:
     return (PROJECT_ROOT / ".mole" if in_checkout() else user_data_dir()).resolve()
 
 
-def default_store_path() -> Path:
-    return Path(os.environ.get("MOLE_DB", mole_home() / "mole.duckdb")).resolve()
+def default_store_path() -> Path | str:
+    """MOLE_DB, else the DuckDB file in the data folder. A postgresql:// URL is returned as it
+    is: the store on Postgres (issue 14)."""
+    target = os.environ.get("MOLE_DB")
+    if target and target.startswith(("postgresql://", "postgres://")):
+        return target
+    return Path(target or mole_home() / "mole.duckdb").resolve()
 
 
 def reports_dir() -> Path:

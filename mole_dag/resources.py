@@ -27,8 +27,9 @@ progress_log = logging.getLogger("mole.progress")
 
 
 class StoreResource(dg.ConfigurableResource):
-    """The DuckDB store. Empty `database` means $MOLE_DB, else `.mole/mole.duckdb`, resolved
-    when the run starts (so no machine path is baked into the definitions)."""
+    """The store: a DuckDB file or a postgresql:// URL. Empty `database` means $MOLE_DB, else
+    `.mole/mole.duckdb`, resolved when the run starts (so no machine path, and no database
+    password, is baked into the definitions or a run's config)."""
 
     database: str = ""
     # None: the store's default (MOLE_LOCK_WAIT, else 30 minutes).

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,6 +12,9 @@ from hypothesis import strategies as st
 from mole_dag.budget import BudgetExhausted, Ledger, LedgerError, Usage, escrow_for
 from mole_dag.core import CallStatus, Role, SessionStatus, Unit
 from mole_dag.store import Store, utcnow
+from tests.backends import CONSTRAINT_ERRORS
+
+pytestmark = pytest.mark.both_backends
 
 
 def test_session_sets_aside_fifteen_percent_escrow(ledger: Ledger) -> None:
@@ -165,7 +167,7 @@ def test_verify_detects_a_tampered_balance(ledger: Ledger) -> None:
 def test_the_schema_alone_refuses_an_overspend(ledger: Ledger) -> None:
     """Falsification of the application check: bypass it and the CHECK constraint still holds."""
     sid = ledger.create_session("q?", Unit.TOKENS, 1000).session_id
-    with pytest.raises(duckdb.ConstraintException), ledger.store.write() as cur:
+    with pytest.raises(CONSTRAINT_ERRORS), ledger.store.write() as cur:
         cur.execute("UPDATE sessions SET held = held + 851 WHERE id = ?", [sid])
 
 

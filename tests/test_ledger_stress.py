@@ -107,3 +107,61 @@ def test_sixteen_workers_never_exceed_the_total(
     finally:
         for s in stores:
             s.close()
+
+
+# -- several processes (issue 14) -------------------------------------------------------------
+
+PROCESSES = 4
+THREADS_PER_PROCESS = 4
+
+# One process of workers: tests/ledger_stress_worker.py (a script, run as its own process).
+_WORKER = Path(__file__).parent / "ledger_stress_worker.py"
+
+
+@pytest.mark.both_backends
+def test_several_processes_never_exceed_the_total(store_target: str) -> None:
+    """Workers in separate processes (on Postgres: what several machines do) hold and settle
+    against one session at once: overshoot 0, every call one row, the books verify."""
+    import json
+    import subprocess
+    import sys
+
+    store = Store(store_target)
+    total = 150_000  # well below what the workers ask for: refusals must happen
+    bal = Ledger(store).create_session("stress?", Unit.TOKENS, total)
+    store.close()
+    ops = 30
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(_WORKER),
+                store_target,
+                bal.session_id,
+                str(seed),
+                str(THREADS_PER_PROCESS),
+                str(ops),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in range(PROCESSES)
+    ]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err[-2000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert not [e for r in results for e in r["errors"]], results
+    counts = {k: sum(r["counts"][k] for r in results) for k in results[0]["counts"]}
+    ledger = Ledger(store)
+    final = ledger.balance(bal.session_id)
+    v = ledger.verify(bal.session_id)
+    assert v.ok, v.explain()
+    assert final.held == 0
+    assert final.spent + final.escrow <= total  # overshoot 0
+    assert counts["refused"] > 0 and counts["settled"] > 0 and counts["released"] > 0
+    rows = store.scalar("SELECT count(*) FROM tool_calls WHERE session_id = ?", [bal.session_id])
+    assert rows == counts["calls_made"] == counts["settled"] + counts["released"]
+    assert counts["calls_made"] + counts["refused"] == PROCESSES * THREADS_PER_PROCESS * ops

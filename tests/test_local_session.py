@@ -19,12 +19,16 @@ from mole_dag.store import Store
 QUESTION = "Does income differ by region and plan, and who renews?"
 
 
+@pytest.mark.both_backends
 def test_research_with_data_end_to_end(
+    store_target: str,
+    monkeypatch: pytest.MonkeyPatch,
     dagster_home: Path,
     survey_csv: Path,  # noqa: F811
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    monkeypatch.setenv("MOLE_DB", store_target)  # the gate and its crossings on either backend
     caplog.set_level(logging.DEBUG)
     rc = main(["research", QUESTION, "--usd", "0.50", "--data", str(survey_csv)])
     research = capsys.readouterr()

@@ -394,7 +394,7 @@ class Ledger:
         }
 
         def tx(cur: duckdb.DuckDBPyConnection) -> Settlement:
-            row = fetch_one(cur, CallRow, q("call_get"), {"id": reservation.id})
+            row = fetch_one(cur, CallRow, self.store.locked(q("call_get")), {"id": reservation.id})
             if row is None:
                 raise LedgerError(f"no reservation {reservation.id}")
             reserved, status, assumed = row.reserved, row.status, row.assumed
@@ -461,7 +461,7 @@ class Ledger:
         now = self.clock()
 
         def tx(cur: duckdb.DuckDBPyConnection) -> None:
-            row = fetch_one(cur, CallRow, q("call_get"), {"id": reservation.id})
+            row = fetch_one(cur, CallRow, self.store.locked(q("call_get")), {"id": reservation.id})
             if row is None:
                 raise LedgerError(f"no reservation {reservation.id}")
             status = row.status
@@ -502,7 +502,7 @@ class Ledger:
         now = self.clock()
 
         def tx(cur: duckdb.DuckDBPyConnection) -> None:
-            row = fetch_one(cur, CallRow, q("call_get"), {"id": reservation.id})
+            row = fetch_one(cur, CallRow, self.store.locked(q("call_get")), {"id": reservation.id})
             if row is None or row.status != CallStatus.RESERVED:
                 return
             cur.execute(
@@ -530,8 +530,12 @@ class Ledger:
             bal = self.balance(session_id)
             if bal.escrow_released:
                 return 0
-            cur.execute(q("session_release_escrow"), {"now": now, "session_id": session_id})
-            return bal.escrow
+            # The UPDATE's own check decides: on Postgres another machine may have released
+            # it since the read above, and then this one changed nothing.
+            changed = scalar(
+                cur, int, q("session_release_escrow"), {"now": now, "session_id": session_id}
+            )
+            return bal.escrow if changed else 0
 
         self._generation += 1  # the session is now reporting
         return self.store.transact(tx)

@@ -424,10 +424,27 @@ def _is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.TransactionException) or "Conflict" in str(exc)
 
 
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
 class Store:
     """A handle on one DuckDB file. Thread-safe; use `write()` or `transact` for transactions.
     Holds no connection: each unit of work opens the file and closes it (see the module's
     docstring)."""
+
+    def __new__(cls, path: str | os.PathLike[str], *args: Any, **kwargs: Any) -> Store:
+        """`Store(url)` with a postgresql:// URL is the same API on Postgres (store/pg.py)."""
+        if cls is Store and isinstance(path, str) and path.startswith(_POSTGRES_SCHEMES):
+            try:
+                from mole_dag.store.pg import PgStore  # psycopg is only needed for Postgres
+            except ImportError as exc:
+                raise StoreError(
+                    f"a Postgres store needs the postgres extra ({exc.name} is missing): "
+                    "pip install 'mole-dag[postgres]'"
+                ) from None
+
+            return super().__new__(PgStore)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -602,6 +619,13 @@ class Store:
             yield cur
         finally:
             self._file.release(cur)
+
+    def locked(self, sql: str, *, of: str | None = None) -> str:
+        """`sql` (a SELECT inside a write transaction) locking the rows it reads, for a
+        read-then-write that must not interleave with another writer's. On DuckDB the file has
+        one writer at a time, so the statement is unchanged (DuckDB has no FOR UPDATE);
+        Postgres adds the row locks (store/pg.py)."""
+        return sql
 
     def close(self) -> None:
         """Release the file now if nobody in this process uses it (rather than after it has

@@ -77,7 +77,7 @@ def settle_abandoned(store: Store, now: datetime, *, dead_owners: bool = True) -
 
     def tx(cur: duckdb.DuckDBPyConnection) -> int:
         n = 0
-        for r in fetch_all(cur, OpenReservationRow, q("open_reservations")):
+        for r in fetch_all(cur, OpenReservationRow, store.locked(q("open_reservations"), of="c")):
             alive = owner_alive(r.owner)
             abandoned = (
                 r.expires_at < now

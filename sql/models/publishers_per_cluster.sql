@@ -3,7 +3,7 @@
 SELECT
     cs.session_id,
     cs.cluster_id,
-    any_value(c.text) FILTER (WHERE cs.representative)  AS representative_text,
+    min(c.text) FILTER (WHERE cs.representative)        AS representative_text,  -- one row: any_value is not in Postgres 15
     count(*)                                             AS claims,
     count(DISTINCT s.publisher)                          AS publishers,
     string_agg(DISTINCT s.publisher, ', ' ORDER BY s.publisher) AS publisher_list,

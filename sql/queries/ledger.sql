@@ -79,7 +79,8 @@ SELECT
 FROM sessions s
 LEFT JOIN tool_calls c ON c.session_id = s.id
 WHERE s.id = $session_id
-GROUP BY ALL;
+-- Spelled out, not GROUP BY ALL: the same query runs on Postgres.
+GROUP BY s.id, s.total, s.spent, s.held, s.escrow, s.overrun;
 
 -- name: spend_by_role
 SELECT role, count(*) AS calls,

@@ -17,7 +17,7 @@ SELECT coalesce(max(seq), -1) + 1 FROM (
     SELECT seq FROM local_crossings WHERE session_id = $session_id
     UNION ALL
     SELECT seq FROM local_refusals WHERE session_id = $session_id
-);
+) AS seqs;  -- named: Postgres requires an alias
 
 -- name: local_crossing_insert
 INSERT INTO local_crossings (id, session_id, seq, kind, template, columns, sql, executed_sql,

@@ -413,7 +413,7 @@ ORDER BY e.kind, e.src_claim_id, e.dst_claim_id;
 -- name: trace_verdict_counts
 SELECT relation, decided_by, confirmed, count(*) AS n
 FROM pair_verdicts WHERE session_id = $session_id
-GROUP BY ALL ORDER BY relation, decided_by, confirmed;
+GROUP BY relation, decided_by, confirmed ORDER BY relation, decided_by, confirmed;
 
 -- name: trace_follow_ups
 SELECT id, query, depth, root_claim_id, because, status FROM leads
