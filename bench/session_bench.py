@@ -517,54 +517,73 @@ def replay(mode: str, corpus: Path, tape: Path, misses: list[str], tries: int = 
     raise ReplayMiss(f"the {mode} replay missed {tries} times in a row")
 
 
-def replays(
-    modes: tuple[str, ...], runs: int, corpus: Path, tape: Path, misses: list[str]
-) -> tuple[dict[str, list[Any]], int]:
-    """The replays of every path, from a recording that they follow (recorded again, up to
-    three times, when one path keeps missing). Returns them and the recordings made."""
-    for attempt in range(1, 4):
-        tape.unlink(missing_ok=True)
-        scale_run("record", corpus, tape)  # live: no cassette to miss
-        try:
-            return {m: [replay(m, corpus, tape, misses) for _ in range(runs)] for m in modes}, (
-                attempt
-            )
-        except ReplayMiss:
-            continue
-    raise SystemExit(f"no recording replayed: {misses[-1]}")
+class _Size:
+    """One corpus size: its corpus, its recording (redone when its replays keep missing), the
+    replays' results per path, and the misses."""
+
+    def __init__(self, work: Path, name: str, paragraphs: int) -> None:
+        self.name = name
+        self.corpus = synthetic_corpus(work / f"corpus-{name}", SCALE_DOCS, paragraphs)
+        self.tape = work / f"tape-{name}.jsonl"
+        self.recordings = 0
+        self.misses: list[str] = []
+        self.runs: dict[str, list[Any]] = {}
+        self.record()
+
+    def record(self) -> None:
+        self.tape.unlink(missing_ok=True)
+        scale_run("record", self.corpus, self.tape)  # live: no cassette to miss
+        self.recordings += 1
+
+    def replay(self, mode: str) -> None:
+        for _ in range(3):
+            try:
+                got = replay(mode, self.corpus, self.tape, self.misses)
+                self.runs.setdefault(mode, []).append(got)
+                return
+            except ReplayMiss:
+                # The recording itself took the rarer path: record again. What was measured
+                # on the old recording stays (it was a whole session of the same corpus).
+                self.record()
+        raise SystemExit(f"no recording of the {self.name} session replayed: {self.misses[-1]}")
+
+    def summary(self, modes: tuple[str, ...]) -> dict[str, Any]:
+        per_mode: dict[str, Any] = {}
+        for mode in modes:
+            got = self.runs[mode]
+            stages = sorted({s for g in got for s in g["stages"]})
+            per_mode[mode] = {
+                **{
+                    k: statistics.median(g[k] for g in got)
+                    for k in ("wall_s", "pipeline_s", "orchestration_s", "peak_rss_mb")
+                },
+                "before_first_stage_s": statistics.median(g["before_first_stage_s"] for g in got),
+                "stages": {
+                    s: statistics.median(g["stages"].get(s, 0.0) for g in got) for s in stages
+                },
+                "counts": got[-1]["counts"],
+                "status": got[-1]["status"],
+                "replay_misses": sum(1 for m in self.misses if m.startswith(f"{mode}:")),
+                "recordings": self.recordings,
+            }
+        return per_mode
 
 
 def scaling(runs: int, paragraphs: int, modes: tuple[str, ...]) -> dict[str, Any]:
+    """Both sizes recorded first, then replayed in alternating order (1x, 2x; then 2x, 1x; ...),
+    so that a machine whose load drifts during the bench does not land on one size only."""
     work = Path(tempfile.mkdtemp(prefix="mole-bench-corpus-"))
     try:
-        out: dict[str, Any] = {"paragraphs": paragraphs, "runs": runs, "sizes": {}}
-        for size, paras in (("1x", paragraphs), ("2x", 2 * paragraphs)):
-            corpus = synthetic_corpus(work / f"corpus-{size}", SCALE_DOCS, paras)
-            tape = work / f"tape-{size}.jsonl"
-            misses: list[str] = []
-            runs_of, recordings = replays(modes, runs, corpus, tape, misses)
-            per_mode: dict[str, Any] = {}
-            for mode in modes:
-                got = runs_of[mode]
-                stages = sorted({s for g in got for s in g["stages"]})
-                per_mode[mode] = {
-                    **{
-                        k: statistics.median(g[k] for g in got)
-                        for k in ("wall_s", "pipeline_s", "orchestration_s", "peak_rss_mb")
-                    },
-                    "before_first_stage_s": statistics.median(
-                        g["before_first_stage_s"] for g in got
-                    ),
-                    "stages": {
-                        s: statistics.median(g["stages"].get(s, 0.0) for g in got) for s in stages
-                    },
-                    "counts": got[0]["counts"],
-                    "status": got[0]["status"],
-                    "replay_misses": sum(1 for m in misses if m.startswith(f"{mode}:")),
-                    "recordings": recordings,
-                }
-            out["sizes"][size] = per_mode
-        return out
+        sizes = [_Size(work, "1x", paragraphs), _Size(work, "2x", 2 * paragraphs)]
+        for i in range(runs):
+            for size in sizes if i % 2 == 0 else sizes[::-1]:
+                for mode in modes:
+                    size.replay(mode)
+        return {
+            "paragraphs": paragraphs,
+            "runs": runs,
+            "sizes": {size.name: size.summary(modes) for size in sizes},
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
