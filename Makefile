@@ -56,8 +56,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The performance suite (bench/suite.py; ~20 min on two cores, figures in BENCHMARKS.md).
+# Extra flags: make bench BENCH_ARGS="--quick" (a few minutes), "--only ledger batching",
+# "--record" (store the medians as the reference in bench/results.json).
+BENCH_ARGS ?=
 bench: $(STAMP)
-	@for f in bench/*_bench.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	$(BIN)/python bench/suite.py $(BENCH_ARGS)
 
 # QA benchmark over ../shared/qa-dev (skips when absent): ~20 min, sessions one at a time.
 # Extra flags: make qa QA_ARGS="--only D01 D05 --repeat 2 --record"

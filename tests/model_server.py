@@ -241,7 +241,8 @@ def scripted(replies: Iterable[Reply]) -> Responder:
 
 _PASSAGE = re.compile(r"<passage>\n(.*)\n</passage>", re.DOTALL)
 _FINDING = re.compile(r"^(\d+)\. \(([^)]*)\) (.*)$", re.MULTILINE)
-_PAIR = re.compile(r"Pair (\d+)\nA: (.*)\nB: (.*)")
+_CLAIM = re.compile(r"^C(\d+): (.*)$", re.M)
+_PAIR = re.compile(r"^(\d+): C(\d+) / C(\d+)$", re.M)
 
 
 def _field(user: str, name: str) -> str:
@@ -317,12 +318,15 @@ class SimulatedModel:
                 claims.append({"text": "Too short to check.", "quote": first.split()[0]})
             return json.dumps({"claims": claims})
         if skill == "judge":
+            # Each claim is listed once ("C3: text"), the pairs name them ("0: C1 / C3").
+            claims = {m.group(1): m.group(2) for m in _CLAIM.finditer(user)}
             verdicts = []
             for m in _PAIR.finditer(user):
-                v = judge_pair(m.group(2), m.group(3))
-                verdicts.append(
-                    {"index": int(m.group(1)), "relation": v.relation, "rationale": v.rationale}
-                )
+                v = judge_pair(claims[m.group(2)], claims[m.group(3)])
+                verdict = {"index": int(m.group(1)), "relation": v.relation}
+                if v.relation != "neither":  # as the prompt asks: no rationale for neither
+                    verdict["rationale"] = v.rationale
+                verdicts.append(verdict)
             return json.dumps({"verdicts": verdicts})
         if skill == "write":
             # Sentences bound to finding numbers, as the prompt asks: one paraphrase-like

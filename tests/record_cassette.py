@@ -9,6 +9,7 @@ file written in the checkout is the cassette."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -24,6 +25,12 @@ USD = "0.05"
 # The key the recording was made with. Not a secret: the simulated server accepts anything,
 # and request headers are never written to a cassette.
 RECORDING_KEY = "sk-ant-recording-not-a-real-key"
+# The models the recording is made as, pinned rather than the registry's defaults of the day:
+# the tests over this cassette name them (`mole show`, decided_by), and their prices decide how
+# many grounding checks fit the released escrow, hence the confidence explanations the tests
+# expect. Re-recording after a prompt change (issue 14's judge prompt) then changes only what
+# the prompt changed.
+RECORDING_MODELS = {"cheap": "claude-haiku-4-5", "strong": "claude-sonnet-4-5"}
 
 
 def research_args(*extra: str) -> list[str]:
@@ -62,6 +69,10 @@ def main() -> int:
         ModelServer(SimulatedModel(throttle_first_mine=True)) as server,
     ):
         prepare_home(Path(tmp))
+        config = Path(tmp) / "config.json"
+        config.write_text(json.dumps({"anthropic": {"models": RECORDING_MODELS}}))
+        config.chmod(0o600)  # the config loader refuses a key file others can read
+        os.environ["MOLE_CONFIG"] = str(config)
         os.environ["ANTHROPIC_API_KEY"] = RECORDING_KEY
         os.environ["ANTHROPIC_BASE_URL"] = server.url
         out = Path(tmp) / "claude_session.jsonl"

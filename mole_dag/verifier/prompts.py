@@ -19,17 +19,21 @@ GROUND_MAX_TOKENS = 160
 MAX_PASSAGE_CHARS = 2400
 
 
+# The rationale is asked for only where it is read: it follows the relation in the answer, so it
+# cannot inform the verdict, and it is shown only on an edge (`mole trace`); "neither" makes no
+# edge. On the demo pairs it was a quarter of each pair's tokens (BENCHMARKS.md, "(issue 14)").
 JUDGE_SYSTEM = """\
-You compare pairs of claims taken from different sources. For each pair choose one relation:
+You compare pairs of claims from different sources. Claims are listed once (C1, C2, ...) and \
+each pair names two. For each pair choose one relation:
 - "contradicts": both cannot be true of the same thing (opposite directions, incompatible \
 numbers, one denies what the other asserts);
 - "duplicate_of": both make the same assertion, perhaps in different words;
 - "neither": anything else, including claims that are related, support each other, or where \
 one is more specific than the other.
 
-Reply with JSON only, no prose, one verdict per pair using the pair's index: \
+Reply with JSON only, no prose, one verdict per pair by its index: \
 {"verdicts": [{"index": 0, "relation": "contradicts|duplicate_of|neither", \
-"rationale": "at most 20 words"}]}"""
+"rationale": "at most 20 words; omit for neither"}]}"""
 
 
 GROUND_SYSTEM = """\
@@ -44,15 +48,33 @@ Reply with JSON only, no prose: {"verdict": "supported|unsupported|undecided", \
 "rationale": "at most 20 words"}"""
 
 
+def judge_user(pairs: list[tuple[str, str]]) -> str:
+    """The pairs as the judge reads them: each distinct claim once, then the pairs by number.
+
+    Why not each pair written out in full: a batch's pairs share claims (the retriever returns
+    up to 8 candidates per claim, in that order, so a batch is mostly one claim against its
+    candidates), and writing the shared claim into every pair was a third of a batch's input
+    (bench/batching_bench.py, BENCHMARKS.md "(issue 14)"). Each judgement still sees both
+    claims' whole text; only the repetition goes."""
+    number: dict[str, int] = {}
+    refs: list[tuple[int, int]] = []
+    for a, b in pairs:
+        ids = []
+        for text in (flat(a, MAX_CLAIM_CHARS), flat(b, MAX_CLAIM_CHARS)):
+            ids.append(number.setdefault(text, len(number) + 1))
+        refs.append((ids[0], ids[1]))
+    claims = "\n".join(f"C{n}: {text}" for text, n in number.items())
+    listed = "\n".join(f"{i}: C{x} / C{y}" for i, (x, y) in enumerate(refs))
+    return f"Claims\n{claims}\n\nPairs\n{listed}"
+
+
 def judge_call(pairs: list[tuple[str, str]]) -> Call:
-    blocks = [
-        f"Pair {i}\nA: {flat(a, MAX_CLAIM_CHARS)}\nB: {flat(b, MAX_CLAIM_CHARS)}"
-        for i, (a, b) in enumerate(pairs)
-    ]
+    # The output bound stays per pair at a verdict with its rationale, though "neither" (most
+    # verdicts) now comes without one: a batch whose pairs all build edges must still fit.
     max_tokens = JUDGE_BASE_TOKENS + JUDGE_TOKENS_PER_PAIR * max(len(pairs), 1)
     return Call(
         Tier.CHEAP,
-        (Message("user", "\n\n".join(blocks)),),
+        (Message("user", judge_user(pairs)),),
         max_tokens,
         system=JUDGE_SYSTEM,
         json=True,
