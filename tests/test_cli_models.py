@@ -47,10 +47,16 @@ def _recorded_spend(path: Path) -> tuple[int, int]:
     return total, answers
 
 
+@pytest.mark.both_backends
 def test_recorded_claude_session_replays_through_dagster(
-    dagster_home: Path, capsys: pytest.CaptureFixture[str]
+    store_target: str,
+    monkeypatch: pytest.MonkeyPatch,
+    dagster_home: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert CASSETTE.is_file(), "record it with: .venv/bin/python -m tests.record_cassette"
+    # The same recorded session on either store (issue 14): ledger, claims and report alike.
+    monkeypatch.setenv("MOLE_DB", store_target)
     code = cli.main(research_args("--provider", "cassette", "--cassette", str(CASSETTE)))
     out, err = capsys.readouterr()
     assert code == 0, err
