@@ -414,7 +414,7 @@ def main() -> int:
     ap.add_argument(
         "--quick",
         action="store_true",
-        help="1 run of 100 queries (still 10k documents): about half a minute",
+        help="1 run of 100 queries (still 10k documents): under a minute",
     )
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
