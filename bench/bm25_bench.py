@@ -23,11 +23,14 @@ Each side runs in a fresh subprocess, so its peak memory (VmHWM, see `_rss_mb`) 
 The query time excludes turning the query into terms (the same `terms()` call for every side).
 
     .venv/bin/python bench/bm25_bench.py [--runs 3] [--docs 10000] [--queries 200]
-        [--sentences 6] [--pages DIR] [--baseline DIR]
+        [--sentences 6] [--pages DIR] [--baseline DIR] [--json] [--quick]
 
 --baseline DIR measures the project and corpus sides again from another checkout
-(PYTHONPATH=DIR), e.g. the code before issue 14: `git archive main | tar -x -C DIR`. Absent
-pages folder: says so and exits 0."""
+(PYTHONPATH=DIR), e.g. the code before issue 14: `git archive main | tar -x -C DIR`. --json
+prints the project's figures and their ratios to bm25s as one JSON line at the end, for
+bench/suite.py (the issue's bound, query p50 and p95 within 1.5x of bm25s, as limits); --quick
+is one run of 100 queries, still at 10k documents. Absent pages folder or bm25s: says so in one
+line and exits 2."""
 
 from __future__ import annotations
 
@@ -274,13 +277,15 @@ def _pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
 
 
+def p50(s: dict[str, Any]) -> float:
+    return _pct(s["query_s"], 0.50) * 1e3
+
+
+def p95(s: dict[str, Any]) -> float:
+    return _pct(s["query_s"], 0.95) * 1e3
+
+
 def summarise(runs: list[dict[str, dict[str, Any]]], ref: str = "bm25s") -> None:
-    def p50(s: dict[str, Any]) -> float:
-        return _pct(s["query_s"], 0.50) * 1e3
-
-    def p95(s: dict[str, Any]) -> float:
-        return _pct(s["query_s"], 0.95) * 1e3
-
     cols: list[tuple[str, Any, str]] = [
         ("import s", lambda s: s["import_s"], ".2f"),
         ("index s", lambda s: s["index_s"], ".3f"),
@@ -315,31 +320,120 @@ def summarise(runs: list[dict[str, dict[str, Any]]], ref: str = "bm25s") -> None
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
+# The issue-14 bound: the project's query p50 and p95 at 10k documents within 1.5x of bm25s's.
+# A ratio measured in the same run, so a loaded machine slows both sides alike.
+QUERY_LIMIT = 1.5
+
+
+def figures(
+    runs: list[dict[str, dict[str, Any]]], args: argparse.Namespace, rank_differs: int
+) -> dict[str, Any]:
+    """The suite's JSON (bench/suite.py): the project's figures, its ratios to bm25s (medians
+    of the per-run ratios, as the table), the corpus open, and the baseline's when measured.
+    `rank_differs`: runs in which the project's top 10 differed from bm25s's (same formula)."""
+    fig: dict[str, float] = {}
+    units: dict[str, str] = {}
+    better: dict[str, str] = {}
+
+    def put(name: str, value: float, unit: str, good: str = "lower") -> None:
+        fig[name] = round(value, 6)
+        units[name] = unit
+        better[name] = good
+
+    def med(side: str, f: Callable[[dict[str, Any]], float]) -> float:
+        return statistics.median(f(r[side]) for r in runs)
+
+    def ratio(side: str, f: Callable[[dict[str, Any]], float], ref: str = "bm25s") -> float:
+        return statistics.median(f(r[side]) / f(r[ref]) for r in runs)
+
+    def index_s(s: dict[str, Any]) -> float:
+        return float(s["index_s"])
+
+    def peak(s: dict[str, Any]) -> float:
+        return float(s["peak_mb"])
+
+    prefixes = ["", "before: "] if args.baseline else [""]
+    for pre in prefixes:
+        side = pre + "project"
+        put(f"{pre}index s", med(side, index_s), "s")
+        put(f"{pre}query p50 ms", med(side, p50), "ms")
+        put(f"{pre}query p95 ms", med(side, p95), "ms")
+        put(f"{pre}peak MB", med(side, peak), "MB")
+        put(f"{pre}kept MB", med(side, lambda s: s["traced_mb"][1]), "MB")
+        put(f"{pre}index / bm25s", ratio(side, index_s), "x")
+        put(f"{pre}query p50 / bm25s", ratio(side, p50), "x")
+        put(f"{pre}query p95 / bm25s", ratio(side, p95), "x")
+        put(f"{pre}peak / bm25s", ratio(side, peak), "x")
+        put(f"{pre}corpus cold open s", med(pre + "corpus cold", index_s), "s")
+        put(f"{pre}corpus warm open s", med(pre + "corpus warm", index_s), "s")
+        put(f"{pre}corpus cold peak MB", med(pre + "corpus cold", peak), "MB")
+    # What wrapping bm25s would give instead (same scores, its own index): for the reader.
+    put(
+        "query p50 / bm25s same formula",
+        ratio("project", p50, "bm25s, same formula"),
+        "x",
+    )
+    put("bm25s query p50 ms", med("bm25s", p50), "ms")
+    put("bm25s query p95 ms", med("bm25s", p95), "ms")
+    put("bm25s index s", med("bm25s", index_s), "s")
+    notes = [
+        f"{args.docs} documents, {args.queries} queries, {len(runs)} run(s); ratios are "
+        "medians of per-run ratios to bm25s (defaults) measured in the same run"
+    ]
+    if not args.baseline:
+        notes.append("no --baseline DIR: the code before issue 14 was not measured")
+    if rank_differs:
+        notes.append(
+            f"the project ranked differently from bm25s (same formula) in {rank_differs} run(s)"
+        )
+    limit = {"max": QUERY_LIMIT}
+    return {
+        "figures": fig,
+        "units": units,
+        "better": better,
+        "limits": {"query p50 / bm25s": limit, "query p95 / bm25s": limit},
+        "notes": notes,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=3)
+    # --runs and --queries default to None so that --quick changes only what is not given.
+    ap.add_argument("--runs", type=int, help="default 3 (--quick: 1)")
     ap.add_argument("--docs", type=int, default=10_000)
-    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--queries", type=int, help="default 200 (--quick: 100)")
     ap.add_argument(
         "--sentences", type=int, default=6, help="the longest window, in sentences (1 to this)"
     )
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--pages", type=Path, default=PAGES)
     ap.add_argument("--baseline", type=Path, help="another checkout to measure too")
+    ap.add_argument(
+        "--json", action="store_true", help="end with one JSON line of figures (bench/suite.py)"
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="1 run of 100 queries (still 10k documents): under a minute",
+    )
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         side, data, folder, cache = args.worker
         worker(side, Path(data), folder, cache)
         return 0
+    args.runs = args.runs or (1 if args.quick else 3)
+    args.queries = args.queries or (100 if args.quick else 200)
+    # A missing prerequisite is one line and a failure: the suite shows that line, and a
+    # benchmark that measured nothing must not pass as one that did.
     if not args.pages.is_dir():
-        print(f"skipped: {args.pages} is absent (the saved pages live beside the project)")
-        return 0
+        print(f"{args.pages} is absent (the saved pages live beside the project)", file=sys.stderr)
+        return 2
     try:
         import bm25s  # noqa: F401
     except ImportError:
-        print("skipped: bm25s is not installed (.venv/bin/pip install bm25s)")
-        return 0
+        print("bm25s is not installed (the dev extra: make .venv/.installed)", file=sys.stderr)
+        return 2
     from mole_dag.text import terms
 
     t = time.perf_counter()
@@ -358,6 +452,7 @@ def main() -> int:
     if args.baseline:
         checkouts.insert(0, ("before: ", args.baseline.resolve()))
     runs: list[dict[str, dict[str, Any]]] = []
+    rank_differs = 0
     with tempfile.TemporaryDirectory(prefix="bm25-bench-") as tmp:
         data = Path(tmp) / "data.json"
         data.write_text(json.dumps({"docs": doc_terms, "queries": queries}), "utf-8")
@@ -378,6 +473,7 @@ def main() -> int:
             for name, s in got.items():
                 if "top" in s and ref is not None and s["top"] != ref:
                     print(f"  run {r + 1}: {name} ranks differently from bm25s (same formula)")
+                    rank_differs += name == "project"
                 s.pop("top", None)
             runs.append(got)
             print(
@@ -395,6 +491,8 @@ def main() -> int:
         "what loading the index costs before the first build (numpy for the project since "
         "issue 14, bm25s and its numpy and scipy.sparse for bm25s).",
     )
+    if args.json:
+        print(json.dumps(figures(runs, args, rank_differs)))
     return 0
 
 

@@ -4,10 +4,11 @@ Each page's bytes are decoded with the fetcher's charset detection (`decode_text
 with the web actor's `page_document`, as a fetched page would be; only the network is left out
 (bench/web_pages.py covers the fetch path). The pages are other people's text: read in place at
 bench time, never copied into the project. Absent folder: `page_texts()` returns an empty list and
-the caller says so."""
+the caller says so. $MOLE_WEB_PAGES names another folder (as bench/bm25_bench.py reads it)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from mole_dag.actors.web import page_document  # noqa: E402
 from mole_dag.core import Document  # noqa: E402
 from mole_dag.paths import PROJECT_ROOT  # noqa: E402
 
-PAGES = PROJECT_ROOT / ".." / "shared" / "web-pages"
+PAGES = Path(os.environ.get("MOLE_WEB_PAGES") or PROJECT_ROOT / ".." / "shared" / "web-pages")
 
 
 def page_texts() -> list[tuple[str, str]]:
@@ -38,4 +39,4 @@ def page_texts() -> list[tuple[str, str]]:
 
 
 def absent_message() -> str:
-    return f"skipped: {PAGES} is absent (the saved pages live beside the project, not in it)"
+    return f"{PAGES} is absent (the saved pages live beside the project, not in it)"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -167,3 +169,30 @@ def test_the_real_suite_lists_the_issue_14_benchmarks(capsys: pytest.CaptureFixt
     assert suite.main(["--list"]) == 0
     names = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()]
     assert names == ["ledger", "batching", "session", "bm25", "quote_chunk", "verifier"]
+
+
+def test_every_suite_script_takes_json_and_quick() -> None:
+    """The suite skips a script whose --help lacks --json: here that is a failure, not a note.
+    --help only, no benchmark runs (a second or so per script)."""
+    for bench in suite.SUITE:
+        help_text = suite._options(suite.HERE / bench.script, sys.executable)
+        assert "--json" in help_text, bench.script
+        assert "--quick" in help_text, bench.script
+
+
+@pytest.mark.parametrize("script", ["bm25_bench.py", "quote_chunk_bench.py", "verifier_bench.py"])
+def test_a_real_pages_bench_without_the_pages_says_so_in_one_line(
+    script: str, tmp_path: Path
+) -> None:
+    """Absent pages: one line on stderr and a failing exit, no traceback (the suite shows the
+    line; a run that measured nothing must not pass). Stops before any benchmark work."""
+    got = subprocess.run(
+        [sys.executable, str(suite.HERE / script), "--json", "--quick"],
+        env={**os.environ, "MOLE_WEB_PAGES": str(tmp_path / "absent")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert got.returncode != 0
+    assert got.stderr.strip().splitlines() == [got.stderr.strip()], got.stderr
+    assert "absent" in got.stderr and "Traceback" not in got.stderr
