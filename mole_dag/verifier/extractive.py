@@ -5,6 +5,8 @@ pairs duplicate; everything else is `neither`. Grounding can only recognise a ve
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 
 from mole_dag.actors.quote import collapse
 from mole_dag.skills.protocol import GroundRequest, GroundVerdict, Verdict
@@ -58,30 +60,47 @@ _EFFECT = frozenset(
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 
 
-def _stems(text: str) -> set[str]:
-    return set(terms(text))
+@dataclass(frozen=True)
+class _Features:
+    """What the heuristics read from one claim's text."""
+
+    terms: frozenset[str]
+    negated: bool
+    stems: frozenset[str]  # of all words, stopwords included
+    numbers: frozenset[str]
+
+
+# A claim meets up to 8 candidates and is a candidate of as many (issue 14: recomputing its
+# words and stems for every pair was most of the verifier's time); the size is a guess that
+# holds a large session's claims.
+@lru_cache(maxsize=16_384)
+def _features(text: str) -> _Features:
+    ts = frozenset(terms(text))
+    ws = words(text)
+    return _Features(
+        terms=ts,
+        negated=any(w in NEGATIONS for w in ws) or "no longer" in " ".join(ws),
+        stems=frozenset(stem(w) for w in ws),
+        numbers=frozenset(w for w in ts if _NUMBER.match(w)),
+    )
 
 
 def _signals(a: str, b: str) -> tuple[float, list[str]]:
-    ta, tb = _stems(a), _stems(b)
+    fa, fb = _features(a), _features(b)
+    ta, tb = fa.terms, fb.terms
     union = ta | tb
     overlap = len(ta & tb) / len(union) if union else 0.0
-    wa, wb = words(a), words(b)
     why: list[str] = []
-    neg_a = any(w in NEGATIONS for w in wa) or "no longer" in " ".join(wa)
-    neg_b = any(w in NEGATIONS for w in wb) or "no longer" in " ".join(wb)
-    if neg_a != neg_b:
+    if fa.negated != fb.negated:
         why.append("one states it, the other negates it")
     # Direction words include stopwords ("more", "above"), so they are read from all words.
-    sa, sb = {stem(w) for w in wa}, {stem(w) for w in wb}
-    only_a, only_b = sa - sb, sb - sa
+    only_a, only_b = fa.stems - fb.stems, fb.stems - fa.stems
     for pair in _ANTONYMS:
         x, y = tuple(pair)
         if (x in only_a and y in only_b) or (y in only_a and x in only_b):
             why.append(f"opposite directions ({x} / {y})")
             break
-    nums_a = {w for w in ta if _NUMBER.match(w)}
-    nums_b = {w for w in tb if _NUMBER.match(w)}
+    nums_a, nums_b = fa.numbers, fb.numbers
     if nums_a and nums_b and nums_a != nums_b:
         a_only = ", ".join(sorted(nums_a - nums_b)) or "-"
         b_only = ", ".join(sorted(nums_b - nums_a)) or "-"
