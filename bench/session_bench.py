@@ -497,14 +497,11 @@ def scale_run(mode: str, corpus: Path, tape: Path) -> dict[str, Any]:
 class ReplayMiss(RuntimeError):
     """A replay asked for a request the recording never made: the session took another path.
 
-    Seen in about one replay in six of the 2x session (never in the 1x one): the follow-up
-    leads of a later round differ. The likely cause, found while writing this bench, is in the
-    store's `claim_lead_info` query (sql/queries/pipeline.sql): `arg_min(l.root_claim_id,
-    l.depth)` picks any of the roots when a claim's source was found by several leads of the
-    same depth with different roots (48 claims of the 2x session), and that root decides the
-    per-root follow-up cap. The recording can take the rarer path too: then the replays keep
-    missing and the session is recorded again. Counted and retried here; reported in
-    BENCHMARKS.md."""
+    Seen in about one replay in six of the 2x session before the `claim_lead_info` query
+    (sql/queries/pipeline.sql) broke ties between a claim's shallowest leads: `arg_min(root,
+    depth)` picked any of their roots, and the root decides the per-root follow-up cap
+    (tests/test_claim_lead_info.py). A miss now means another path to find: counted and
+    retried here, and the recording redone if its replays keep missing."""
 
 
 def replay(mode: str, corpus: Path, tape: Path, misses: list[str], tries: int = 3) -> Any:

@@ -309,14 +309,25 @@ SELECT
 
 -- name: claim_lead_info
 -- Each claim with the shallowest lead that found its source, and that lead's follow-up root.
-SELECT c.id, c.text, c.sub_question_id,
-       coalesce(min(l.depth), 0) AS depth,
-       arg_min(l.root_claim_id, l.depth) AS root
-FROM claims c
-LEFT JOIN lead_sources ls ON ls.source_id = c.source_id AND ls.session_id = c.session_id
-LEFT JOIN leads l ON l.id = ls.lead_id
-WHERE c.session_id = $session_id
-GROUP BY c.id, c.text, c.sub_question_id;
+-- Several leads of that depth can have found the source, with different roots: the smallest
+-- root id is taken, so a replay of the session takes the same path (arg_min picked any of
+-- them, and the root decides the per-root follow-up cap).
+WITH found AS (
+    SELECT c.id, c.text, c.sub_question_id, l.depth, l.root_claim_id
+    FROM claims c
+    LEFT JOIN lead_sources ls ON ls.source_id = c.source_id AND ls.session_id = c.session_id
+    LEFT JOIN leads l ON l.id = ls.lead_id
+    WHERE c.session_id = $session_id
+),
+shallowest AS (
+    SELECT id, min(depth) AS depth FROM found GROUP BY id
+)
+SELECT f.id, f.text, f.sub_question_id,
+       coalesce(s.depth, 0) AS depth,
+       min(f.root_claim_id) FILTER (WHERE f.depth = s.depth) AS root
+FROM found f
+JOIN shallowest s ON s.id = f.id
+GROUP BY f.id, f.text, f.sub_question_id, s.depth;
 
 -- name: follow_ups_per_root
 SELECT root_claim_id, count(DISTINCT query) AS n
