@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +17,7 @@ from retriever_reference import ReferenceRetriever, reference_candidate_pairs
 
 from mole_dag.chunk import chunk_text
 from mole_dag.text import sentence_spans
+from mole_dag.verifier import retriever as retriever_module
 from mole_dag.verifier.retriever import ClaimText, LexicalRetriever, Pair, candidate_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -208,8 +210,9 @@ def test_work_grows_with_shared_terms_not_with_the_pool() -> None:
 
 def test_a_common_term_costs_postings_not_exact_scores() -> None:
     # Every claim says "coffee", so each target's postings reach every claim: that cost is the
-    # shared term's, and real sessions have such terms. Exact similarities, though, are
-    # computed only for the claims whose accumulated sums can make the top k.
+    # shared term's, and real sessions have such terms. Here fewer than k claims share a rarer
+    # word with a target, so "coffee" decides the top k and pruning cannot skip it. Exact
+    # similarities, though, are computed only for the claims whose sums can make the top k.
     rng = random.Random(14)
     rare = [f"rare{w}" for w in range(3000)]
     pool = [
@@ -221,3 +224,88 @@ def test_a_common_term_costs_postings_not_exact_scores() -> None:
         r.candidates(i, 8)
     assert r.postings_visited >= len(pool) * (len(pool) - 1)
     assert r.pairs_scored <= 2 * 8 * len(pool), r.pairs_scored
+
+
+def _topical_pool(n: int, seed: int = 14) -> list[ClaimText]:
+    """A one-topic session: every claim says "coffee", half say "health", and each takes three
+    words of one of n/20 subtopics plus a few words of its own. Subtopics give every claim more
+    than k neighbours through rarer terms, so the shared terms' postings (n long each) cannot
+    change who the k best are."""
+    rng = random.Random(seed)
+    vocab = [f"w{x}" for x in range(2 * n)]
+    topics = [rng.sample(vocab, 12) for _ in range(n // 20)]
+    out = []
+    for i in range(n):
+        words = [
+            "coffee",
+            *rng.sample(rng.choice(topics), 3),
+            *rng.sample(vocab, rng.randrange(2, 6)),
+        ]
+        if rng.random() < 0.5:
+            words.append("health")
+        out.append(ClaimText(f"c{i:05d}", " ".join(words)))
+    return out
+
+
+def test_terms_every_claim_shares_are_skipped_once_they_cannot_change_the_top_k() -> None:
+    # MaxScore: each target's postings of "coffee" alone are as many as the claims, so visiting
+    # them all makes retrieval quadratic. Once they can add less than the k-th best sum so far,
+    # they are left unvisited, and the answer stays the all-pairs one.
+    visited = []
+    for n in (1000, 2000):
+        pool = _topical_pool(n)
+        r = LexicalRetriever(pool)
+        got = [r.candidates(i, 8) for i in range(n)]
+        full = sum(len(r._claims[t]) for v in r.vectors for t in v)
+        assert r.postings_visited < full / 20, (r.postings_visited, full)
+        assert r.pairs_scored <= 3 * 8 * n, r.pairs_scored
+        visited.append(r.postings_visited)
+        ref = ReferenceRetriever(pool)
+        for i in random.Random(n).sample(range(n), 40):
+            assert got[i] == ref.candidates(i, 8), i
+    # Twice the claims, about twice the postings (4x would be quadratic).
+    assert visited[1] <= 2.5 * visited[0], visited
+
+
+# Heavy ties: few distinct words and many exact duplicate texts, so equal sums and equal
+# similarities are the rule, and pools long enough that common terms' postings are worth skipping.
+_tied_claim = st.lists(st.sampled_from(_VOCAB[:6]), min_size=1, max_size=5).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.one_of(_claim, _tied_claim), min_size=0, max_size=60).flatmap(
+        lambda texts: (
+            st.lists(st.sampled_from(texts), min_size=len(texts), max_size=90)
+            if texts
+            else st.just([])
+        )
+    ),
+    st.integers(0, 10),
+    st.sampled_from([0, 1, 30]),
+)
+def test_pruned_candidates_are_the_all_pairs_answer(texts: list[str], k: int, cost: int) -> None:
+    # `_EXACT_COST` 0 stops at the first chance the bounds allow, so the pruned path runs on
+    # small pools too, ties and duplicates included.
+    with mock.patch.object(retriever_module, "_EXACT_COST", cost):
+        _assert_identical(_pool(texts), k)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_claim, min_size=0, max_size=40), st.integers(0, 10))
+def test_candidates_with_every_stop_taken_are_the_all_pairs_answer(
+    texts: list[str], k: int
+) -> None:
+    with mock.patch.object(retriever_module, "_EXACT_COST", 0):
+        _assert_identical(_pool(texts), k)
+
+
+def test_the_pruned_path_is_taken_on_the_fixture_corpora() -> None:
+    pool = _pool(_fixture_claims())
+    with mock.patch.object(retriever_module, "_EXACT_COST", 0):
+        r = LexicalRetriever(pool)
+        ref = ReferenceRetriever(pool)
+        full = sum(len(r._claims[t]) for v in r.vectors for t in v)
+        for i in range(len(pool)):
+            assert r.candidates(i, 8) == ref.candidates(i, 8), i
+        assert r.postings_visited < full
