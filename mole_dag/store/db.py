@@ -14,8 +14,9 @@ configuration), each with its own cursor; the file is released when the last use
 Writes are serialised by a process-wide lock per file, because DuckDB's optimistic concurrency
 would otherwise abort one of two transactions touching the same session row. Across processes
 the file lock is waited for with backoff and jitter instead of crashing, and a long wait is
-reported with the file's name. Migrations, views and crash recovery run once per process per
-file, not at every open."""
+reported with the file's name; each open attempt and each close also hold `<store>.lock`, so
+no process releases the file while another is halfway through opening it (see `_handover`).
+Migrations, views and crash recovery run once per process per file, not at every open."""
 
 from __future__ import annotations
 
