@@ -14,12 +14,14 @@ configuration), each with its own cursor; the file is released when the last use
 Writes are serialised by a process-wide lock per file, because DuckDB's optimistic concurrency
 would otherwise abort one of two transactions touching the same session row. Across processes
 the file lock is waited for with backoff and jitter instead of crashing, and a long wait is
-reported with the file's name. Migrations, views and crash recovery run once per process per
-file, not at every open."""
+reported with the file's name; each open attempt and each close also hold `<store>.lock`, so
+no process releases the file while another is halfway through opening it (see `_handover`).
+Migrations, views and crash recovery run once per process per file, not at every open."""
 
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import random
 import threading
@@ -31,6 +33,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import duckdb
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock (see _handover)
+    fcntl = None  # type: ignore[assignment]
 
 from mole_dag.store import migrate
 from mole_dag.store.queries import q
@@ -166,6 +173,66 @@ WAITER_FRESH_S = 1.5
 YIELD_MAX_S = 1.0
 
 
+# The hand-over lock (issue 14, the lost reservation). DuckDB 2.0.1 reads a file's database
+# headers (where its last checkpoint is) *before* it takes its lock on the file, and does not
+# read them again once it has the lock. A process whose open starts while another is closing
+# (checkpointing: new headers, WAL deleted, lock released) can therefore get the lock with the
+# headers of the checkpoint before, and work on a database without the other process's last
+# transactions; its own checkpoint then writes them away. Measured with strace: the reader's
+# pread of the headers comes before its F_SETLK, and the lost transaction was always committed
+# by a process whose close overlapped the other's open. So every Store takes `<store>.lock`
+# for each attempt to open the file and for each close: no process releases the file while
+# another is between reading the headers and locking. Best effort where it cannot be created
+# (a folder this process cannot write, where it cannot write the store either); a client that
+# does not take it (a user's DuckDB CLI) is not protected. No flock on Windows: not measured
+# there, unguarded.
+_HANDOVER_POLL_S = 0.002
+
+
+def _handover_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def _handover_fd(path: Path) -> int | None:
+    lock = _handover_path(path)
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):  # flock needs no write access
+        with suppress(OSError):
+            return os.open(lock, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+    return None
+
+
+@contextmanager
+def _handover(path: Path, deadline: float | None = None) -> Iterator[None]:
+    """Hold the file's hand-over lock for one open attempt or one close. flock, not fcntl:
+    closing any descriptor of a file drops the process's fcntl locks on it, and a flock is
+    per open descriptor, so two threads of one process exclude each other too. With a
+    deadline (an open, which can report StoreBusy) it is polled; without (a close, which must
+    happen) it is waited for: holders hold it for one open attempt or one close."""
+    fd = _handover_fd(path) if fcntl is not None else None
+    if fd is None:
+        yield
+        return
+    try:
+        if deadline is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            delay = _HANDOVER_POLL_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                        raise
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"hand-over lock of {path} not free")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.02)
+        yield
+    finally:
+        os.close(fd)  # releases the flock
+
+
 def _waiting_dir(path: Path) -> Path:
     return path.with_name(path.name + ".waiting")
 
@@ -286,7 +353,7 @@ class _File:
                 cur = root.cursor()
             except BaseException:
                 self.root = None
-                with suppress(duckdb.Error):
+                with _handover(self.path), suppress(duckdb.Error):
                     root.close()
                 self.cond.notify_all()
                 raise
@@ -326,7 +393,7 @@ class _File:
         root, self.root = self.root, None
         self.idle_gen += 1
         if root is not None:
-            with suppress(duckdb.Error):
+            with _handover(self.path), suppress(duckdb.Error):
                 root.close()
         self.cond.notify_all()
 
@@ -346,6 +413,15 @@ class _File:
     def is_open(self) -> bool:
         with self.cond:
             return self.root is not None
+
+    def unless_open(self, fn: Callable[[], None]) -> None:
+        """Run `fn` (which opens and closes the file itself) only while this process does not
+        have the file open, nor is opening it. Closing any descriptor of a file drops the
+        process's fcntl locks on it, DuckDB's among them (measured: another process then
+        opened the file beside this one's instance). A file open here is a store anyway."""
+        with self.cond:
+            if self.root is None and not self.opening:
+                fn()
 
 
 _FILES: dict[Path, _File] = {}
@@ -487,7 +563,7 @@ class Store:
             )
         # Only for readers: a writer may find the file mid-creation by another process
         # (shorter than its headers for a moment), which is not damage.
-        check_file(self.path)
+        self._file.unless_open(lambda: check_file(self.path))
 
     def _check_writable(self) -> None:
         parent = self.path.parent
@@ -576,7 +652,12 @@ class Store:
         waited = False
         while True:
             try:
-                conn = duckdb.connect(str(self.path), read_only=read_only)
+                try:
+                    # Released before the backoff below: the holder needs it to close.
+                    with _handover(self.path, deadline):
+                        conn = duckdb.connect(str(self.path), read_only=read_only)
+                except TimeoutError:
+                    raise self._busy() from None
                 took = time.monotonic() - started
                 _count(
                     opens=1, open_s=took, lock_waits=int(waited), waited_s=took if waited else 0.0
@@ -593,11 +674,7 @@ class Store:
                 waiting.touch()  # the holder releases at its next idle moment
                 now = time.monotonic()
                 if now >= deadline:
-                    raise StoreBusy(
-                        f"the store {self.path} is held by another process (a running session, "
-                        "the Dagster UI, a schedule or a SQL client) and was not released within "
-                        f"{self.lock_wait_s:.0f}s; try again when it finishes"
-                    ) from None
+                    raise self._busy() from None
                 if self._on_wait and not self._told and now - started >= REPORT_WAIT_AFTER_S:
                     self._on_wait(
                         f"waiting for the store {self.path}: another process is writing to it"
@@ -609,6 +686,13 @@ class Store:
                 if _is_corruption(exc):
                     raise _corrupt(self.path, _one_line(exc)) from None
                 raise StoreError(f"cannot open the store {self.path}: {_one_line(exc)}") from None
+
+    def _busy(self) -> StoreBusy:
+        return StoreBusy(
+            f"the store {self.path} is held by another process (a running session, "
+            "the Dagster UI, a schedule or a SQL client) and was not released within "
+            f"{self.lock_wait_s:.0f}s; try again when it finishes"
+        )
 
     @contextmanager
     def _use(self, *, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
