@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mole_dag.budget import BudgetExhausted, Ledger
-from mole_dag.core import Role, Unit
+from mole_dag.budget import Ledger
+from mole_dag.core import Unit
 from mole_dag.store import Store, db
+from tests.ledger_stress_worker import hold_and_settle
 
 WORKERS = 16
 OPS_PER_WORKER = 60
@@ -27,25 +28,7 @@ def _hammer(stores: list[Store], sid: str, total: int, escrow: int) -> dict[str,
         rng = random.Random(i)
         ledger = Ledger(stores[i % len(stores)])
         try:
-            for _ in range(OPS_PER_WORKER):
-                estimate = rng.randint(1, 4000)
-                try:
-                    with ledger.hold(
-                        sid, rng.choice(list(Role)), estimate, tool="llm:stress", stage="stress"
-                    ) as h:
-                        with lock:
-                            counts["calls_made"] += 1
-                        if rng.random() < 0.15:
-                            raise ConnectionError("simulated provider failure")
-                        h.settle(rng.randint(0, estimate))
-                        with lock:
-                            counts["settled"] += 1
-                except BudgetExhausted:
-                    with lock:
-                        counts["refused"] += 1
-                except ConnectionError:
-                    with lock:
-                        counts["released"] += 1
+            hold_and_settle(ledger, sid, rng, OPS_PER_WORKER, counts, lock)
         except BaseException as exc:  # surfaced in the main thread
             errors.append(exc)
 
