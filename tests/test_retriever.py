@@ -287,7 +287,10 @@ _tied_claim = st.lists(st.sampled_from(_VOCAB[:6]), min_size=1, max_size=5).map(
 def test_pruned_candidates_are_the_all_pairs_answer(texts: list[str], k: int, cost: int) -> None:
     # `_EXACT_COST` 0 stops at the first chance the bounds allow, so the pruned path runs on
     # small pools too, ties and duplicates included.
-    with mock.patch.object(retriever_module, "_EXACT_COST", cost):
+    with (
+        mock.patch.object(retriever_module, "_EXACT_COST", cost),
+        mock.patch.object(retriever_module, "_PRUNE_FROM", 0),
+    ):
         _assert_identical(_pool(texts), k)
 
 
@@ -296,13 +299,19 @@ def test_pruned_candidates_are_the_all_pairs_answer(texts: list[str], k: int, co
 def test_candidates_with_every_stop_taken_are_the_all_pairs_answer(
     texts: list[str], k: int
 ) -> None:
-    with mock.patch.object(retriever_module, "_EXACT_COST", 0):
+    with (
+        mock.patch.object(retriever_module, "_EXACT_COST", 0),
+        mock.patch.object(retriever_module, "_PRUNE_FROM", 0),
+    ):
         _assert_identical(_pool(texts), k)
 
 
 def test_the_pruned_path_is_taken_on_the_fixture_corpora() -> None:
     pool = _pool(_fixture_claims())
-    with mock.patch.object(retriever_module, "_EXACT_COST", 0):
+    with (
+        mock.patch.object(retriever_module, "_EXACT_COST", 0),
+        mock.patch.object(retriever_module, "_PRUNE_FROM", 0),
+    ):
         r = LexicalRetriever(pool)
         ref = ReferenceRetriever(pool)
         full = sum(len(r._claims[t]) for v in r.vectors for t in v)
