@@ -619,13 +619,17 @@ class Store:
 
             materialize_all(self)
 
+    # What a database without the migrations table raises on this backend, and what to call it.
+    _NO_TABLE: type[Exception] = duckdb.CatalogException
+    _KIND = "a DuckDB file"
+
     def _check_schema(self) -> None:
         """A read-only open cannot migrate: say so rather than fail on a missing column."""
         try:
             have = self.scalar("SELECT coalesce(max(version), 0) FROM schema_migrations")
-        except duckdb.CatalogException:
+        except self._NO_TABLE:
             raise StoreError(
-                f"{self.path} is a DuckDB file but not a mole store (it has no "
+                f"{self.path} is {self._KIND} but not a mole store (it has no "
                 "schema_migrations table); pass --db to use a mole store"
             ) from None
         want = max((m.version for m in migrate.discover()), default=0)

@@ -264,20 +264,8 @@ class PgStore(Store):
                     cur.execute(f"SELECT pg_advisory_unlock({_SCHEMA_LOCK_KEY})")
             self._db.prepared = True
 
-    def _check_schema(self) -> None:
-        try:
-            have = self.scalar("SELECT coalesce(max(version), 0) FROM schema_migrations")
-        except pg_errors.UndefinedTable:
-            raise StoreError(
-                f"{self.path} is a Postgres database but not a mole store (it has no "
-                "schema_migrations table); pass --db to use a mole store"
-            ) from None
-        want = max((m.version for m in migrate.discover()), default=0)
-        if int(have) < want:
-            raise StoreError(
-                f"the store {self.path} is at schema version {have}, older than this mole's "
-                f"{want}; run `mole research` once to upgrade it"
-            )
+    _NO_TABLE = pg_errors.UndefinedTable
+    _KIND = "a Postgres database"
 
     # -- connections -------------------------------------------------------------------------
 
