@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import mul
 
-import numpy as np
-
 from mole_dag.text import terms
 
 # The cap, not a similarity threshold, bounds cost: a threshold would need a number nobody can
@@ -86,9 +84,18 @@ class LexicalRetriever:
         # Each term's largest weight in any claim: `v * _max_weight[t]` bounds what term t can
         # add to any claim's similarity with a target weighing it v (MaxScore's upper bound).
         self._max_weight = {t: max(ws) for t, ws in self._weights.items()}
-        # The same postings as arrays, for accumulating a target's in one C pass.
-        self._claims_np = {t: np.asarray(c, dtype=np.intp) for t, c in self._claims.items()}
-        self._weights_np = {t: np.asarray(w, dtype=np.float64) for t, w in self._weights.items()}
+        # The same postings as arrays, for accumulating a target's in one C pass. numpy is
+        # imported here, not with the module: the CLI and the pipeline import no heavy package
+        # before they use it (tests/test_import_cost.py).
+        import numpy as np
+
+        self._np = np
+        self._claims_np: dict[str, np.ndarray] = {
+            t: np.asarray(c, dtype=np.intp) for t, c in self._claims.items()
+        }
+        self._weights_np: dict[str, np.ndarray] = {
+            t: np.asarray(w, dtype=np.float64) for t, w in self._weights.items()
+        }
         # Work done by `candidates`, observable by tests without timing anything: postings
         # visited, and exact similarities computed.
         self.postings_visited = 0
@@ -188,6 +195,7 @@ class LexicalRetriever:
         (issue 14: per target, the touched claims grow with the pool, so a Python pass over
         them made retrieval grow 2.4-2.9x per doubling). The sums are the same products added
         in another order; the margin and the exact similarities make the answer the same."""
+        np = self._np
         vec = self.vectors[target_index]
         idx = np.concatenate([self._claims_np[t] for t in vec])
         contrib = np.concatenate([self._weights_np[t] * vec[t] for t in vec])
