@@ -767,17 +767,29 @@ class Store:
             self.commits += 1
             _count_commit()
 
-    def transact(self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int = 200) -> T:
-        """Run `fn` in a write transaction, retrying DuckDB write-write conflicts (another
-        connection to the same file in this process) with backoff."""
+    # Attempts before a lost race is reported (each backs off up to 0.1 s).
+    _RETRIES = 200
+
+    @staticmethod
+    def _lost_race(exc: BaseException) -> bool:
+        """A DuckDB write-write conflict: another connection to the same file in this process
+        wrote the row first."""
+        return isinstance(exc, duckdb.Error) and _is_conflict(exc)
+
+    def transact(
+        self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int | None = None
+    ) -> T:
+        """Run `fn` in a write transaction, retrying it with backoff when another transaction
+        won the row (`_lost_race`)."""
+        retries = self._RETRIES if retries is None else retries
         delay = 0.005
         for attempt in range(retries + 1):
             try:
                 with self.write() as cur:
                     return fn(cur)
-            except duckdb.Error as exc:
+            except Exception as exc:
                 # Inside an outer transaction a retry cannot help: the outer one is aborted.
-                if not _is_conflict(exc) or attempt == retries or self._tx_conn() is not None:
+                if not self._lost_race(exc) or attempt == retries or self._tx_conn() is not None:
                     raise
                 time.sleep(delay + random.uniform(0, delay))
                 delay = min(delay * 2, 0.1)

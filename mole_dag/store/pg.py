@@ -14,13 +14,11 @@ written for a single writer, and a stage's transactions are short."""
 
 from __future__ import annotations
 
-import random
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -33,11 +31,6 @@ from mole_dag.store import migrate
 from mole_dag.store.db import Store, StoreBusy, StoreError
 from mole_dag.store.dialect import DialectError, to_postgres
 from mole_dag.store.records import Params
-
-if TYPE_CHECKING:
-    import duckdb
-
-T = TypeVar("T")
 
 # Connections per URL per process. A run's stages use a handful of threads; more connections
 # than that only queue on the process's write lock. A guess, flagged as one.
@@ -332,20 +325,12 @@ class PgStore(Store):
 
             _db._count_commit()
 
-    def transact(self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int = 50) -> T:
-        """Run `fn` in a write transaction, retrying serialization failures and deadlocks
-        (another machine's transaction won the row) with backoff."""
-        delay = 0.005
-        for attempt in range(retries + 1):
-            try:
-                with self.write() as cur:
-                    return fn(cur)
-            except psycopg.Error as exc:
-                if not _is_retryable(exc) or attempt == retries or self._tx_conn() is not None:
-                    raise
-                time.sleep(delay + random.uniform(0, delay))
-                delay = min(delay * 2, 0.1)
-        raise AssertionError("unreachable")
+    # Serialization failures and deadlocks: another machine's transaction won the row.
+    _RETRIES = 50
+
+    @staticmethod
+    def _lost_race(exc: BaseException) -> bool:
+        return _is_retryable(exc)
 
     @contextmanager
     def read(self) -> Iterator[Any]:
