@@ -21,15 +21,15 @@ from mole_dag.paths import PROJECT_ROOT
 START_TIMEOUT_S = 90.0
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the process group this file started (dask closes its workers on it), then
-    SIGKILL if it does not go."""
+def stop_group(proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    """SIGTERM to the process group `proc` leads (dask closes its workers on it, Dagster's
+    daemon its code server), then SIGKILL if it does not go."""
     if proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     try:
-        proc.wait(timeout=20)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -108,4 +108,4 @@ def dask_cluster(folder: Path, *, workers: int = 2) -> Iterator[str]:
         yield address
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            stop_group(proc)

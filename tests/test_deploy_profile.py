@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from mole_dag.paths import PROJECT_ROOT
-from tests.dask_cluster import dask_cluster
+from tests.dask_cluster import dask_cluster, stop_group
 
 pytest.importorskip("dagster_postgres", reason="the scale extra is not installed")
 pytest.importorskip("dagster_dask", reason="the scale extra is not installed")
@@ -134,15 +134,7 @@ def _daemon(workspace: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        stop_group(proc, timeout=30)
         # Run processes may outlive the daemon by a moment; end any left in its group.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
