@@ -18,6 +18,7 @@ from mole_dag.actors.base import DeadEnd, Found
 from mole_dag.actors.extract import ExtractionError, from_html
 from mole_dag.actors.fetch import Fetched, Fetcher, FetchFailed
 from mole_dag.actors.once import FetchOnce, Outcome, Stored
+from mole_dag.actors.pdf import PdfLimits, PdfRefused, pdf_document
 from mole_dag.actors.search import Hit, Provider, SearchFailed
 from mole_dag.core import DeadEndCause, Document
 from mole_dag.sanitize import one_line, strip_controls
@@ -60,8 +61,31 @@ def _meta(text: str | None) -> str | None:
     return one_line(text) or None if text else None
 
 
-def page_document(fetched: Fetched) -> Document | DeadEnd:
+def _name_in(url: str) -> str:
+    """A fallback title for a document without one: the last segment of its URL's path."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        tail = unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
+    except ValueError:
+        tail = ""
+    return _meta(tail.removesuffix(".pdf").removesuffix(".PDF")) or url
+
+
+def pdf_page_document(fetched: Fetched, limits: PdfLimits | None = None) -> Document | DeadEnd:
+    """A fetched PDF's text with its pages, or the PDF's dead end (issue 19). The text comes out
+    of the layout without controls or bidi marks (layout.clean strips what `clean` would), so the
+    page offsets computed there hold for the stored text."""
+    try:
+        return pdf_document(fetched.data, url=fetched.url, fallback_title="", limits=limits)
+    except PdfRefused as exc:
+        return DeadEnd(exc.cause, fetched.url, f"PDF: {exc.detail}")
+
+
+def page_document(fetched: Fetched, pdf_limits: PdfLimits | None = None) -> Document | DeadEnd:
     """Extract a fetched page, or say why it has nothing to offer."""
+    if fetched.is_pdf:
+        return pdf_page_document(fetched, pdf_limits)
     if fetched.is_html:
         try:
             doc = from_html(fetched.text, url=fetched.url)
@@ -140,6 +164,8 @@ class WebActor:
     # The session's in-process registry of requested URLs: leads running at the same time on
     # other worker threads wait for one fetch instead of each making their own.
     once: FetchOnce | None = None
+    # Caps on reading a fetched PDF (pages, seconds, inflated bytes); the fetcher caps its bytes.
+    pdf_limits: PdfLimits | None = None
 
     @property
     def name(self) -> str:
@@ -209,7 +235,7 @@ class WebActor:
             fetched = self.fetcher.fetch(hit.url)
         except FetchFailed as exc:
             return DeadEnd(exc.cause, exc.url or hit.url, exc.detail)
-        got = page_document(fetched)
+        got = page_document(fetched, self.pdf_limits)
         if isinstance(got, DeadEnd):
             return got
         return _with_hit(got, hit)

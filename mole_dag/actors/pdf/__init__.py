@@ -4,8 +4,6 @@ into a Document whose `pages` map every byte of the text to its page."""
 
 from __future__ import annotations
 
-import re
-
 from mole_dag.actors.pdf.layout import PdfText, normalise, page_at
 from mole_dag.actors.pdf.reader import PdfLimits, PdfReader, PdfRefused, shared_reader
 from mole_dag.core import DeadEndCause, Document
@@ -13,7 +11,6 @@ from mole_dag.core import DeadEndCause, Document
 # Fewer letters and digits than this over the whole file: no text layer to speak of (a scan, or
 # pictures with a caption). A guess, flagged as one.
 MIN_TEXT_CHARS = 40
-_DOI = re.compile(r"\b(?:doi:\s*|https?://(?:dx\.)?doi\.org/)(10\.\d{4,9}/[^\s\"'<>]+)", re.I)
 
 __all__ = [
     "PdfLimits",
@@ -57,19 +54,16 @@ def pdf_document(
     limits: PdfLimits | None = None,
     reader: PdfReader | None = None,
 ) -> Document:
-    """A Document from a PDF's bytes. The title is the PDF's own (metadata or first page), the
-    DOI one printed on the first page ("doi:10...", a doi.org link)."""
+    """A Document from a PDF's bytes. The title is the PDF's own (metadata or first page). No
+    scholarly id is read from the text: a DOI printed on a page may be another paper's, or a
+    journal's placeholder (the DEV vignettes print one), and it would merge publishers; a
+    search API's ids are kept by the caller instead."""
     got = read_pdf(data, limits=limits, reader=reader)
-    data_text = got.text.encode("utf-8")
-    first_page = data_text[: got.pages[1] if len(got.pages) > 1 else len(data_text)]
-    m = _DOI.search(first_page[:20000].decode("utf-8", "ignore"))
-    doi = m.group(1).rstrip(".,;)").lower() if m else None
     return Document(
         url=url,
         title=got.title or fallback_title,
         text=got.text,
         author=got.author,
-        doi=doi,
         pages=got.pages,
         metadata={"format": "pdf"},
     )

@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from mole_dag.actors.pdf.reader import RawPdf
+from mole_dag.sanitize import strip_controls
 
 _CHARS = {
     "\ufb00": "ff",
@@ -57,7 +58,9 @@ _CHARS = {
     "\t": " ",
     "\u00a0": " ",
 }
-_DROP = re.compile("[\x00-\x08\x0a-\x0f\x17\x18\x1a\x7f\u00ad\u200b-\u200d\u2060\ufeff\ufffe\uffff]")
+# Beyond what sanitize.strip_controls removes (every stored text is stripped of those): soft
+# hyphens and the noncharacters PDFium uses as marks.
+_DROP = re.compile("[\u00ad\ufffe\uffff]")
 _TRANS = str.maketrans(_CHARS)
 _MULTISPACE = re.compile(r" {2,}")
 
@@ -105,7 +108,8 @@ class PdfText:
 
 def clean(text: str) -> str:
     """A line's characters as a reader sees them (see the module docstring)."""
-    return _MULTISPACE.sub(" ", _DROP.sub("", text.translate(_TRANS))).strip()
+    text = strip_controls(text.translate(_TRANS)).replace("\n", " ")
+    return _MULTISPACE.sub(" ", _DROP.sub("", text)).strip()
 
 
 def _lines(raw: RawPdf) -> list[Line]:
@@ -261,7 +265,43 @@ def _breaks(prev: Line, cur: Line, geo: _Geometry) -> bool:  # noqa: PLR0911
     return _ends_sentence(prev.text) and cur.x0 > prev.x0 + 0.6 * geo.body
 
 
+def merge_fragments(lines: list[Line]) -> list[Line]:
+    """Pieces of one printed line that PDFium returns as lines of their own (a superscript, a
+    subscript, a formula's parts) joined back: the next piece starts right of this one, close
+    by, at about the same height."""
+    out: list[Line] = []
+    for ln in lines:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.page == ln.page
+            and not prev.hyphen
+            and prev.mono == ln.mono
+            and -1.0 <= ln.x0 - prev.x1 < 2 * max(prev.size, ln.size)
+            and ln.bottom < prev.top + 0.3 * prev.size
+            and ln.top > prev.bottom - 0.3 * prev.size
+        ):
+            gap = "" if ln.x0 - prev.x1 < 0.15 * prev.size else " "
+            # The line keeps the main text's size and baseline, not the superscript's.
+            main = prev if prev.size >= ln.size else ln
+            out[-1] = Line(
+                prev.text + gap + ln.text,
+                prev.x0,
+                ln.x1,
+                max(prev.top, ln.top),
+                main.bottom,
+                main.size,
+                prev.mono,
+                ln.hyphen,
+                prev.page,
+            )
+            continue
+        out.append(ln)
+    return out
+
+
 def paragraphs(raw: RawPdf, lines: list[Line]) -> list[_Para]:
+    lines = merge_fragments(lines)
     geo = _Geometry(raw, lines)
     vocab = _Vocabulary(lines)
     out: list[_Para] = []

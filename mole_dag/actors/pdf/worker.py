@@ -95,6 +95,12 @@ def page_lines(page: Any, raw: Any, buf: Any, flags: Any) -> list[list[Any]]:
             _, bottom, x1, _ = tp.get_charbox(b)
             _, bottom0, _, _ = tp.get_charbox(a)
             size, mono = _font(tp, raw, a, buf, flags)
+            if mono:
+                # Monospace only when the line is: an inline `code()` at a line's start is not
+                # a listing. The middle and the last character are asked too.
+                mono = (
+                    _font(tp, raw, (a + b) // 2, buf, flags)[1] and _font(tp, raw, b, buf, flags)[1]
+                )
             lines.append(
                 [
                     seg.strip(),
