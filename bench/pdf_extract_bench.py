@@ -163,7 +163,9 @@ def fidelity(res: dict, qa: list[dict]) -> dict:
     spec = importlib.util.spec_from_file_location("qa_score_shared", QA_SCORE)
     qs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(qs)
-    where_rx = re.compile(r"^(?P<pdf>\S+\.pdf) p\.(?P<p0>\d+)(?:-(?P<p1>\d+))?: (?P<text>.*)$", re.S)
+    where_rx = re.compile(
+        r"^(?P<pdf>\S+\.pdf) p\.(?P<p0>\d+)(?:-(?P<p1>\d+))?: (?P<text>.*)$", re.S
+    )
     out = {"where": [0, 0], "pattern": [0, 0], "sentence": [0, 0], "two_col": [0, 0]}
     per_q = {}
     sentences = {name: [s.text for s in sentences_of(t)] for name, t in res["full"].items()}

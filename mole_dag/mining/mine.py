@@ -30,7 +30,17 @@ STAGE = "mined_claims"
 # What a quote found verbatim can still be, and no claim: the page's furniture. Not "question" or
 # "no_verb": a model may fairly quote a clause or a noun phrase out of a sentence.
 _FURNITURE = frozenset(
-    {"markup", "boilerplate", "caption", "navigation", "download", "reference_entry"}
+    {
+        "markup",
+        "boilerplate",
+        "caption",
+        "navigation",
+        "download",
+        "reference_entry",
+        "code",
+        "equation",
+        "table",
+    }
 )
 # A line this short, unpunctuated and verbless is a heading; a guess, flagged as one, and the
 # same bound the extractive miner's heading rule uses.
