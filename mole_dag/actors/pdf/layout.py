@@ -141,7 +141,8 @@ def drop_running_heads(raw: RawPdf, lines: list[Line]) -> list[Line]:
         if banded(ln):
             pages_of.setdefault(_mask(ln.text), set()).add(ln.page)
     n_pages = len(raw.pages)
-    need = max(REPEAT_PAGES, REPEAT_SHARE * n_pages) if n_pages > 3 else n_pages + 1
+    # A short document's running head is on every page; a single page has none to tell.
+    need = max(min(REPEAT_PAGES, n_pages), REPEAT_SHARE * n_pages) if n_pages > 1 else 2
     recurring = {k for k, v in pages_of.items() if len(v) >= need}
     return [
         ln
