@@ -576,3 +576,11 @@ JOIN source_pages p
   ON p.source_id = c.source_id
  AND c.quote_byte_start >= p.byte_start AND c.quote_byte_start < p.byte_end
 WHERE c.session_id = $session_id;
+
+-- name: pdf_dead_ends
+-- The PDFs a session could not read, each once, with what was wrong (issue 19: `mole show`).
+SELECT url, cause, min(detail) AS detail
+FROM dead_ends
+WHERE session_id = $session_id AND cause LIKE 'pdf\_%' ESCAPE '\'
+GROUP BY url, cause
+ORDER BY url, cause;
