@@ -300,3 +300,43 @@ def test_dev_pdf_pages_agree_with_the_extractors_own_page_text() -> None:
             assert head in own[page - 1], (name, page, para[:80])
             checked += 1
         assert checked > 20
+
+
+@pytest.mark.parametrize(
+    ("sentence", "cause"),
+    [
+        ("R> fit <- auto.arima(WWWusage)", "code"),
+        ("#ifdef _OPENMP #include <omp.h> #endif", "code"),
+        (
+            "cppFunction('int fib(int n) { if (n < 2) return n; return fib(n-1) + fib(n-2); }')",
+            "code",
+        ),
+        ("AIC = −2 log(L) + 2(p + q + P + Q + k) where k = 1 if c ̸= 0 and 0 otherwise", "equation"),
+        ("4529.113 4295.305 4762.920 4171.535 4886.690 4101.2", "markup"),
+        ("0.12 0.40 1.5 2.25 Total 3.1", "table"),
+        ("Figure 3: Effect displays with partial residuals for the simulated data.", "caption"),
+        ("Table 2. Results of the fitted models on the test set.", "caption"),
+    ],
+)
+def test_papers_furniture_is_not_a_claim(sentence: str, cause: str) -> None:
+    from mole_dag.mining.furniture import non_claim_reason
+
+    assert non_claim_reason(sentence) == cause
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The heuristic for choosing the cut-off points 2 and 4 is that the Pearson residuals are "
+        "approximately standard normal, significant at the α = 0.05 and α = 0.0001 levels.",
+        "We sample n = 5000 observations from a trivariate distribution for predictors x1 , x2 , "
+        "and x3 , with uniform margins on the interval [−2, 2].",
+        "The default effSources() method simply returns NULL, which corresponds to selecting all "
+        "of the defaults in Table 2.",
+        "Table 2 shows that the hurdle model fits the data better than the Poisson model.",
+    ],
+)
+def test_prose_about_code_and_symbols_stays_a_claim(sentence: str) -> None:
+    from mole_dag.mining.furniture import non_claim_reason
+
+    assert non_claim_reason(sentence) is None

@@ -54,7 +54,9 @@ _CAPTION = re.compile(
     r"video|graphic|caption|source)\s*:"
     r"|\((?:getty images|ap photo|reuters|afp|epa|shutterstock|istock|pa)[^)]{0,60}\)"
     r"|\b(?:getty images|shutterstock|istockphoto)\b"
-    r"|\A(?:photo|image|picture)s? (?:by|via|courtesy)\b",
+    r"|\A(?:photo|image|picture)s? (?:by|via|courtesy)\b"
+    # A paper's figure, table or listing caption (issue 19): "Figure 3: ...", "Table 2. ...".
+    r"|\A(?:figure|fig\.|table|listing|algorithm|exhibit)\s*[A-Z]?\d+(?:\.\d+)*\s*[:.](?!\d)",
     re.I,
 )
 
