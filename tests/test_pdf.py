@@ -340,3 +340,18 @@ def test_prose_about_code_and_symbols_stays_a_claim(sentence: str) -> None:
     from mole_dag.mining.furniture import non_claim_reason
 
     assert non_claim_reason(sentence) is None
+
+
+def test_prose_citing_papers_is_a_claim_and_a_bibliography_entry_is_not() -> None:
+    from mole_dag.mining.furniture import non_claim_reason
+
+    prose = (
+        "CRAN Package trip, written by Michael Sumner (Kirkwood et al., 2006; Page et al., "
+        "2006), provides a class for animal tracking data."
+    )
+    entry = (
+        "Kirkwood R, Page B, Sumner M (2006). Trip: an R package for animal tracking data in "
+        "the wild. Journal of Statistical Software, 17, 1-20."
+    )
+    assert non_claim_reason(prose) is None
+    assert non_claim_reason(entry) == "reference_entry"

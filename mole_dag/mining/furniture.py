@@ -269,9 +269,19 @@ def _papers_furniture(s: str, tokens: list[str]) -> str | None:
     return None
 
 
+_PAREN = re.compile(r"\([^()]*\)")
+# Words a sentence must have outside its parentheses for its parenthesised citations, "(Kirkwood
+# et al., 2006; Page et al., 2006)", to be read as a paper's prose citing, not as a bibliography
+# entry (issue 19). A guess, flagged as one.
+_CITING_WORDS = 12
+
+
 def _reference_entry(s: str) -> bool:
     if any(p.search(s) for p in _REF_STRONG):
         return True
+    outside = _PAREN.sub(" ", s)
+    if len(outside.split()) >= _CITING_WORDS and has_verb(outside):
+        s = outside
     return sum(1 for p in _REF_WEAK if p.search(s)) >= 2
 
 
