@@ -355,3 +355,27 @@ def test_prose_citing_papers_is_a_claim_and_a_bibliography_entry_is_not() -> Non
     )
     assert non_claim_reason(prose) is None
     assert non_claim_reason(entry) == "reference_entry"
+
+
+def test_a_quote_in_a_pdf_paragraph_is_judged_by_its_sentence_not_the_paragraph() -> None:
+    """A PDF's paragraph is one line of the stored text. Judged whole, a paper's paragraph
+    trips rules meant for a short line (here a parenthesis opening "(pa", read as a press-agency
+    picture credit), and every claim quoted from it was discarded as `not_a_claim`."""
+    from mole_dag.mining.furniture import non_claim_reason
+    from mole_dag.mining.mine import quotes_furniture
+
+    para = (
+        "Rosenbaum (1994) proposed to compare groups by means of a coherence criterion and "
+        "studied a data set of subjects who ate contaminated fish for more than three years. "
+        "The coherence criterion defines a partial ordering (partially ordered sets, see "
+        "Figure 4) of the observations in both groups."
+    )
+    data = f"Heading\n\n{para}\n\nNext paragraph.".encode()
+    start = data.index(b"Rosenbaum")
+    end = data.index(b"three years.") + len("three years.")
+    assert non_claim_reason(para) is not None  # the rule that misfires on the whole paragraph
+    assert not quotes_furniture(data, start, end)
+    # A short line of its own is still judged whole: a caption quoted in part is refused.
+    cap = b"Text before.\nFigure 3: Effect displays with partial residuals for the data.\nAfter."
+    a = cap.index(b"Effect displays")
+    assert quotes_furniture(cap, a, a + 40)
