@@ -230,15 +230,21 @@ class _Geometry:
         for ln in lines:
             self._rights.setdefault(ln.page, []).append((ln.x0, ln.x1))
         self._width = {i: p.width or 612.0 for i, p in enumerate(raw.pages)}
+        self._cache: dict[tuple[int, int], float] = {}
 
     def column_right(self, ln: Line) -> float:
-        """Where lines starting near this one end, at most: the column's right edge."""
-        near = sorted(
-            x1
-            for x0, x1 in self._rights.get(ln.page, [])
-            if abs(x0 - ln.x0) < 0.2 * self._width[ln.page]
-        )
-        return near[int(0.9 * (len(near) - 1))] if near else ln.x1
+        """Where lines starting near this one end, at most: the column's right edge (the 90th
+        percentile, so one wide formula does not move it). Cached per page and start."""
+        key = (ln.page, round(ln.x0))
+        got = self._cache.get(key)
+        if got is None:
+            near = sorted(
+                x1
+                for x0, x1 in self._rights.get(ln.page, [])
+                if abs(x0 - ln.x0) < 0.2 * self._width[ln.page]
+            )
+            got = self._cache[key] = near[int(0.9 * (len(near) - 1))] if near else ln.x1
+        return got
 
     def short(self, ln: Line) -> bool:
         return ln.x1 < self.column_right(ln) - 2 * self.body
