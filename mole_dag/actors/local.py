@@ -383,7 +383,7 @@ class LocalCorpus:
         if not index.docs:
             # Say why each file was left out: "no extractable text" was wrong for a folder of
             # files skipped for their size.
-            reasons = Counter(sk.reason.split(":")[0] for sk in index.skipped)
+            reasons = Counter(sk.cause or sk.reason.split(":")[0] for sk in index.skipped)
             why = ", ".join(f"{reason}: {n}" for reason, n in reasons.most_common())
             raise CorpusError(
                 f"corpus folder {root}: all {len(index.skipped)} documents were "
