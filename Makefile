@@ -12,7 +12,7 @@ export DAGSTER_HOME := $(MOLE_HOME)/dagster
 # Extra flags for `dagster dev`, e.g. make dev DEV_ARGS="-p 3001"
 DEV_ARGS ?=
 
-.PHONY: demo test dev scale-dev lint bench qa clean
+.PHONY: demo test dev scale-dev lint bench qa qa-pdf clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,12 @@ bench: $(STAMP)
 # Extra flags: make qa QA_ARGS="--only D01 D05 --repeat 2 --record"
 qa: $(STAMP)
 	$(BIN)/python bench/qa.py $(QA_ARGS)
+
+# PDF answer benchmark over ../shared/qa-pdf-dev (skips when absent; the web path needs
+# pdftotext): both paths, ~30-40 min each on two busy cores. Extra flags:
+# make qa-pdf QA_PDF_ARGS="--paths local --only Q01 Q26 --record"
+qa-pdf: $(STAMP)
+	$(BIN)/python bench/qa_pdf.py $(QA_PDF_ARGS)
 
 clean:
 	rm -rf .mole

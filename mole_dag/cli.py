@@ -763,6 +763,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         rep = store.row(q("report_latest"), {"session_id": args.session})
         stages = ledger.spend_by_stage(args.session)
         dead = store.named("digest_dead_ends", {"session_id": args.session})
+        pdfs = store.named("pdf_dead_ends", {"session_id": args.session})
         by_model = store.named("spend_by_model", {"session_id": args.session})
         discarded = store.named("discarded_by_cause", {"session_id": args.session})
     finally:
@@ -804,6 +805,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     )
     if dead:
         print("dead ends " + ", ".join(f"{r['cause']} {r['n']}" for r in dead))
+    for r in pdfs:
+        # A PDF that could not be read (issue 19): which, and what was wrong with it.
+        where = escape_controls(" ".join(str(r["url"] or "").split()))
+        print(f"  {r['cause']:<18} {where}: {escape_controls(' '.join(str(r['detail']).split()))}")
     internal = sum(int(r["n"]) for r in dead if r["cause"] == "internal_error")
     if internal:
         # Apart from the causes above: these are ours to fix, not the outside world failing.

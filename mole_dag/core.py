@@ -92,6 +92,15 @@ class DeadEndCause(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     TIMEOUT = "timeout"
     UNREADABLE = "unreadable"
+    # A PDF that cannot be read (issue 19), each named so `mole show` says which: encrypted with
+    # a password, damaged or truncated, no text layer (a scan; mole does no OCR), more pages
+    # than the cap, slower to read than the time cap, streams that inflate past the cap.
+    PDF_ENCRYPTED = "pdf_encrypted"
+    PDF_CORRUPT = "pdf_corrupt"
+    PDF_NO_TEXT = "pdf_no_text"
+    PDF_TOO_MANY_PAGES = "pdf_too_many_pages"
+    PDF_TOO_SLOW = "pdf_too_slow"
+    PDF_BOMB = "pdf_bomb"
     # A bug of ours (an unexpected exception), not the outside world failing: its traceback is
     # in the log, and `mole show` counts it apart.
     INTERNAL_ERROR = "internal_error"
@@ -148,6 +157,10 @@ class Document:
     arxiv_id: str | None = None
     provider_supplied: bool = False
     metadata: dict[str, str] = field(default_factory=dict)
+    # A PDF's pages: the UTF-8 byte offset in `text` where each page starts, page 1 first (issue
+    # 19). Empty for a document without pages. Stored as the source's page map, so every claim
+    # knows its page.
+    pages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -260,16 +260,17 @@ def test_open_file_path(tmp_path: Path) -> None:
 def test_open_empty_folder(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(CorpusError, match="no .html, .md or .txt"):
+    with pytest.raises(CorpusError, match=r"no \.pdf, \.html, \.md or \.txt"):
         _open(empty, tmp_path)
 
 
 def test_open_folder_with_only_unsupported_files(tmp_path: Path) -> None:
     root = tmp_path / "pdfs"
     root.mkdir()
-    (root / "a.pdf").write_bytes(b"%PDF")
+    (root / "a.pdf").write_bytes(b"%PDF")  # a PDF now (issue 19), but a broken one
+    (root / "b.docx").write_bytes(b"PK\x03\x04")
     (root / ".hidden.md").write_text("hidden text", "utf-8")
-    with pytest.raises(CorpusError):
+    with pytest.raises(CorpusError, match=r"all 1 documents were skipped \(pdf_corrupt: 1\)"):
         _open(root, tmp_path)
 
 
@@ -298,7 +299,16 @@ def test_files_found_and_skipped(corpus_dir: Path, tmp_path: Path) -> None:
     c = _open(corpus_dir, tmp_path)
     paths = set(_by_path(c))
     assert paths == {"ash.md", "sub/sourdough.txt", "tides.txt", "monarchs.html", "german.txt"}
-    assert [(s.path, s.reason) for s in c.skipped] == [("binary.txt", "binary content")]
+    # A PDF is read now (issue 19); this one is broken, and named so.
+    assert [(s.path, s.reason, s.cause) for s in c.skipped] == [
+        ("binary.txt", "binary content", ""),
+        (
+            "ignored.pdf",
+            "PDF: it is damaged or truncated (Failed to load document (PDFium: Data format "
+            "error).)",
+            "pdf_corrupt",
+        ),
+    ]
     assert c.root == corpus_dir.resolve()
 
 
@@ -442,9 +452,11 @@ def test_touching_a_file_triggers_rebuild(
     calls: list[Path] = []
     real = local_mod.build_index
 
-    def counting(root: Path) -> local_mod.CorpusIndex:
+    def counting(
+        root: Path, previous: local_mod.CorpusIndex | None = None
+    ) -> local_mod.CorpusIndex:
         calls.append(root)
-        return real(root)
+        return real(root, previous)
 
     monkeypatch.setattr(local_mod, "build_index", counting)
     _open(corpus_dir, tmp_path)
@@ -503,9 +515,11 @@ def test_a_cache_from_other_indexing_code_is_rebuilt(
     calls: list[Path] = []
     real = local_mod.build_index
 
-    def counting(root: Path) -> local_mod.CorpusIndex:
+    def counting(
+        root: Path, previous: local_mod.CorpusIndex | None = None
+    ) -> local_mod.CorpusIndex:
         calls.append(root)
-        return real(root)
+        return real(root, previous)
 
     monkeypatch.setattr(local_mod, "build_index", counting)
     _open(corpus_dir, tmp_path)
@@ -530,6 +544,7 @@ def test_the_cache_write_does_not_copy_the_index(
 
     monkeypatch.setattr(local_mod.json, "dumps", spy)
     c = _open(corpus_dir, tmp_path)
+    dumped = [d for d in dumped if isinstance(d, dict) and "docs" in d]  # not a PDF request
     assert len(dumped) == 1
     assert dumped[0]["docs"] is c.index.docs
     assert dumped[0]["fingerprint"] is c.index.fingerprint
@@ -538,14 +553,17 @@ def test_the_cache_write_does_not_copy_the_index(
 
 def test_the_cache_format(corpus_dir: Path, tmp_path: Path) -> None:
     """What `asdict` wrote before (INDEX_VERSION 3), except the terms: one space-separated
-    string a document (4), read back into the same lists."""
-    from dataclasses import asdict
+    string a document (4), read back into the same lists; and each file's entry as a list
+    (path, size, mtime, digest, document, skipped) for the incremental index (5, issue 19)."""
+    from dataclasses import asdict, astuple
 
     c = _open(corpus_dir, tmp_path)
     cache = next((tmp_path / "idx").glob("corpus-*.json"))
-    want = asdict(c.index) | {"version": 4}
+    want = asdict(c.index) | {"version": 5}
     want["terms"] = [" ".join(t) for t in c.index.terms]
-    assert local_mod.INDEX_VERSION == 4
+    want["files"] = [list(astuple(f)) for f in c.index.files]
+    del want["extracted"]
+    assert local_mod.INDEX_VERSION == 5
     assert json.loads(cache.read_text("utf-8")) == json.loads(json.dumps(want))
     local_mod._OPENED.clear()
     assert _open(corpus_dir, tmp_path).index.terms == c.index.terms
@@ -567,9 +585,11 @@ def _rebuilt_once(
     calls: list[Path] = []
     real = local_mod.build_index
 
-    def counting(root: Path) -> local_mod.CorpusIndex:
+    def counting(
+        root: Path, previous: local_mod.CorpusIndex | None = None
+    ) -> local_mod.CorpusIndex:
         calls.append(root)
-        return real(root)
+        return real(root, previous)
 
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="mole.local"), pytest.MonkeyPatch.context() as mp:

@@ -248,9 +248,8 @@ def test_gzipped_page_within_the_cap_is_decoded(tmp_path: Path, web: FakeWeb, dn
     [
         b"\x89PNG\r\n\x1a\n" + random.Random(1).randbytes(4000),
         random.Random(2).randbytes(20000),
-        b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n",
     ],
-    ids=["png", "random-bytes", "pdf"],
+    ids=["png", "random-bytes"],
 )
 def test_binary_served_as_html_is_wrong_type(
     tmp_path: Path, web: FakeWeb, dns: dict, body: bytes
@@ -258,6 +257,17 @@ def test_binary_served_as_html_is_wrong_type(
     web.route("/bin", body, content_type="text/html; charset=utf-8")
     err = refused(fetcher(tmp_path), web.url("/bin", PAGES))
     assert err.cause == DeadEndCause.WRONG_TYPE and "served as text/html" in err.detail
+
+
+@pytest.mark.parametrize("ctype", ["text/html; charset=utf-8", "application/octet-stream"])
+def test_a_pdf_body_is_fetched_as_a_pdf_whatever_its_label(
+    tmp_path: Path, web: FakeWeb, dns: dict, ctype: str
+) -> None:
+    """Issue 19: a PDF was a wrong-type dead end; its bytes are now handed on to be read."""
+    body = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n"
+    web.route("/bin", body, content_type=ctype)
+    got = fetcher(tmp_path).fetch(web.url("/bin", PAGES))
+    assert got.is_pdf and got.data == body and got.text == ""
 
 
 @pytest.mark.parametrize("ctype", ["application/pdf", "application/json", "image/svg+xml"])

@@ -194,6 +194,7 @@ def test_views_answer_sql(tmp_path: Path, mini_corpus: Path) -> None:
         "publishers_per_cluster",
         "dead_ends_by_cause",
         "crossings",
+        "claim_pages",
     }
     assert rows["claim_overview"] == store.scalar("SELECT count(*) FROM claims")
     multi = store.rows(

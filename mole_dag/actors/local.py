@@ -1,8 +1,13 @@
-"""The `local` search provider: BM25 over a folder of HTML, Markdown and plain-text documents.
+"""The `local` search provider: BM25 over a folder of PDF, HTML, Markdown and plain-text
+documents.
 
 The index (extracted text, metadata and term counts) is built once and cached under
-`.mole/index/`, keyed by the folder and invalidated when any file's size or mtime changes, so a
-second session over the same corpus does not re-extract every page."""
+`.mole/index/`, keyed by the folder. It is incremental (issue 19): when the folder changes, a
+file whose size and mtime are those it was indexed with, or whose content digest is, is taken
+from the cache as it was; only new and changed files are extracted again. A PDF is the
+expensive case (PDFium in a worker process, then the layout), and a folder of papers grows a
+few files at a time. A file that could not be read is remembered with its reason the same way,
+so an unchanged bad PDF is not tried again either."""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import math
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from datetime import date
 from pathlib import Path
@@ -21,6 +26,7 @@ from pathlib import Path
 from mole_dag.actors.base import DeadEnd, Found
 from mole_dag.actors.bm25 import BM25
 from mole_dag.actors.extract import ExtractionError, from_html, from_plain
+from mole_dag.actors.pdf import PdfLimits, PdfRefused, pdf_document
 from mole_dag.core import DeadEndCause, Document
 from mole_dag.paths import index_dir
 from mole_dag.text import stem, terms, words
@@ -29,10 +35,17 @@ log = logging.getLogger("mole.local")
 
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".rst"}
+PDF_SUFFIXES = {".pdf"}
+SUFFIXES = HTML_SUFFIXES | TEXT_SUFFIXES | PDF_SUFFIXES
 # A guess, flagged as one: a local document larger than this is almost certainly not prose.
 MAX_FILE_BYTES = 8 * 1024 * 1024
+# PDFs carry fonts and figures: a paper with plots runs to tens of MB. A guess, flagged as one.
+MAX_PDF_BYTES = 64 * 1024 * 1024
 # 4: each document's terms stored as one space-separated string (issue 14).
-INDEX_VERSION = 4
+# 5: PDFs, and a per-file entry (size, mtime, digest) so an index is rebuilt file by file.
+INDEX_VERSION = 5
+# The caps a PDF in a corpus is read under (module-level so a test can lower them).
+PDF_LIMITS = PdfLimits()
 
 
 # Words that name the work rather than its subject. A guess, flagged as one.
@@ -54,10 +67,33 @@ class CorpusError(ValueError):
     """The corpus folder cannot be used; the message says why."""
 
 
+class CorpusPdfError(ExtractionError):
+    """A PDF in the corpus that cannot be read, with its dead-end cause."""
+
+    def __init__(self, cause: DeadEndCause, detail: str) -> None:
+        super().__init__(f"PDF: {detail}")
+        self.cause = cause
+
+
 @dataclass
 class Skipped:
     path: str
     reason: str
+    # The dead end a session records for it (a PDF's named cause), "" for none.
+    cause: str = ""
+
+
+@dataclass
+class FileEntry:
+    """What the index knows of one file: the stamp it was read with and what came of it (the
+    document's position in `docs`, or -1 and the position of its Skipped entry)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    doc: int = -1
+    skipped: int = -1
 
 
 @dataclass
@@ -67,6 +103,9 @@ class CorpusIndex:
     docs: list[dict[str, object]] = field(default_factory=list)
     terms: list[list[str]] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    files: list[FileEntry] = field(default_factory=list)
+    # Files read (extracted) by the build that made this index; 0 for one read from the cache.
+    extracted: int = 0
 
 
 def _decode(raw: bytes) -> str:
@@ -87,12 +126,19 @@ def _decode(raw: bytes) -> str:
     return str(pick)
 
 
-def load_document(path: Path, relpath: str) -> Document:
-    raw = path.read_bytes()
+def load_document(path: Path, relpath: str, raw: bytes | None = None) -> Document:
+    """The document in a corpus file. Raises ExtractionError (PdfRefused for a PDF, with its
+    dead-end cause) when it cannot be read."""
+    raw = path.read_bytes() if raw is None else raw
+    fallback_url = f"corpus:{relpath}"
+    if path.suffix.lower() in PDF_SUFFIXES:
+        try:
+            return pdf_document(raw, url=fallback_url, fallback_title=path.stem, limits=PDF_LIMITS)
+        except PdfRefused as exc:
+            raise CorpusPdfError(exc.cause, exc.detail) from None
     if b"\x00" in raw[:4096]:
         raise ExtractionError("binary content")
     text = _decode(raw)
-    fallback_url = f"corpus:{relpath}"
     if path.suffix.lower() in HTML_SUFFIXES:
         doc = from_html(text, fallback_title=path.stem)
         if not doc.url:
@@ -107,7 +153,7 @@ def _files(root: Path) -> list[Path]:
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             p = Path(dirpath) / name
-            if name.startswith(".") or p.suffix.lower() not in HTML_SUFFIXES | TEXT_SUFFIXES:
+            if name.startswith(".") or p.suffix.lower() not in SUFFIXES:
                 continue
             out.append(p)
     return out
@@ -151,6 +197,7 @@ def _doc_to_json(doc: Document) -> dict[str, object]:
     # second per 10k documents for values that are all strings (issue 14).
     d: dict[str, object] = {f.name: getattr(doc, f.name) for f in _DOC_FIELDS}
     d["metadata"] = dict(doc.metadata)
+    d["pages"] = list(doc.pages)
     d["published"] = doc.published.isoformat() if doc.published else None
     return d
 
@@ -162,6 +209,7 @@ def _doc_from_json(d: dict[str, object]) -> Document:
     d = dict(d)
     pub = d.get("published")
     d["published"] = date.fromisoformat(str(pub)) if pub else None
+    d["pages"] = tuple(d.get("pages") or ())  # type: ignore[arg-type]
     return Document(**d)  # type: ignore[arg-type]
 
 
@@ -175,25 +223,75 @@ def _pooled(pool: dict[str, str], doc_terms: list[str]) -> list[str]:
     return list(map(pool.setdefault, doc_terms, doc_terms))
 
 
-def build_index(root: Path) -> CorpusIndex:
+def _digest(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _unchanged(prev: FileEntry | None, path: Path, st: os.stat_result) -> tuple[bool, bytes | None]:
+    """Whether the file is the one PREV describes: the same size and mtime, or the same size
+    and content digest (copied or touched, not changed). The bytes, when they had to be read."""
+    if prev is None or prev.size != st.st_size:
+        return False, None
+    if prev.mtime_ns == st.st_mtime_ns:
+        return True, None
+    if not prev.sha256:
+        return False, None
+    raw = path.read_bytes()
+    return _digest(raw) == prev.sha256, raw
+
+
+def build_index(root: Path, previous: CorpusIndex | None = None) -> CorpusIndex:
+    """The folder's index. With PREVIOUS (the cached index, from the same indexing code), a file
+    it describes unchanged is carried over as it was, not extracted again."""
     files = _files(root)
     idx = CorpusIndex(root=str(root), fingerprint=_fingerprint(root, files))
     pool: dict[str, str] = {}
+    old: dict[str, FileEntry] = {}
+    if previous is not None and previous.fingerprint[:1] == idx.fingerprint[:1]:
+        old = {e.path: e for e in previous.files}
     for p in files:
         rel = str(p.relative_to(root))
-        if p.stat().st_size > MAX_FILE_BYTES:
-            idx.skipped.append(Skipped(rel, f"larger than {MAX_FILE_BYTES // 1024 // 1024} MB"))
+        st = p.stat()
+        prev = old.get(rel)
+        same, raw = _unchanged(prev, p, st)
+        if same and prev is not None and previous is not None:
+            entry = FileEntry(rel, st.st_size, st.st_mtime_ns, prev.sha256)
+            if prev.doc >= 0:
+                entry.doc = len(idx.docs)
+                idx.docs.append(previous.docs[prev.doc])
+                idx.terms.append(_pooled(pool, previous.terms[prev.doc]))
+            elif prev.skipped >= 0:
+                entry.skipped = len(idx.skipped)
+                idx.skipped.append(previous.skipped[prev.skipped])
+            idx.files.append(entry)
             continue
+        entry = FileEntry(rel, st.st_size, st.st_mtime_ns, "")
+        idx.files.append(entry)
+        cap = MAX_PDF_BYTES if p.suffix.lower() in PDF_SUFFIXES else MAX_FILE_BYTES
+        if st.st_size > cap:
+            entry.skipped = len(idx.skipped)
+            idx.skipped.append(Skipped(rel, f"larger than {cap // 1024 // 1024} MB"))
+            continue
+        idx.extracted += 1
         try:
-            doc = load_document(p, rel)
+            raw = p.read_bytes() if raw is None else raw
+            entry.sha256 = _digest(raw)
+            doc = load_document(p, rel, raw)
+        except CorpusPdfError as exc:
+            entry.skipped = len(idx.skipped)
+            idx.skipped.append(Skipped(rel, str(exc), str(exc.cause)))
+            continue
         except (OSError, ExtractionError) as exc:
+            entry.skipped = len(idx.skipped)
             idx.skipped.append(Skipped(rel, str(exc)))
             continue
         if not doc.text.strip():
+            entry.skipped = len(idx.skipped)
             idx.skipped.append(Skipped(rel, "no text after extraction"))
             continue
         doc.metadata["path"] = rel
         doc.metadata["locator"] = f"corpus:{rel}"
+        entry.doc = len(idx.docs)
         idx.docs.append(_doc_to_json(doc))
         idx.terms.append(_pooled(pool, terms(f"{doc.title}\n{doc.text}")))
     return idx
@@ -252,7 +350,9 @@ class LocalCorpus:
         root = root.resolve()
         files = _files(root)
         if not files:
-            raise CorpusError(f"corpus folder {root} has no .html, .md or .txt documents to search")
+            raise CorpusError(
+                f"corpus folder {root} has no .pdf, .html, .md or .txt documents to search"
+            )
         cache_dir = cache_dir or index_dir()
         key = hashlib.sha256(str(root).encode()).hexdigest()[:16]
         cache = cache_dir / f"corpus-{key}.json"
@@ -279,15 +379,15 @@ class LocalCorpus:
             # changed since the cache was written).
             level = logging.WARNING if why.startswith("unreadable") else logging.INFO
             log.log(level, "corpus index cache %s is %s; rebuilding it", cache, why)
-        index = build_index(root)
+        index = build_index(root, None if why.startswith("unreadable") else cached)
         if not index.docs:
             # Say why each file was left out: "no extractable text" was wrong for a folder of
             # files skipped for their size.
-            reasons = Counter(sk.reason.split(":")[0] for sk in index.skipped)
+            reasons = Counter(sk.cause or sk.reason.split(":")[0] for sk in index.skipped)
             why = ", ".join(f"{reason}: {n}" for reason, n in reasons.most_common())
             raise CorpusError(
                 f"corpus folder {root}: all {len(index.skipped)} documents were "
-                f"skipped ({why}); add readable .html, .md or .txt documents or "
+                f"skipped ({why}); add readable .pdf, .html, .md or .txt documents or "
                 "pass another --corpus"
             )
         _write_cache(cache, index)
@@ -386,6 +486,7 @@ def _read_cache(path: Path) -> tuple[CorpusIndex | None, str]:
         fingerprint, docs, joined = raw["fingerprint"], raw["docs"], raw["terms"]
         root = raw["root"]
         skipped = [Skipped(**s) for s in raw.get("skipped", [])]
+        files = [FileEntry(*f) for f in raw.get("files", [])]
     except (KeyError, TypeError) as exc:
         return None, f"unreadable (missing or wrong field: {exc})"
     if not (
@@ -398,7 +499,7 @@ def _read_cache(path: Path) -> tuple[CorpusIndex | None, str]:
         return None, "unreadable (fields of the wrong shape)"
     pool: dict[str, str] = {}
     doc_terms = [_pooled(pool, t.split()) for t in joined]
-    return CorpusIndex(root, fingerprint, docs, doc_terms, skipped), ""
+    return CorpusIndex(root, fingerprint, docs, doc_terms, skipped, files), ""
 
 
 def _stale(cached: list[list[object]], current: list[list[object]]) -> str:
@@ -432,6 +533,7 @@ def _write_cache(path: Path, index: CorpusIndex) -> None:
         "docs": index.docs,
         "terms": [" ".join(t) for t in index.terms],
         "skipped": [asdict(s) for s in index.skipped],
+        "files": [[f.path, f.size, f.mtime_ns, f.sha256, f.doc, f.skipped] for f in index.files],
         "version": INDEX_VERSION,
     }
     try:
@@ -441,3 +543,36 @@ def _write_cache(path: Path, index: CorpusIndex) -> None:
         tmp.replace(path)
     except OSError as exc:  # a cache we cannot write only costs a rebuild next time
         log.warning("could not cache the corpus index at %s: %s", path, exc.strerror)
+
+
+# (session, corpus root, file) of unreadable PDFs already reported as dead ends by this process.
+_REPORTED: set[tuple[str, str, str]] = set()
+_REPORTED_LOCK = threading.Lock()
+
+
+@dataclass
+class SessionCorpus:
+    """A session's view of a shared corpus: the same search, plus one dead end per file the
+    index could not read for a named cause (an encrypted or scanned PDF...), recorded once per
+    session, so `mole show` names it. `recorded` says whether the store already has it (a
+    resumed session in a new process)."""
+
+    corpus: LocalCorpus
+    session_id: str
+    recorded: Callable[[str], bool] | None = None
+    name: str = "local"
+
+    def gather(self, query: str, limit: int) -> Iterator[Found | DeadEnd]:
+        for sk in self.corpus.skipped:
+            if not sk.cause:
+                continue
+            url = f"corpus:{sk.path}"
+            key = (self.session_id, str(self.corpus.root), sk.path)
+            with _REPORTED_LOCK:
+                if key in _REPORTED:
+                    continue
+                _REPORTED.add(key)
+            if self.recorded is not None and self.recorded(url):
+                continue
+            yield DeadEnd(DeadEndCause(sk.cause), url, f"{sk.path}: {sk.reason}")
+        yield from self.corpus.gather(query, limit)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 
 from mole_dag.actors.base import Actor
-from mole_dag.actors.local import LocalCorpus
+from mole_dag.actors.local import LocalCorpus, SessionCorpus
 from mole_dag.actors.search import SEARCH_PROVIDERS
 from mole_dag.paths import demo_corpus
-from mole_dag.store import Store
+from mole_dag.store import Store, q
 from mole_dag.store.records import SessionRow
 
 _lock = threading.Lock()
@@ -34,7 +34,16 @@ def actors_for(session: SessionRow, store: Store | None = None) -> dict[str, Act
     out: dict[str, Actor] = {}
     for name in names:
         if name == "local":
-            out[name] = local_corpus(session.corpus or str(demo_corpus()))
+            corpus = local_corpus(session.corpus or str(demo_corpus()))
+            recorded = None
+            if store is not None:
+                sid = session.id
+
+                def recorded(url: str, sid: str = sid, store: Store = store) -> bool:
+                    row = store.row(q("dead_end_by_url"), {"session_id": sid, "url": url})
+                    return row is not None
+
+            out[name] = SessionCorpus(corpus, session.id, recorded)
         elif name in SEARCH_PROVIDERS:
             # Web and academic search (issue 4): built per session, shared pools underneath.
             # The web stack is imported only for a session that searches the web (issue 12).

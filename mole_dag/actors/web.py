@@ -2,6 +2,9 @@
 
 The fetch is skipped when the provider already returned usable text (Tavily's page text, an
 abstract from arXiv, OpenAlex, Crossref or PubMed); such a source is marked provider-supplied.
+An academic hit with an open-access PDF is the exception (issue 19): its full text is fetched
+and mined, and the abstract is the fallback when the PDF cannot be read. A fetched PDF (by its
+type or its bytes) is extracted with its pages (mole_dag.actors.pdf).
 Every page that cannot be used becomes a dead end with a fixed cause and the actor moves on, so
 one hostile page costs its own slot and nothing else. Text leaves here only inside a Found, with
 terminal-control and bidi-override characters already removed; the executor chunks it and drops
@@ -18,6 +21,7 @@ from mole_dag.actors.base import DeadEnd, Found
 from mole_dag.actors.extract import ExtractionError, from_html
 from mole_dag.actors.fetch import Fetched, Fetcher, FetchFailed
 from mole_dag.actors.once import FetchOnce, Outcome, Stored
+from mole_dag.actors.pdf import PdfLimits, PdfRefused, pdf_document
 from mole_dag.actors.search import Hit, Provider, SearchFailed
 from mole_dag.core import DeadEndCause, Document
 from mole_dag.sanitize import one_line, strip_controls
@@ -60,8 +64,31 @@ def _meta(text: str | None) -> str | None:
     return one_line(text) or None if text else None
 
 
-def page_document(fetched: Fetched) -> Document | DeadEnd:
+def _name_in(url: str) -> str:
+    """A fallback title for a document without one: the last segment of its URL's path."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        tail = unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
+    except ValueError:
+        tail = ""
+    return _meta(tail.removesuffix(".pdf").removesuffix(".PDF")) or url
+
+
+def pdf_page_document(fetched: Fetched, limits: PdfLimits | None = None) -> Document | DeadEnd:
+    """A fetched PDF's text with its pages, or the PDF's dead end (issue 19). The text comes out
+    of the layout without controls or bidi marks (layout.clean strips what `clean` would), so the
+    page offsets computed there hold for the stored text."""
+    try:
+        return pdf_document(fetched.data, url=fetched.url, fallback_title="", limits=limits)
+    except PdfRefused as exc:
+        return DeadEnd(exc.cause, fetched.url, f"PDF: {exc.detail}")
+
+
+def page_document(fetched: Fetched, pdf_limits: PdfLimits | None = None) -> Document | DeadEnd:
     """Extract a fetched page, or say why it has nothing to offer."""
+    if fetched.is_pdf:
+        return pdf_page_document(fetched, pdf_limits)
     if fetched.is_html:
         try:
             doc = from_html(fetched.text, url=fetched.url)
@@ -140,6 +167,8 @@ class WebActor:
     # The session's in-process registry of requested URLs: leads running at the same time on
     # other worker threads wait for one fetch instead of each making their own.
     once: FetchOnce | None = None
+    # Caps on reading a fetched PDF (pages, seconds, inflated bytes); the fetcher caps its bytes.
+    pdf_limits: PdfLimits | None = None
 
     @property
     def name(self) -> str:
@@ -163,6 +192,14 @@ class WebActor:
             got = self.resolve(hit)
             if isinstance(got, DeadEnd):
                 yield got
+            elif isinstance(got, Document) and got.metadata.get(_PDF_CAUSE):
+                # The open-access PDF could not be read: its dead end, then the abstract.
+                yield DeadEnd(
+                    DeadEndCause(got.metadata[_PDF_CAUSE]),
+                    got.metadata.get("pdf_url"),
+                    got.metadata.get(_PDF_DETAIL),
+                )
+                yield Found(document=got, rank=rank, score=score)
             elif isinstance(got, Stored):
                 yield Found(
                     Document(url=got.url, title=_meta(hit.title) or got.url, text=""),
@@ -195,24 +232,65 @@ class WebActor:
         """What the store already says about the URL, else the page itself."""
         if self.known is not None and self.known(hit.url):
             return Stored(hit.url)
+        if hit.pdf_url and self.known is not None and self.known(hit.pdf_url):
+            return Stored(hit.pdf_url)  # the hit's full text, stored by an earlier lead
         if self.failed is not None:
             dead = self.failed(hit.url)
             if dead is not None:
                 return replace(dead, detail=_not_retried(dead.detail))
         return self.document(hit)
 
+    def full_text(self, hit: Hit) -> Document | DeadEnd:
+        """An academic hit's open-access PDF, fetched through the same guard and caps as any
+        page, with the hit's scholarly identity (DOI, arXiv id, PMID) kept for publisher
+        counting, and the API's title."""
+        assert hit.pdf_url
+        try:
+            fetched = self.fetcher.fetch(hit.pdf_url)
+        except FetchFailed as exc:
+            return DeadEnd(exc.cause, exc.url or hit.pdf_url, exc.detail)
+        if not fetched.is_pdf:
+            return DeadEnd(
+                DeadEndCause.WRONG_TYPE,
+                fetched.url,
+                f"the open-access link served {fetched.media_type}, not a PDF",
+            )
+        got = pdf_page_document(fetched, self.pdf_limits)
+        if isinstance(got, DeadEnd):
+            return got
+        doc = _with_hit(replace(got, title=_meta(hit.title) or got.title), hit)
+        doc.metadata["landing"] = hit.url
+        return doc
+
     def document(self, hit: Hit) -> Document | DeadEnd:
         supplied = provider_document(hit)
+        if hit.pdf_url:
+            full = self.full_text(hit)
+            if isinstance(full, Document) or supplied is None:
+                return full
+            # The abstract stands in; the PDF's dead end is recorded beside it (gather).
+            supplied.metadata.update(
+                {
+                    _PDF_CAUSE: str(full.cause),
+                    _PDF_DETAIL: full.detail or "",
+                    "pdf_url": full.url or hit.pdf_url,
+                }
+            )
+            return supplied
         if supplied is not None:
             return supplied
         try:
             fetched = self.fetcher.fetch(hit.url)
         except FetchFailed as exc:
             return DeadEnd(exc.cause, exc.url or hit.url, exc.detail)
-        got = page_document(fetched)
+        got = page_document(fetched, self.pdf_limits)
         if isinstance(got, DeadEnd):
             return got
         return _with_hit(got, hit)
+
+
+# Metadata keys of an abstract that stands in for an open-access PDF that could not be read.
+_PDF_CAUSE, _PDF_DETAIL = "pdf_dead_end_cause", "pdf_dead_end_detail"
 
 
 def _not_retried(detail: str | None) -> str:

@@ -78,6 +78,19 @@ def store_source(
                 "text": [s.text for s in spans],
             },
         )
+    if doc.pages:
+        # The page map (issue 19): page n covers bytes [pages[n-1], pages[n]) of the text.
+        ends = [*doc.pages[1:], len(data)]
+        cur.execute(
+            q("source_pages_insert_many"),
+            {
+                "session_id": session_id,
+                "source_id": source_id,
+                "page": list(range(1, len(doc.pages) + 1)),
+                "byte_start": list(doc.pages),
+                "byte_end": ends,
+            },
+        )
     if known is not None:
         known[doc.url] = source_id
     return source_id, len(spans)

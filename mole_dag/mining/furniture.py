@@ -12,6 +12,9 @@ from __future__ import annotations
 import re
 
 CAUSES: tuple[str, ...] = (
+    "code",
+    "equation",
+    "table",
     "markup",
     "boilerplate",
     "caption",
@@ -51,7 +54,9 @@ _CAPTION = re.compile(
     r"video|graphic|caption|source)\s*:"
     r"|\((?:getty images|ap photo|reuters|afp|epa|shutterstock|istock|pa)[^)]{0,60}\)"
     r"|\b(?:getty images|shutterstock|istockphoto)\b"
-    r"|\A(?:photo|image|picture)s? (?:by|via|courtesy)\b",
+    r"|\A(?:photo|image|picture)s? (?:by|via|courtesy)\b"
+    # A paper's figure, table or listing caption (issue 19): "Figure 3: ...", "Table 2. ...".
+    r"|\A(?:figure|fig\.|table|listing|algorithm|exhibit)\s*[A-Z]?\d+(?:\.\d+)*\s*[:.](?!\d)",
     re.I,
 )
 
@@ -233,9 +238,50 @@ def _title_case_ratio(tokens: list[str]) -> float:
     return sum(1 for t in content if t[0].isupper()) / len(content)
 
 
+# Papers' furniture (issue 19): code listings, display equations and table rows, which PDF text
+# carries inline. Each a guess, flagged as one, kept conservative: a sentence of prose that names
+# a function or a symbol or two is not refused.
+_CODE_MARK = re.compile(r"<-|->|::|==|!=|&&|\|\||[{};=#$\[\]]")
+_PROMPT = re.compile(r"\A(?:R>|>>>|\$ |\+ |#include\b|library\(|import )")
+_MATH = re.compile(r"[\u0370-\u03ff\u2190-\u22ff\u00b1\u00d7\u00f7=+<>^|\u2032\u0302-\u0305]")
+_NUMBER = re.compile(r"\A[-\u2212+(]?\d[\d.,:%)]*\Z")
+
+
+def _papers_furniture(s: str, tokens: list[str]) -> str | None:
+    n = len(tokens)
+    low = [t.lower() for t in tokens]
+    prose = sum(1 for t in low if t in _ENGLISH or t in _AUX)
+    if _PROMPT.match(s) and prose <= max(1, n // 5):
+        return "code"
+    marks = len(_CODE_MARK.findall(s))
+    if marks >= 3 and marks >= 0.2 * max(n, 1) and prose < 0.15 * max(n, 1):
+        return "code"
+    visible = [ch for ch in s if not ch.isspace()]
+    math = len(_MATH.findall(s))
+    singles = sum(1 for t in tokens if len(t) == 1 and t.isalpha())
+    if visible and (math >= 3 and math > 0.12 * len(visible)) and prose < 0.2 * max(n, 1):
+        return "equation"
+    if n >= 4 and singles >= 0.5 * n and prose < 0.15 * n:
+        return "equation"
+    words = s.split()
+    if len(words) >= 4 and sum(1 for w in words if _NUMBER.match(w)) >= 0.6 * len(words):
+        return "table"
+    return None
+
+
+_PAREN = re.compile(r"\([^()]*\)")
+# Words a sentence must have outside its parentheses for its parenthesised citations, "(Kirkwood
+# et al., 2006; Page et al., 2006)", to be read as a paper's prose citing, not as a bibliography
+# entry (issue 19). A guess, flagged as one.
+_CITING_WORDS = 12
+
+
 def _reference_entry(s: str) -> bool:
     if any(p.search(s) for p in _REF_STRONG):
         return True
+    outside = _PAREN.sub(" ", s)
+    if len(outside.split()) >= _CITING_WORDS and has_verb(outside):
+        s = outside
     return sum(1 for p in _REF_WEAK if p.search(s)) >= 2
 
 
@@ -256,6 +302,9 @@ def non_claim_reason(sentence: str) -> str | None:
     verb = has_verb(bare) if english else True
     if _BOILERPLATE.search(s) or _COPYRIGHT.search(s):
         return "boilerplate"
+    paper = _papers_furniture(s, tokens)
+    if paper:
+        return paper
     if _CAPTION.search(s):
         return "caption"
     if _NAV_STRONG.search(s):

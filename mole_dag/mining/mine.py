@@ -23,6 +23,7 @@ from mole_dag.skills.protocol import MineRequest
 from mole_dag.store import q, utcnow
 from mole_dag.store.dead_ends import store_dead_end
 from mole_dag.store.records import ChunkRow, LeadClaimsRow, LeadSourceRow, fetch_all
+from mole_dag.text import sentence_spans
 
 log = logging.getLogger("mole.mine")
 STAGE = "mined_claims"
@@ -30,11 +31,24 @@ STAGE = "mined_claims"
 # What a quote found verbatim can still be, and no claim: the page's furniture. Not "question" or
 # "no_verb": a model may fairly quote a clause or a noun phrase out of a sentence.
 _FURNITURE = frozenset(
-    {"markup", "boilerplate", "caption", "navigation", "download", "reference_entry"}
+    {
+        "markup",
+        "boilerplate",
+        "caption",
+        "navigation",
+        "download",
+        "reference_entry",
+        "code",
+        "equation",
+        "table",
+    }
 )
 # A line this short, unpunctuated and verbless is a heading; a guess, flagged as one, and the
 # same bound the extractive miner's heading rule uses.
 _HEADING_WORDS = 14
+# A line longer than this is a paragraph, not a heading, menu or caption line. A guess, flagged
+# as one: twice the longest heading.
+_PARAGRAPH_WORDS = 2 * _HEADING_WORDS
 
 
 def quotes_furniture(data: bytes, start: int, end: int) -> bool:
@@ -47,6 +61,14 @@ def quotes_furniture(data: bytes, start: int, end: int) -> bool:
     line_start = data.rfind(b"\n", 0, start) + 1
     line_end = data.find(b"\n", end)
     line = data[line_start : len(data) if line_end < 0 else line_end].decode("utf-8", "replace")
+    if len(line.split()) > _PARAGRAPH_WORDS:
+        # A paragraph on one line (a PDF's, issue 19: its furniture rules read anywhere in it,
+        # and a paper's paragraph holds citations and "(see Figure 4)"): the sentences the
+        # quote spans are judged, not the whole paragraph.
+        a = len(data[line_start:start].decode("utf-8", "replace"))
+        b = len(data[line_start:end].decode("utf-8", "replace"))
+        spans = [(x, y) for x, y in sentence_spans(line) if x < b and y > a]
+        line = line[spans[0][0] : spans[-1][1]] if spans else line[a:b]
     reason = non_claim_reason(line)
     if reason in _FURNITURE:
         return True

@@ -7,7 +7,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+# "[3]", "[3][4]", "[3, 4]", and a PDF's page (issue 19): "[3, p. 12]".
+_CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)(?:,\s*pp?\.\s*\d+(?:[-\u2013]\d+)?)?\]")
+
+
+def cite(number: int, page: int | None = None) -> str:
+    """One citation as the report prints it: "[3]", or "[3, p. 12]" for a page of a PDF."""
+    return f"[{number}, p. {page}]" if page else f"[{number}]"
 
 
 def strip_reference_markers(text: str) -> str:

@@ -14,7 +14,7 @@ _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _STRIKE = re.compile(r"~~(.+?)~~")
 _CODE = re.compile(r"`([^`]+)`")
 _LINK = re.compile(r"&lt;(https?://[^\s&]+(?:&amp;[^\s&]+)*)&gt;")
-_CITE = re.compile(r"\[(\d+)\]")
+_CITE = re.compile(r"\[(\d+)((?:, p\. \d+)?)\]")
 _ESCAPES = (("\\\\", "\ue000"), ("\\[", "\ue001"), ("\\]", "\ue002"))
 
 STYLE = (
@@ -38,7 +38,7 @@ def _inline(text: str) -> str:
     t = _BOLD.sub(r"<strong>\1</strong>", t)
     t = _STRIKE.sub(r"<del>\1</del>", t)
     t = _LINK.sub(r'<a href="\1" rel="noopener noreferrer">\1</a>', t)
-    return _CITE.sub(r'<a class="cite" href="#src-\1">[\1]</a>', t)
+    return _CITE.sub(r'<a class="cite" href="#src-\1">[\1\2]</a>', t)
 
 
 def render_html(markdown: str, title: str = "mole report") -> str:

@@ -27,6 +27,7 @@ from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, stable_id
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.output.binding import Binding, bind
+from mole_dag.output.citations import cite
 from mole_dag.output.extractive import MADE_WITHOUT_MODEL, write_body
 from mole_dag.output.local_data_section import local_data_section
 from mole_dag.paths import reports_dir
@@ -67,6 +68,8 @@ class Finding:
     sub_question: str = ""
     section: tuple[int, int] = (0, 0)  # the sub-question's (round, ordinal): planner order
     citations: list[int] = field(default_factory=list)
+    # The page each cited source was quoted from, when it is a PDF (issue 19): number -> page.
+    pages: dict[int, int] = field(default_factory=dict)
     disputed_with: list[int] = field(default_factory=list)
     superseded_by: list[int] = field(default_factory=list)
 
@@ -170,6 +173,9 @@ def _select_findings(run: Run, max_findings: int) -> Selection:
         for r in store.named("report_claim_positions", {"session_id": sid})
     }
     rel = store.named("report_relevance_scored", {"session_id": sid})[0]
+    page_of = {
+        r["claim_id"]: int(r["page"]) for r in store.named("claim_pages", {"session_id": sid})
+    }
     scored = int(rel["scored"]) > 0
     cluster_of = {m.claim_id: m.cluster_id for m in members}
 
@@ -221,10 +227,14 @@ def _select_findings(run: Run, max_findings: int) -> Selection:
     # Number sources in order of first appearance, strongest class first within a finding.
     numbers: dict[str, int] = {}
     cluster_sources: dict[str, list[str]] = {}
+    # A cluster's page in each of its sources: the page its first claim there was quoted from.
+    cluster_pages: dict[tuple[str, str], int] = {}
     for m in members:
         lst = cluster_sources.setdefault(m.cluster_id, [])
         if m.source_id not in lst:
             lst.append(m.source_id)
+        if m.claim_id in page_of:
+            cluster_pages.setdefault((m.cluster_id, m.source_id), page_of[m.claim_id])
     for f in findings:
         srcs = sorted(
             cluster_sources.get(f.cluster_id, []),
@@ -235,6 +245,9 @@ def _select_findings(run: Run, max_findings: int) -> Selection:
                 numbers[s] = len(numbers) + 1
             if numbers[s] not in f.citations:
                 f.citations.append(numbers[s])
+            page = cluster_pages.get((f.cluster_id, s))
+            if page is not None:
+                f.pages.setdefault(numbers[s], page)
     for e in edges:
         a = by_cluster.get(cluster_of.get(e.src_claim_id, ""))
         b = by_cluster.get(cluster_of.get(e.dst_claim_id, ""))
@@ -366,8 +379,11 @@ def _fmt_amount(amount: int, unit: str) -> str:
 # -- rendering -------------------------------------------------------------------------------
 
 
-def _cites(numbers: Iterable[int]) -> str:
-    return "".join(f"[{n}]" for n in numbers)
+def _cites(numbers: Iterable[int], pages: dict[int, int] | None = None) -> str:
+    """Citations as printed: "[3]", or "[3, p. 12]" where the finding was quoted from a page of a
+    PDF (issue 19)."""
+    pages = pages or {}
+    return "".join(cite(n, pages.get(n)) for n in numbers)
 
 
 def render_answer(binding: Binding, findings: list[Finding]) -> str:
@@ -377,15 +393,19 @@ def render_answer(binding: Binding, findings: list[Finding]) -> str:
     out: list[str] = []
     for i, s in enumerate(binding.kept):
         cites = list(dict.fromkeys(c for n in s.findings for c in by_no[n].citations))
+        pages: dict[int, int] = {}
+        for n in s.findings:
+            for c, page in by_no[n].pages.items():
+                pages.setdefault(c, page)
         others = sorted({d for n in s.findings for d in by_no[n].disputed_with} - set(s.findings))
         disputed = (" (disputed by " + ", ".join(f"#{d}" for d in others) + ")") if others else ""
         text = escape_markdown(one_line(s.text))
         if i in binding.quoted:
-            out.append(f"\u201c{text}\u201d {_cites(cites)}{disputed}")
+            out.append(f"\u201c{text}\u201d {_cites(cites, pages)}{disputed}")
             continue
         end = text[-1] if text[-1] in ".!?" else "."
         body = text[:-1] if text[-1] in ".!?" else text
-        out.append(f"{body} {_cites(cites)}{disputed}{end}")
+        out.append(f"{body} {_cites(cites, pages)}{disputed}{end}")
     return " ".join(out)
 
 
@@ -427,7 +447,7 @@ def render(
             text = escape_markdown(f.text)
             if f.superseded:
                 text = f"~~{text}~~"
-            out.append(f"{f.number}. {text} {_cites(f.citations)}{flag}  ")
+            out.append(f"{f.number}. {text} {_cites(f.citations, f.pages)}{flag}  ")
             out.append(
                 f"   relevance {f.relevance:.2f} · confidence {f.confidence:.2f} — "
                 f"{one_line(f.explanation)}"
@@ -442,8 +462,10 @@ def render(
         out += ["## Disputed", ""]
         for lo, hi in disputes:
             fa, fb = by_no[lo], by_no[hi]
-            out.append(f"- #{lo} {escape_markdown(fa.text)} {_cites(fa.citations)}")
-            out.append(f"  - versus #{hi} {escape_markdown(fb.text)} {_cites(fb.citations)}")
+            out.append(f"- #{lo} {escape_markdown(fa.text)} {_cites(fa.citations, fa.pages)}")
+            out.append(
+                f"  - versus #{hi} {escape_markdown(fb.text)} {_cites(fb.citations, fb.pages)}"
+            )
         out.append("")
 
     sup = [f for f in findings if f.superseded]
@@ -451,11 +473,13 @@ def render(
         out += ["## Superseded", ""]
         for f in sup:
             newer = (
-                ", ".join(f"#{n} {_cites(by_no[n].citations)}" for n in f.superseded_by)
+                ", ".join(
+                    f"#{n} {_cites(by_no[n].citations, by_no[n].pages)}" for n in f.superseded_by
+                )
                 or "a newer source"
             )
             out.append(
-                f"- #{f.number} {_cites(f.citations)} is superseded by {newer}: the "
+                f"- #{f.number} {_cites(f.citations, f.pages)} is superseded by {newer}: the "
                 "sources disagree and are more than a year apart."
             )
         out.append("")
@@ -467,6 +491,9 @@ def render(
     for n, s in sorted(numbered.items()):
         name = one_line(s.publisher_name or "")
         who = f"{name} ({s.publisher})" if name else s.publisher
+        if s.url.startswith("corpus:"):
+            # A file of the corpus folder (issue 19): its path relative to the folder.
+            who = f"local file {escape_markdown(one_line(s.url.removeprefix('corpus:')))}"
         date = f", {s.published:%Y-%m-%d}" if s.published else ""
         title = escape_markdown(one_line(s.title or s.url))
         out.append(f"[{n}] {title} — {who}, {s.source_class}{date}. <{one_line(s.url)}>  ")

@@ -20,6 +20,12 @@ def render_trace(store: Store, session_id: str) -> str:
     out: list[str] = [f"trace of session {session_id}", ""]
 
     rows = store.named("trace_clusters", p)
+    # The page each claim from a PDF was quoted from (issue 19).
+    pages = {r["claim_id"]: int(r["page"]) for r in store.named("claim_pages", p)}
+
+    def at(claim_id: str) -> str:
+        return f" (p. {pages[claim_id]})" if claim_id in pages else ""
+
     clusters: dict[str, list[dict]] = {}
     for r in rows:
         clusters.setdefault(r["cluster_id"], []).append(r)
@@ -27,7 +33,10 @@ def render_trace(store: Store, session_id: str) -> str:
     for members in clusters.values():
         rep = members[0]
         pubs = sorted({m["publisher"] for m in members})
-        out.append(f"  {rep['confidence']:.2f}  {rep['claim_id']}  {_short(rep['text'])}")
+        out.append(
+            f"  {rep['confidence']:.2f}  {rep['claim_id']}{at(rep['claim_id'])}  "
+            f"{_short(rep['text'])}"
+        )
         out.append(f"        {one_line(rep['explanation'])}")
         rel = rep["relevance"]
         out.append(
@@ -43,7 +52,7 @@ def render_trace(store: Store, session_id: str) -> str:
                 f"        {len(members)} claims from {len(pubs)} publishers: " + ", ".join(pubs)
             )
             for m in members[1:]:
-                out.append(f"        = {m['claim_id']} ({m['publisher']})")
+                out.append(f"        = {m['claim_id']}{at(m['claim_id'])} ({m['publisher']})")
     out.append("")
 
     edges = store.named("trace_edges", p)

@@ -561,3 +561,26 @@ SELECT unnest($id), unnest($session_id), unnest($claim_id), unnest($source_id), 
 INSERT INTO dead_ends (id, session_id, sub_question_id, lead_id, url, cause, detail, created_at)
 SELECT unnest($id), $session_id, unnest($sub_question_id::VARCHAR[]), unnest($lead_id::VARCHAR[]),
        unnest($url::VARCHAR[]), unnest($cause), unnest($detail::VARCHAR[]), $now;
+
+-- name: source_pages_insert_many
+-- A PDF source's page map (issue 19), one statement per source.
+INSERT INTO source_pages (session_id, source_id, page, byte_start, byte_end)
+SELECT $session_id, $source_id, unnest($page), unnest($byte_start), unnest($byte_end);
+
+-- name: claim_pages
+-- The page each claim of a session was quoted from: the page its quote starts on. Claims of
+-- sources without pages (web pages, text files) have no row.
+SELECT c.id AS claim_id, p.page
+FROM claims c
+JOIN source_pages p
+  ON p.source_id = c.source_id
+ AND c.quote_byte_start >= p.byte_start AND c.quote_byte_start < p.byte_end
+WHERE c.session_id = $session_id;
+
+-- name: pdf_dead_ends
+-- The PDFs a session could not read, each once, with what was wrong (issue 19: `mole show`).
+SELECT url, cause, min(detail) AS detail
+FROM dead_ends
+WHERE session_id = $session_id AND cause LIKE 'pdf\_%' ESCAPE '\'
+GROUP BY url, cause
+ORDER BY url, cause;

@@ -29,6 +29,7 @@ from mole_dag.actors.fetch.ratelimit import (
     RateLimited,
     shared_limiter,
 )
+from mole_dag.actors.pdf import is_pdf
 from mole_dag.core import DeadEndCause
 from mole_dag.publisher import host_of, registrable_domain
 
@@ -40,13 +41,27 @@ logging.getLogger("httpcore").setLevel(logging.WARNING)
 USER_AGENT = "mole-dag/0.1 (deep-research agent; honours robots.txt)"
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/x-markdown"})
-ALLOWED_TYPES = HTML_TYPES | TEXT_TYPES
+PDF_TYPES = frozenset({"application/pdf", "application/x-pdf", "application/acrobat"})
+# Generic binary labels: read (under the PDF byte cap) so the bytes can say what they are, since
+# servers commonly send papers as octet-stream; anything but a PDF is then a wrong-type dead end.
+SNIFFED_TYPES = frozenset(
+    {
+        "application/octet-stream",
+        "binary/octet-stream",
+        "application/download",
+        "application/x-download",
+    }
+)
+ALLOWED_TYPES = HTML_TYPES | TEXT_TYPES | PDF_TYPES | SNIFFED_TYPES
 
 
 @dataclass(frozen=True)
 class FetchLimits:
     # Most article pages are well under 2 MB of HTML; 5 MB leaves room. A guess, flagged as one.
     max_bytes: int = 5 * 1024 * 1024
+    # A PDF (or a body labelled as generic binary that may be one): papers with figures run to
+    # tens of MB. A guess, flagged as one.
+    max_pdf_bytes: int = 40 * 1024 * 1024
     max_redirects: int = 5
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 15.0
@@ -67,10 +82,16 @@ class Fetched:
     charset: str
     raw_bytes: int
     redirects: tuple[str, ...] = ()
+    # A PDF's bytes (`text` is then empty): extracted by the caller, not decoded as text.
+    data: bytes = b""
 
     @property
     def is_html(self) -> bool:
         return self.media_type in HTML_TYPES
+
+    @property
+    def is_pdf(self) -> bool:
+        return self.media_type == "application/pdf"
 
 
 class FetchFailed(Exception):
@@ -135,7 +156,8 @@ def shared_client(policy: Policy, limits: FetchLimits) -> httpx.Client:
                 trust_env=False,
                 headers={
                     "User-Agent": USER_AGENT,
-                    "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1",
+                    "Accept": "text/html,application/xhtml+xml,application/pdf,text/plain;q=0.9,"
+                    "*/*;q=0.1",
                     "Accept-Encoding": "gzip, deflate",
                 },
             )
@@ -196,6 +218,8 @@ class Fetcher:
                         raise FetchFailed(
                             DeadEndCause.WRONG_TYPE, f"content type {media!r} is not fetched", url
                         )
+                    if media in PDF_TYPES or media in SNIFFED_TYPES:
+                        max_bytes = max(max_bytes, self.limits.max_pdf_bytes)
                 declared = resp.headers.get("content-length", "")
                 if declared.isdigit() and int(declared) > max_bytes:
                     raise FetchFailed(
@@ -331,7 +355,16 @@ class Fetcher:
         if not 200 <= hop.status < 300:
             raise FetchFailed(DeadEndCause.FETCH_FAILED, f"HTTP {hop.status}", final)
         media, declared = _media_type(hop.headers)
-        binary = sniff_binary(hop.data)
+        if is_pdf(hop.data):
+            # Whatever the label says: the bytes are a PDF (issue 19), extracted by the caller.
+            return Fetched(
+                final, "application/pdf", "", "", hop.raw_bytes, tuple(hops), data=hop.data
+            )
+        if media in PDF_TYPES:
+            raise FetchFailed(
+                DeadEndCause.WRONG_TYPE, f"served as {media} but the body is not a PDF", final
+            )
+        binary = sniff_binary(hop.data) or ("binary data" if media in SNIFFED_TYPES else None)
         if binary:
             raise FetchFailed(
                 DeadEndCause.WRONG_TYPE, f"{binary} served as {media or 'no content type'}", final

@@ -1,12 +1,22 @@
-"""arXiv's API (an Atom feed). Each entry carries its abstract, which is used as the source
-text (provider-supplied: no fetch), with the arXiv id and, for published versions, the DOI."""
+"""arXiv's API (an Atom feed). Each entry carries its abstract, with the arXiv id and, for
+published versions, the DOI, and links its PDF: the full text is fetched from there and mined
+(issue 19), the abstract (provider-supplied: no fetch) being the fallback."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from mole_dag.actors.search.base import Api, Hit, authors_line, clean_doi, date_of, paragraphs
+from mole_dag.actors.search.base import (
+    Api,
+    Hit,
+    authors_line,
+    clean_doi,
+    date_of,
+    http_url,
+    https,
+    paragraphs,
+)
 from mole_dag.sanitize import one_line
 
 ARXIV_URL = "https://export.arxiv.org/api/query"
@@ -81,6 +91,17 @@ class Arxiv:
                 continue  # arXiv reports query errors as an entry without an abs id
             arxiv_id = m.group(1)
             abstract = paragraphs(entry.findtext("a:summary", "", NS))
+            pdf = (
+                next(
+                    (
+                        ln.get("href")
+                        for ln in entry.iterfind("a:link", NS)
+                        if ln.get("title") == "pdf" or ln.get("type") == "application/pdf"
+                    ),
+                    None,
+                )
+                or f"https://arxiv.org/pdf/{arxiv_id}"
+            )
             hits.append(
                 Hit(
                     url=f"https://arxiv.org/abs/{arxiv_id}",
@@ -93,6 +114,7 @@ class Arxiv:
                     publisher_name="arXiv",
                     doi=clean_doi(entry.findtext("arxiv:doi", None, NS)),
                     arxiv_id=arxiv_id,
+                    pdf_url=https(http_url(pdf)),
                 )
             )
             if len(hits) >= limit:

@@ -45,6 +45,10 @@ class Hit:
     pmcid: str | None = None
     arxiv_id: str | None = None
     score: float | None = None
+    # An open-access full text the API links to as a PDF (arXiv's /pdf/, OpenAlex's
+    # best_oa_location, Crossref's text-mining link, PMC's copy): fetched and mined in place of
+    # the abstract when it can be read (issue 19).
+    pdf_url: str | None = None
 
 
 class SearchFailed(Exception):
@@ -245,3 +249,10 @@ def http_url(url: object) -> str | None:
     """Only http(s) links from a search result are kept; anything else is not a page."""
     u = str(url or "").strip()
     return u if u.lower().startswith(("http://", "https://")) else None
+
+
+def https(url: str | None) -> str | None:
+    """arXiv's feed links its PDFs over http; the same path is served over https."""
+    if url and url.startswith("http://arxiv.org/"):
+        return "https://" + url.removeprefix("http://")
+    return url

@@ -1,5 +1,7 @@
 """Crossref works search. Abstracts, when a publisher deposited one, are JATS XML and become
-the source text; without one the DOI's landing page is fetched (each redirect guarded)."""
+the source text; without one the DOI's landing page is fetched (each redirect guarded). A PDF
+the publisher marks for text mining (`link`, intended-application text-mining) is fetched and
+mined in place of the abstract (issue 19)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,14 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from mole_dag.actors.search.base import Api, Hit, authors_line, clean_doi, paragraphs
+from mole_dag.actors.search.base import (
+    Api,
+    Hit,
+    authors_line,
+    clean_doi,
+    http_url,
+    paragraphs,
+)
 from mole_dag.sanitize import one_line
 
 CROSSREF_URL = "https://api.crossref.org/works"
@@ -43,7 +52,7 @@ class Crossref:
             "query": query,
             "rows": max(1, min(limit, 40)),
             "select": "DOI,title,author,issued,published-print,published-online,abstract,URL,"
-            "container-title,publisher,type",
+            "container-title,publisher,type,link",
         }
         if self.mailto:
             params["mailto"] = self.mailto
@@ -60,6 +69,18 @@ class Crossref:
                 if isinstance(a, dict)
             ]
             abstract = paragraphs(it.get("abstract"))
+            links = [x for x in it.get("link") or [] if isinstance(x, dict)]
+            mining = [x for x in links if x.get("intended-application") == "text-mining"]
+            pdf = next(
+                (
+                    http_url(x.get("URL"))
+                    for x in sorted(
+                        mining, key=lambda x: x.get("content-type") != "application/pdf"
+                    )
+                    if x.get("content-type") in ("application/pdf", "unspecified")
+                ),
+                None,
+            )
             hits.append(
                 Hit(
                     url=f"https://doi.org/{doi}",
@@ -72,6 +93,7 @@ class Crossref:
                     )
                     or None,
                     doi=doi,
+                    pdf_url=pdf,
                 )
             )
             if len(hits) >= limit:

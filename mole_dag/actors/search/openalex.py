@@ -1,13 +1,14 @@
 """OpenAlex works search. Abstracts arrive as an inverted index (word -> positions), rebuilt
 here into text; a work without one is fetched from its landing page instead. DOI, PMID and
-PMCID are read from `ids`."""
+PMCID are read from `ids`. A work's open-access PDF (`best_oa_location.pdf_url`, else any open
+location's) is fetched and mined in place of the abstract (issue 19)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from mole_dag.actors.search.base import Api, Hit, authors_line, clean_doi, date_of
+from mole_dag.actors.search.base import Api, Hit, authors_line, clean_doi, date_of, http_url
 from mole_dag.core import json_object
 from mole_dag.sanitize import one_line
 
@@ -73,6 +74,10 @@ class OpenAlex:
                 if isinstance(a, dict)
             ]
             abstract = abstract_from_index(w.get("abstract_inverted_index"))
+            oa = [json_object(w.get("best_oa_location"))] + [
+                json_object(x) for x in w.get("locations") or [] if json_object(x).get("is_oa")
+            ]
+            pdf = next((u for u in (http_url(x.get("pdf_url")) for x in oa) if u), None)
             hits.append(
                 Hit(
                     url=str(url),
@@ -84,6 +89,7 @@ class OpenAlex:
                     doi=doi,
                     pmid=pmid,
                     pmcid=pmcid,
+                    pdf_url=pdf,
                 )
             )
             if len(hits) >= limit:

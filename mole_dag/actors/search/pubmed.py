@@ -1,6 +1,8 @@
 """PubMed through NCBI's E-utilities: esearch (JSON) for PMIDs, then efetch (XML) for titles,
 abstracts, dates and ids (DOI, PMCID). The abstract is the source text; an article without one
-is fetched from its PubMed page."""
+is fetched from its PubMed page. An article in PubMed Central has an open-access copy: its PDF
+(Europe PMC's rendering of the PMC article) is fetched and mined in place of the abstract
+(issue 19)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from mole_dag.actors.search.base import Api, Hit, authors_line, clean_doi
 from mole_dag.sanitize import one_line
 
 EUTILS = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
+# Where a PMC article's PDF is rendered, by PMCID.
+PMC_PDF = "https://europepmc.org/articles/{pmcid}?pdf=render"
 _MONTHS = {
     m: i
     for i, m in enumerate(
@@ -113,6 +117,7 @@ class PubMed:
                 doi=clean_doi(idlist.get("doi")),
                 pmid=pmid,
                 pmcid=pmc.upper() if pmc else None,
+                pdf_url=PMC_PDF.format(pmcid=pmc.upper()) if pmc else None,
             )
         # esearch's relevance order, not efetch's
         return [by_pmid[i] for i in ids if i in by_pmid]
