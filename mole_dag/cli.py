@@ -392,6 +392,22 @@ def _drive_rounds(
     # _interrupted in one line each; Dagster's console logger would add its stack trace.
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     jobs = {name: defs.resolve_job_def(name) for name in ("research_round", "research_report")}
+    # The `session` asset's config names the session's question and budget (required since
+    # the UI launches with it); the round runs pass the stored ones.
+    from assets.session_config import session_run_config
+    from mole_dag.store import q
+    from mole_dag.store.records import SessionRow
+
+    st = _open_store()
+    try:
+        row = st.one(SessionRow, q("session_get"), {"session_id": sid})
+    finally:
+        st.close()
+    assert row is not None  # created (research) or checked (resume) before the drive
+    configs = {
+        "research_round": {**run_config, **session_run_config(row)},
+        "research_report": run_config,
+    }
     failures: list[Any] = []
 
     def decide() -> Step | None:
@@ -403,7 +419,7 @@ def _drive_rounds(
 
     def execute(job_name: str) -> Any:
         res = jobs[job_name].execute_in_process(
-            instance=instance, partition_key=sid, run_config=run_config, raise_on_error=False
+            instance=instance, partition_key=sid, run_config=configs[job_name], raise_on_error=False
         )
         if got_signal or (not res.success and _was_interrupted(res)):
             raise Interrupted
@@ -481,10 +497,11 @@ def cmd_materialize(args: argparse.Namespace) -> int:
     A session the store has but the instance does not (another DAGSTER_HOME, a fresh UI) gets its
     partition added."""
     from mole_dag.store import q
+    from mole_dag.store.records import SessionRow
 
     store = _open_store(read_only=True)
     try:
-        sess = store.row(q("session_get"), {"session_id": args.session})
+        sess = store.one(SessionRow, q("session_get"), {"session_id": args.session})
     finally:
         store.close()
     if sess is None:
@@ -512,6 +529,10 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         instance.add_dynamic_partitions(SESSIONS, [args.session])
     job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(keys))
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    if any(k.to_user_string() == "session" for k in keys):
+        from assets.session_config import session_run_config
+
+        run_config.update(session_run_config(sess))
     res = job.execute_in_process(
         instance=instance, partition_key=args.session, run_config=run_config, raise_on_error=False
     )

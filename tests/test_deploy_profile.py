@@ -332,7 +332,7 @@ def test_two_sessions_at_once_through_the_profile(
     workspace = PROFILE / "workspace.yaml"
     launches: list[Launch] = []
     for sid, question in zip(sids, SESSION_QUESTIONS, strict=True):
-        cfg = {"question": question, "tokens": "10000", "corpus": str(mini_corpus)}
+        cfg = {"question": question, "budget": {"tokens": "10000"}, "corpus": str(mini_corpus)}
         launches.append(({"ops": {"session": {"config": cfg}}}, {"dagster/partition": sid}))
     # Both queued before the daemon starts: it dequeues and launches them together.
     _launch(workspace, "research_round", launches, tmp_path / "launch.log")
