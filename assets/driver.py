@@ -178,6 +178,9 @@ def drive_session(context: dg.OpExecutionContext, store: StoreResource) -> None:
 @dg.job(
     description="Start a research session from the UI (question and budget required) and run "
     "it to its report: each round and the report are runs of their own.",
+    # Bound here rather than by the Definitions: a sensor's job that still needs its resources
+    # is rebuilt by Dagster when the definitions load, which prints a BetaWarning in `make dev`.
+    resource_defs={"store": StoreResource()},
 )
 def research_session() -> None:
     drive_session()
