@@ -10,6 +10,7 @@
     mole eval SESSION [--pairs FILE] [--json]
     mole crossings SESSION [--verify]
     mole models
+    mole sql [QUERY] [--csv]
 
 `research` creates the session (ledger row with escrow) and its Dagster partition, runs research
 rounds as Dagster runs in the project's instance (so they appear in `dagster dev`), then the
@@ -174,6 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
         "models",
         help="the priced models (USD per million tokens, as of when) and the default tiers",
     )
+    sq = sub.add_parser(
+        "sql",
+        help="query the store read-only (tables and views): one statement, a script on "
+        "stdin, or a prompt",
+    )
+    sq.add_argument("query", nargs="?", help='one statement, e.g. "FROM spend_by_role_stage"')
+    sq.add_argument("--csv", action="store_true", help="print CSV (every row) instead of a table")
     return p
 
 
@@ -214,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_crossings(args)
         if args.command == "models":
             return cmd_models(args)
+        if args.command == "sql":
+            return cmd_sql(args)
     except (CliError, StoreError) as exc:
         # StoreError too: a damaged store can show only when a query reaches the lost block,
         # after the command has opened it.
@@ -958,6 +968,48 @@ def cmd_models(args: argparse.Namespace) -> int:
             note = "" if used == model else f"  (config; default {model})"
             priced = "" if table.get(used) is not None else "  UNPRICED: --tokens only"
             print(f"  {provider:<9}  {tier!s:<6}  {used}{note}{priced}")
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    """Each statement opens the store read-only and lets it go (mole_dag/store/console.py says
+    why this and not a database shell). A failed statement is one line; at the prompt the next
+    one is read, otherwise the exit status is 2."""
+    from mole_dag.store.console import QueryError, as_csv, as_table, run, statements, where
+
+    target = default_store_path()
+
+    def one(sql: str) -> bool:
+        try:
+            got = run(target, sql, on_wait=lambda m: print(f"mole: {m}", file=sys.stderr))
+        except QueryError as exc:
+            print(f"mole sql: {escape_controls(str(exc))}", file=sys.stderr)
+            return False
+        print(escape_controls(as_csv(got) if args.csv else as_table(got)))
+        return True
+
+    if args.query is not None:
+        return 0 if one(args.query) else EXIT_USAGE
+    if not sys.stdin.isatty():  # a script: `mole sql < queries.sql`
+        ok = True
+        for stmt in statements(iter(sys.stdin)):
+            ok = one(stmt) and ok
+        return 0 if ok else EXIT_USAGE
+    print(
+        f"mole sql on {where(target)}, read-only; end a statement with ';', Ctrl-D to leave",
+        file=sys.stderr,
+    )
+
+    def prompt() -> Any:
+        while True:
+            try:
+                yield input("mole> ")
+            except EOFError:
+                print(file=sys.stderr)
+                return
+
+    for stmt in statements(prompt()):
+        one(stmt)
     return 0
 
 
