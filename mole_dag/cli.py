@@ -55,8 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mole", description="Deep research with a budget the database enforces.")
     p.add_argument(
         "--db",
-        help="the store: a DuckDB file (default: .mole/mole.duckdb, or $MOLE_DB) or a "
-        "postgresql:// URL",
+        help="the store: a DuckDB file or a postgresql:// URL (default: $MOLE_DB, else "
+        "mole.duckdb in the data folder: .mole/ in a checkout, ~/.local/share/mole installed)",
     )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
