@@ -37,3 +37,14 @@ def build_definitions(
 # DuckDB allows one writing process per file: steps of a run execute in the run's own process,
 # one after another.
 defs = build_definitions(dg.in_process_executor)
+
+# The code location `make dev` loads these definitions as (workspace.yaml: module
+# assets.definitions, attribute defs), named as Dagster names it. A run executed in process
+# (`mole research`, `mole materialize`, a research_session's rounds) has no code location of its
+# own, so the UI's job pages and Overview timeline did not list it ("No runs" after `make
+# demo`); these tags are how the UI finds a job's runs, and the in-process runs carry them.
+CODE_LOCATION = "assets.definitions:defs"
+IN_PROCESS_RUN_TAGS = {
+    ".dagster/repository": f"__repository__@{CODE_LOCATION}",
+    "dagster/code_location": CODE_LOCATION,
+}

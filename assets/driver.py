@@ -83,7 +83,8 @@ def _failure_line(result: dg.ExecuteInProcessResult) -> str:
 def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> Step | None:
     """Rounds while one is due, then the report, each a run of its own in this process and
     instance. Returns the step the drive ended on."""
-    from assets.definitions import defs  # the definitions hold this module: imported at run time
+    # The definitions hold this module: imported at run time.
+    from assets.definitions import IN_PROCESS_RUN_TAGS, defs
 
     instance = context.instance
     row = _session(store, sid)
@@ -102,7 +103,7 @@ def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> 
             instance=instance,
             partition_key=sid,
             run_config=configs[kind],
-            tags={SESSION_TAG: sid, "mole/driven_by": context.run_id},
+            tags={**IN_PROCESS_RUN_TAGS, SESSION_TAG: sid, "mole/driven_by": context.run_id},
             raise_on_error=False,
         )
         context.log.info(f"{kind}: run {res.run_id} {'succeeded' if res.success else 'failed'}")

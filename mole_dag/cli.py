@@ -393,7 +393,7 @@ def _drive_rounds(
     from mole_dag.driver import Interrupted, Step, drive, next_step
 
     instance = _dagster_instance()
-    from assets.definitions import defs
+    from assets.definitions import IN_PROCESS_RUN_TAGS, defs
     from assets.partitions import SESSIONS
 
     if not instance.has_dynamic_partition(SESSIONS, sid):
@@ -429,7 +429,11 @@ def _drive_rounds(
 
     def execute(job_name: str) -> Any:
         res = jobs[job_name].execute_in_process(
-            instance=instance, partition_key=sid, run_config=configs[job_name], raise_on_error=False
+            instance=instance,
+            partition_key=sid,
+            run_config=configs[job_name],
+            tags=IN_PROCESS_RUN_TAGS,
+            raise_on_error=False,
         )
         if got_signal or (not res.success and _was_interrupted(res)):
             raise Interrupted
@@ -518,7 +522,7 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         raise CliError(f"no session {args.session!r} in {store.path}; `mole sessions` lists them")
     import dagster as dg
 
-    from assets.definitions import defs
+    from assets.definitions import IN_PROCESS_RUN_TAGS, defs
     from assets.partitions import SESSIONS
 
     graph = defs.resolve_asset_graph()
@@ -544,7 +548,11 @@ def cmd_materialize(args: argparse.Namespace) -> int:
 
         run_config.update(session_run_config(sess))
     res = job.execute_in_process(
-        instance=instance, partition_key=args.session, run_config=run_config, raise_on_error=False
+        instance=instance,
+        partition_key=args.session,
+        run_config=run_config,
+        tags=IN_PROCESS_RUN_TAGS,
+        raise_on_error=False,
     )
     if not res.success:
         _report_failure(res, args.session, "materialize")

@@ -172,3 +172,46 @@ def test_the_sensor_looks_within_seconds() -> None:
     (5 s), not after a 30 s interval."""
     assert INTERVAL_S <= 5
     assert defs.resolve_sensor_def("research_driver").minimum_interval_seconds == INTERVAL_S
+
+
+def test_in_process_runs_are_listed_under_their_job_in_the_ui(
+    tmp_path: Path, mini_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The UI finds a job's runs by job name and the repository label tag (its job pages and
+    the Overview timeline); `mole research`'s runs lacked the tag, so after `make demo` the
+    timeline said "No runs". The tag names the location workspace.yaml loads."""
+    import yaml
+
+    from assets.definitions import CODE_LOCATION
+    from mole_dag.cli import main
+    from mole_dag.paths import PROJECT_ROOT
+
+    entry = yaml.safe_load((PROJECT_ROOT / "workspace.yaml").read_text("utf-8"))["load_from"][0]
+    module = entry["python_module"]
+    assert f"{module['module_name']}:{module['attribute']}" == CODE_LOCATION
+    monkeypatch.setenv("MOLE_DB", str(tmp_path / "cli.duckdb"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    (tmp_path / "dagster").mkdir()
+    (tmp_path / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.chdir(tmp_path)
+    code = main(
+        [
+            "research",
+            "Does green tea affect sleep?",
+            "--tokens",
+            "20000",
+            "--corpus",
+            str(mini_corpus),
+            "--quiet",
+            "--session-id",
+            "s-cli",
+        ]
+    )
+    assert code == 0
+    with dg.DagsterInstance.get() as instance:
+        label = f"__repository__@{CODE_LOCATION}"
+        for job in ("research_round", "research_report"):
+            runs = instance.get_runs(
+                dg.RunsFilter(job_name=job, tags={".dagster/repository": label})
+            )
+            assert runs, job

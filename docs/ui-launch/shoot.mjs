@@ -44,14 +44,23 @@ const launched = Date.now();
 await page.getByRole('button', { name: /Launch Run/ }).click();
 await page.waitForURL(/\/runs\//, { timeout: 60000 });
 const runUrl = page.url();
-// The run page, once the session has its report.
-for (let i = 0; i < 120; i++) {
+let text = '';
+for (let i = 0; i < 300; i++) {
   await page.waitForTimeout(2000);
-  const text = await page.locator('body').innerText();
+  text = await page.locator('body').innerText();
   if (/RUN_SUCCESS|RUN_FAILURE/.test(text)) break;
 }
 const seconds = (Date.now() - launched) / 1000;
 await page.goto(runUrl, { waitUntil: 'networkidle' });
+await page.waitForFunction(() => !document.body.innerText.includes('Loading run logs'), null,
+  { timeout: 60000 });
+await page.getByPlaceholder('Filter…').fill('session');
 await shot('4-research-session-run');
-console.log(JSON.stringify({ run: runUrl, seconds_to_done: seconds }));
+const sid = (text.match(/session (\d{8}-[0-9a-f]{6})/) || [])[1];
+if (sid) {
+  await page.goto(`${base}/assets/report?partition=${sid}`, { waitUntil: 'networkidle' });
+  await page.waitForTimeout(4000);
+  await shot('5-report-asset');
+}
+console.log(JSON.stringify({ run: runUrl, session: sid, seconds_to_done: seconds }));
 await browser.close();
