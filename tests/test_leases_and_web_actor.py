@@ -21,6 +21,7 @@ from mole_dag.executor import leases
 from mole_dag.session import create_session
 from mole_dag.store import Store, q, utcnow
 from tests.fakeweb import FakeWeb, page
+from tests.machine import bound
 
 PROSE = (
     "Green tea in the evening raises the risk of poor sleep in adults who are sensitive "
@@ -101,7 +102,7 @@ def _expiry(store: Store, lead_id: str) -> datetime:
 
 def _beats(hb: leases.Heartbeat, n: int) -> None:
     """Until `n` beats have landed: a bound for a hang, not a timing assertion."""
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + bound(120)
     while hb.beats < n and time.monotonic() < deadline:
         time.sleep(0.02)
     assert hb.beats >= n
