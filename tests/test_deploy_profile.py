@@ -22,6 +22,7 @@ import yaml
 
 from mole_dag.paths import PROJECT_ROOT
 from tests.dask_cluster import dask_cluster, stop_group
+from tests.machine import bound
 
 pytest.importorskip("dagster_postgres", reason="the scale extra is not installed")
 pytest.importorskip("dagster_dask", reason="the scale extra is not installed")
@@ -201,7 +202,8 @@ def _launch(workspace: Path, job: str, runs: list[Launch], log: Path) -> None:
             )
     for proc in procs:
         try:
-            code = proc.wait(timeout=120)
+            # A hang bound scaled to the machine's load: 120 s ran out at load 30 (issue 23).
+            code = proc.wait(timeout=bound(120))
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
