@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 MOLE_HOME ?= $(CURDIR)/.mole
 export MOLE_HOME
 export DAGSTER_HOME := $(MOLE_HOME)/dagster
-# Extra flags for `dagster dev`, e.g. make dev DEV_ARGS="-p 3001"
+# Extra flags for `dg dev`, e.g. make dev DEV_ARGS="-p 3001"
 DEV_ARGS ?=
 
 .PHONY: demo test dev scale-dev lint bench qa qa-pdf clean
@@ -36,8 +36,12 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	@mkdir -p $(DAGSTER_HOME)
 	cp dagster.yaml $@
 
+# `dg dev`, which the installed Dagster recommends (`dagster dev` prints a SupersessionWarning
+# saying so), started from the instance folder: run from the checkout, Dagster warns that the
+# checkout's dagster.yaml is not the one in DAGSTER_HOME (true, and by design: it is copied
+# there). Same webserver and daemon, on the instance `mole research` records its runs in.
 dev: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/dagster dev -w workspace.yaml $(DEV_ARGS)
+	cd $(DAGSTER_HOME) && $(abspath $(BIN))/dg dev -w $(CURDIR)/workspace.yaml $(DEV_ARGS)
 
 # The scale-out profile (deploy/README.md): Dagster on PostgreSQL, steps on a dask cluster. Needs
 # MOLE_DB, MOLE_DAGSTER_PG_URL and MOLE_DASK_SCHEDULER set; its instance is a folder of its own.
@@ -48,7 +52,8 @@ $(SCALE_HOME)/dagster.yaml: deploy/dagster.yaml
 	cp deploy/dagster.yaml $@
 
 scale-dev: $(STAMP) $(SCALE_HOME)/dagster.yaml
-	DAGSTER_HOME=$(SCALE_HOME) $(BIN)/dagster dev -w deploy/workspace.yaml $(DEV_ARGS)
+	cd $(SCALE_HOME) && DAGSTER_HOME=$(SCALE_HOME) $(abspath $(BIN))/dg dev \
+	    -w $(CURDIR)/deploy/workspace.yaml $(DEV_ARGS)
 
 # Lint, format and types, as CI runs them (the import layers are a test: tests/test_layers.py).
 lint: $(STAMP)

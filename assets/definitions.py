@@ -7,7 +7,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.checks import ALL_CHECKS
-from assets.driver import research_driver
+from assets.driver import make_research_driver, research_session
 from assets.jobs import research_report, research_round
 from assets.maintenance import reground_job, reground_schedule, regrounding
 from assets.models import MODEL_ASSETS
@@ -15,15 +15,20 @@ from assets.research import ALL_ASSETS
 from mole_dag.resources import BudgetResource, StoreResource
 
 
-def build_definitions(executor: dg.ExecutorDefinition) -> dg.Definitions:
-    """The project's assets, checks, jobs, schedule, sensor and resources, run by `executor`."""
+def build_definitions(
+    executor: dg.ExecutorDefinition, *, drive_in_process: bool = True
+) -> dg.Definitions:
+    """The project's assets, checks, jobs, schedule, sensor and resources, run by `executor`.
+    `drive_in_process`: a UI session's rounds run one after another inside one
+    `research_session` run (assets/driver.py); False queues a run per round and report, so
+    that each step goes to `executor` (the scale-out profile)."""
     store = StoreResource()
     return dg.Definitions(
         assets=[*ALL_ASSETS, regrounding, *MODEL_ASSETS],
         asset_checks=ALL_CHECKS,
-        jobs=[research_round, research_report, reground_job],
+        jobs=[research_session, research_round, research_report, reground_job],
         schedules=[reground_schedule],
-        sensors=[research_driver],
+        sensors=[make_research_driver(in_process=drive_in_process)],
         resources={"store": store, "budget": BudgetResource(store=store)},
         executor=executor,
     )
@@ -32,3 +37,14 @@ def build_definitions(executor: dg.ExecutorDefinition) -> dg.Definitions:
 # DuckDB allows one writing process per file: steps of a run execute in the run's own process,
 # one after another.
 defs = build_definitions(dg.in_process_executor)
+
+# The code location `make dev` loads these definitions as (workspace.yaml: module
+# assets.definitions, attribute defs), named as Dagster names it. A run executed in process
+# (`mole research`, `mole materialize`, a research_session's rounds) has no code location of its
+# own, so the UI's job pages and Overview timeline did not list it ("No runs" after `make
+# demo`); these tags are how the UI finds a job's runs, and the in-process runs carry them.
+CODE_LOCATION = "assets.definitions:defs"
+IN_PROCESS_RUN_TAGS = {
+    ".dagster/repository": f"__repository__@{CODE_LOCATION}",
+    "dagster/code_location": CODE_LOCATION,
+}

@@ -1,26 +1,46 @@
-"""The driver for sessions launched from the Dagster UI: the CLI drives its own sessions, but a
-session started by materialising `session` with launch config needs someone to run the next
-round while the planner has work and budget, then the report. This sensor does, one run at a
-time per session, with the round driver's decision (mole_dag.driver.next_step); it never
-touches sessions the CLI drives."""
+"""The driver for sessions launched from the Dagster UI. The CLI drives its own sessions; a
+session started from the UI needs someone to run the next round while the planner has work and
+budget, then the report, with the round driver's decision (mole_dag.driver.next_step).
+
+`research_session` (the UI's door) does it in one run: it checks the launch, creates the
+session and its partition, then runs each round and the report as a run of its own
+(`research_round`, `research_report`) in this run's process, as `mole research` runs them, so
+each shows in the UI with its assets and metadata while rounds follow each other at once. A
+run per round through the queue cost a new process each (about 5 s here before any work) plus
+the sensor's wait, and a UI session took several times the CLI's time (BENCHMARKS.md, issue 23).
+
+The `research_driver` sensor is the safety net: a session started by materialising `session`
+(or whose driving run died) and not busy gets a `research_session` run within seconds. In the
+scale-out profile (deploy/) it queues `research_round` / `research_report` runs instead, so
+each step runs on the cluster. It never touches sessions the CLI drives."""
 
 import os
+from typing import Any
 
 import dagster as dg
 
 from assets.jobs import research_report, research_round
+from assets.partitions import SESSIONS
+from assets.session_config import SESSION_CONFIG, LaunchConfig, session_run_config, stored_launch
 from mole_dag.budget import Ledger
+from mole_dag.budget.ledger import new_session_id
 from mole_dag.context import Run
-from mole_dag.driver import next_step
+from mole_dag.driver import Step, drive, next_step
+from mole_dag.launch import LaunchError
 from mole_dag.resources import StoreResource
+from mole_dag.session import SessionMissing, ensure_session
 from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, StoreError, q
 from mole_dag.store.records import SessionRow
 
 # How often the sensor looks for sessions to drive: MOLE_DRIVER_INTERVAL_S, read when the
-# definitions load (the daemon's sensor loop itself runs at most every 5 s). 30 s is a guess: a
-# round takes longer than that, so a shorter wait gains little and costs a store read each time.
-INTERVAL_S = int(os.environ.get("MOLE_DRIVER_INTERVAL_S") or 30)
+# definitions load. 5 s is the daemon's own sensor loop, so a shorter value gains nothing; a
+# tick costs one read of the store.
+INTERVAL_S = int(os.environ.get("MOLE_DRIVER_INTERVAL_S") or 5)
+
+# Every run that works on a session carries this tag (the driving run has no partition of its
+# own), so the sensor can tell a session is being driven between two of its rounds.
+SESSION_TAG = "mole/session"
 
 ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -29,50 +49,201 @@ ACTIVE = [
     dg.DagsterRunStatus.STARTED,
 ]
 
+DRIVE_CONFIG = {
+    **SESSION_CONFIG,
+    "session_id": dg.Field(
+        dg.Noneable(str),
+        default_value=None,
+        description="The session id, also its partition: letters, digits, '.', '_', '-' "
+        "(default: a fresh id, as `mole research` makes).",
+    ),
+}
+
 
 def _busy(instance: dg.DagsterInstance, sid: str) -> bool:
-    runs = instance.get_runs(
-        filters=dg.RunsFilter(tags={"dagster/partition": sid}, statuses=ACTIVE), limit=1
-    )
-    return bool(runs)
+    for tag in ("dagster/partition", SESSION_TAG):
+        if instance.get_runs(filters=dg.RunsFilter(tags={tag: sid}, statuses=ACTIVE), limit=1):
+            return True
+    return False
 
 
-@dg.sensor(
-    name="research_driver",
-    minimum_interval_seconds=INTERVAL_S,
-    jobs=[research_round, research_report],
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Runs the next round (or the report) of sessions launched from the UI.",
-)
-def research_driver(context: dg.SensorEvaluationContext, store: StoreResource):  # noqa: ANN201
-    try:
-        # Short wait: a run holding the store is the usual reason it is busy; try next tick.
-        st = Store(store.path, lock_wait_s=2.0)
-    except StoreError as exc:
-        yield dg.SkipReason(f"store busy: {exc}")
-        return
-    try:
-        sessions = [r["id"] for r in st.named("sessions_driven_by_dagster")]
-        requested = 0
-        for sid in sessions:
-            if _busy(context.instance, sid):
-                continue
-            row = st.one(SessionRow, q("session_get"), {"session_id": sid})
-            run = Run(
-                st,
-                Ledger(st),
-                skills_for(row.provider if row else None),
-                sid,
-                progress=lambda _m: None,
+def _session(store: Store, sid: str) -> SessionRow | None:
+    return store.one(SessionRow, q("session_get"), {"session_id": sid})
+
+
+def _failure_line(result: dg.ExecuteInProcessResult) -> str:
+    """The first failed step of a round's or report's run, in one line."""
+    for ev in result.all_events:
+        if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
+            err = ev.step_failure_data.error
+            return f"step {ev.step_key}: {' '.join((err.cause or err).message.split())}"
+    return "the run failed"
+
+
+def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> Step | None:
+    """Rounds while one is due, then the report, each a run of its own in this process and
+    instance. Returns the step the drive ended on."""
+    # The definitions hold this module: imported at run time.
+    from assets.definitions import IN_PROCESS_RUN_TAGS, defs
+
+    instance = context.instance
+    row = _session(store, sid)
+    if row is None:
+        raise dg.Failure(description=f"no session {sid!r} in {store.path}", allow_retries=False)
+    skills = skills_for(row.provider)
+    quiet: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    configs = {
+        "round": {**quiet, **session_run_config(row)},
+        "report": quiet,
+    }
+    jobs = {"round": research_round.name, "report": research_report.name}
+
+    def step(kind: Step) -> dg.ExecuteInProcessResult | None:
+        res = defs.resolve_job_def(jobs[kind]).execute_in_process(
+            instance=instance,
+            partition_key=sid,
+            run_config=configs[kind],
+            tags={**IN_PROCESS_RUN_TAGS, SESSION_TAG: sid, "mole/driven_by": context.run_id},
+            raise_on_error=False,
+        )
+        context.log.info(f"{kind}: run {res.run_id} {'succeeded' if res.success else 'failed'}")
+        if not res.success:
+            raise dg.Failure(
+                description=f"session {sid}: {kind} run {res.run_id} failed: {_failure_line(res)}",
+                allow_retries=False,
             )
-            step = next_step(run)
-            if step is None:
-                continue
-            key = f"{sid}:{step}:{row.rounds if row else 0}"
-            job = research_round.name if step == "round" else research_report.name
-            requested += 1
-            yield dg.RunRequest(run_key=key, job_name=job, partition_key=sid)
-        if not requested:
-            yield dg.SkipReason(f"{len(sessions)} UI-driven sessions, none needing a run now")
-    finally:
-        st.close()
+        return res
+
+    def decide() -> Step | None:
+        try:
+            return next_step(Run(store, Ledger(store), skills, sid))
+        finally:
+            store.close()  # the round's own run opens the file next
+
+    def announce(kind: Step, rounds: int) -> None:
+        context.log.info(f"session {sid}: {'round ' + str(rounds) if kind == 'round' else kind}")
+
+    got = drive(
+        round=lambda: step("round"),
+        report=lambda: step("report"),
+        decide=decide,
+        announce=announce,
+    )
+    return got.last
+
+
+@dg.op(
+    config_schema=DRIVE_CONFIG,
+    tags={"kind": "mole"},
+    description="Checks the launch, creates the session, then runs its rounds and report.",
+)
+def drive_session(context: dg.OpExecutionContext, store: StoreResource) -> None:
+    cfg = context.op_config
+    launch = LaunchConfig.of(cfg)
+    sid = cfg.get("session_id") or new_session_id()
+    st = store.store
+    try:
+        # The launch check `mole research` runs; nothing is written, and no partition added,
+        # for a refused launch.
+        ensure_session(
+            st,
+            sid,
+            question=launch.question,
+            usd=launch.usd,
+            tokens=launch.tokens,
+            corpus=launch.corpus,
+            provider=launch.provider,
+            search=launch.search,
+            searxng_url=launch.searxng_url,
+            allow_hosts=launch.allow_hosts,
+            note=context.log.warning,
+            data=launch.data,
+        )
+    except (LaunchError, SessionMissing) as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from None
+    row = _session(st, sid)
+    if row is not None and (row.driver or "cli") != "dagster":
+        raise dg.Failure(
+            description=f"session {sid} is driven by `mole research`; continue it with "
+            f"`mole resume {sid}`",
+            allow_retries=False,
+        )
+    instance = context.instance
+    if not instance.has_dynamic_partition(SESSIONS, sid):
+        instance.add_dynamic_partitions(SESSIONS, [sid])
+    instance.add_run_tags(context.run_id, {SESSION_TAG: sid})
+    context.log.info(f"session {sid}: {launch.question!r}")
+    drive_in_process(context, st, sid)
+
+
+@dg.job(
+    description="Start a research session from the UI (question and budget required) and run "
+    "it to its report: each round and the report are runs of their own.",
+    # Bound here rather than by the Definitions: a sensor's job that still needs its resources
+    # is rebuilt by Dagster when the definitions load, which prints a BetaWarning in `make dev`.
+    resource_defs={"store": StoreResource()},
+)
+def research_session() -> None:
+    drive_session()
+
+
+def drive_request(row: SessionRow, step: Step, in_process: bool) -> dg.RunRequest:
+    """The run that moves a UI-driven session on: its whole remaining drive in one
+    `research_session` run, or (scale-out) the one round or report run it needs next."""
+    key = f"{row.id}:{step}:{row.rounds}"
+    if in_process:
+        cfg = {**stored_launch(row), "session_id": row.id}
+        return dg.RunRequest(
+            run_key=key,
+            job_name=research_session.name,
+            run_config={"ops": {"drive_session": {"config": cfg}}},
+            tags={SESSION_TAG: row.id},
+        )
+    if step == "round":
+        return dg.RunRequest(
+            run_key=key,
+            job_name=research_round.name,
+            partition_key=row.id,
+            run_config=session_run_config(row),
+        )
+    return dg.RunRequest(run_key=key, job_name=research_report.name, partition_key=row.id)
+
+
+def make_research_driver(*, in_process: bool) -> dg.SensorDefinition:
+    """The sensor. `in_process`: one `research_session` run drives the rest of a session (the
+    embedded profile); otherwise each round and the report is a queued run (scale-out)."""
+
+    @dg.sensor(
+        name="research_driver",
+        minimum_interval_seconds=INTERVAL_S,
+        jobs=[research_session, research_round, research_report],
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Moves on sessions launched from the UI that nothing is driving.",
+    )
+    def research_driver(context: dg.SensorEvaluationContext, store: StoreResource):  # noqa: ANN202
+        try:
+            # Short wait: a run holding the store is the usual reason it is busy; try next tick.
+            st = Store(store.path, lock_wait_s=2.0)
+        except StoreError as exc:
+            yield dg.SkipReason(f"store busy: {exc}")
+            return
+        try:
+            sessions = [r["id"] for r in st.named("sessions_driven_by_dagster")]
+            requested = 0
+            for sid in sessions:
+                if _busy(context.instance, sid):
+                    continue
+                row = _session(st, sid)
+                if row is None:
+                    continue
+                step = next_step(Run(st, Ledger(st), skills_for(row.provider), sid))
+                if step is None:
+                    continue
+                requested += 1
+                yield drive_request(row, step, in_process)
+            if not requested:
+                yield dg.SkipReason(f"{len(sessions)} UI-driven sessions, none needing a run now")
+        finally:
+            st.close()
+
+    return research_driver

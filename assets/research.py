@@ -4,7 +4,8 @@ function, return what it did as UI metadata. No business rule lives here."""
 import dagster as dg
 
 from assets.local_data import local_findings
-from assets.partitions import sessions_partitions
+from assets.partitions import SESSIONS, sessions_partitions
+from assets.session_config import SESSION_CONFIG, LaunchConfig
 from mole_dag.context import Run
 from mole_dag.executor import execute_leads
 from mole_dag.executor.run import STAGE as EXEC_STAGE
@@ -16,7 +17,7 @@ from mole_dag.output.report import STAGE as REPORT_STAGE
 from mole_dag.planner import plan_round
 from mole_dag.planner.plan import STAGE as PLAN_STAGE
 from mole_dag.resources import BudgetResource, StoreResource, make_run
-from mole_dag.session import SessionMissing, ensure_session, recover
+from mole_dag.session import SessionMissing, ensure_session, recover, session_exists
 from mole_dag.stage_metadata import (
     fields_of,
     grounding_metadata,
@@ -34,23 +35,6 @@ from mole_dag.verifier.grounding import STAGE as GROUND_STAGE
 GROUP = "research"
 
 
-class SessionConfig(dg.Config):
-    """Only needed to start a session from the UI: the CLI creates the session row first.
-    Exactly one of usd and tokens, as on the command line."""
-
-    question: str = ""
-    usd: str | None = None
-    tokens: str | None = None
-    corpus: str | None = None
-    # Empty: MOLE_PROVIDER, else "provider" in the config file, else extractive.
-    provider: str = ""
-    # Search providers and fetching, as --search / --searxng-url / --allow-host.
-    search: list[str] = []
-    searxng_url: str | None = None
-    allow_hosts: list[str] = []
-    data: str | None = None  # a CSV file or folder for the local-data boundary
-
-
 def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource) -> Run:
     return make_run(store, budget, context.partition_key, context.log.info)
 
@@ -59,32 +43,35 @@ def _run(context: dg.AssetExecutionContext, store: StoreResource, budget: Budget
     partitions_def=sessions_partitions,
     group_name=GROUP,
     description="The session's ledger row (budget, 15% escrow); recovers abandoned holds "
-    "and leases.",
+    "and leases. Config: question and budget (usd or tokens) are required.",
+    config_schema=SESSION_CONFIG,
 )
 def session(
-    context: dg.AssetExecutionContext,
-    config: SessionConfig,
-    store: StoreResource,
-    budget: BudgetResource,
+    context: dg.AssetExecutionContext, store: StoreResource, budget: BudgetResource
 ) -> dg.MaterializeResult:
+    launch = LaunchConfig.of(context.op_execution_context.op_config)
     try:
         ensure_session(
             store.store,
             context.partition_key,
-            question=config.question,
-            usd=config.usd,
-            tokens=config.tokens,
-            corpus=config.corpus,
-            provider=config.provider or None,
-            search=config.search,
-            searxng_url=config.searxng_url,
-            allow_hosts=config.allow_hosts,
+            question=launch.question,
+            usd=launch.usd,
+            tokens=launch.tokens,
+            corpus=launch.corpus,
+            provider=launch.provider,
+            search=launch.search,
+            searxng_url=launch.searxng_url,
+            allow_hosts=launch.allow_hosts,
             note=context.log.warning,
-            data=config.data,
+            data=launch.data,
         )
     except (LaunchError, SessionMissing) as exc:
-        # A refused launch is the user's input, not a bug: one line, as `mole research` says it.
-        raise dg.Failure(description=str(exc)) from None
+        # A refused launch is the user's input, not a bug: one line, as `mole research` says
+        # it, and no empty partition left behind in the UI's list (the store has no session
+        # for it; a partition of an existing session stays).
+        if not session_exists(store.store, context.partition_key):
+            context.instance.delete_dynamic_partition(SESSIONS, context.partition_key)
+        raise dg.Failure(description=str(exc), allow_retries=False) from None
     run = _run(context, store, budget)
     rec = recover(run)
     return dg.MaterializeResult(

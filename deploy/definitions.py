@@ -35,4 +35,5 @@ def check_dagster_pg_url(url: str | None) -> None:
 
 
 check_dagster_pg_url(os.environ.get(DAGSTER_PG_ENV))
-defs = build_definitions(mole_dask_executor)
+# Each round and report a queued run of its own, so its steps go to the cluster.
+defs = build_definitions(mole_dask_executor, drive_in_process=False)

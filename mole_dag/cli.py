@@ -10,6 +10,7 @@
     mole eval SESSION [--pairs FILE] [--json]
     mole crossings SESSION [--verify]
     mole models
+    mole sql [QUERY] [--csv]
 
 `research` creates the session (ledger row with escrow) and its Dagster partition, runs research
 rounds as Dagster runs in the project's instance (so they appear in `dagster dev`), then the
@@ -54,8 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mole", description="Deep research with a budget the database enforces.")
     p.add_argument(
         "--db",
-        help="the store: a DuckDB file (default: .mole/mole.duckdb, or $MOLE_DB) or a "
-        "postgresql:// URL",
+        help="the store: a DuckDB file or a postgresql:// URL (default: $MOLE_DB, else "
+        "mole.duckdb in the data folder: .mole/ in a checkout, ~/.local/share/mole installed)",
     )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -174,6 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
         "models",
         help="the priced models (USD per million tokens, as of when) and the default tiers",
     )
+    sq = sub.add_parser(
+        "sql",
+        help="query the store read-only (tables and views): one statement, a script on "
+        "stdin, or a prompt",
+    )
+    sq.add_argument("query", nargs="?", help='one statement, e.g. "FROM spend_by_role_stage"')
+    sq.add_argument("--csv", action="store_true", help="print CSV (every row) instead of a table")
     return p
 
 
@@ -214,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_crossings(args)
         if args.command == "models":
             return cmd_models(args)
+        if args.command == "sql":
+            return cmd_sql(args)
     except (CliError, StoreError) as exc:
         # StoreError too: a damaged store can show only when a query reaches the lost block,
         # after the command has opened it.
@@ -383,7 +393,7 @@ def _drive_rounds(
     from mole_dag.driver import Interrupted, Step, drive, next_step
 
     instance = _dagster_instance()
-    from assets.definitions import defs
+    from assets.definitions import IN_PROCESS_RUN_TAGS, defs
     from assets.partitions import SESSIONS
 
     if not instance.has_dynamic_partition(SESSIONS, sid):
@@ -392,6 +402,22 @@ def _drive_rounds(
     # _interrupted in one line each; Dagster's console logger would add its stack trace.
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     jobs = {name: defs.resolve_job_def(name) for name in ("research_round", "research_report")}
+    # The `session` asset's config names the session's question and budget (required since
+    # the UI launches with it); the round runs pass the stored ones.
+    from assets.session_config import session_run_config
+    from mole_dag.store import q
+    from mole_dag.store.records import SessionRow
+
+    st = _open_store()
+    try:
+        row = st.one(SessionRow, q("session_get"), {"session_id": sid})
+    finally:
+        st.close()
+    assert row is not None  # created (research) or checked (resume) before the drive
+    configs = {
+        "research_round": {**run_config, **session_run_config(row)},
+        "research_report": run_config,
+    }
     failures: list[Any] = []
 
     def decide() -> Step | None:
@@ -403,7 +429,11 @@ def _drive_rounds(
 
     def execute(job_name: str) -> Any:
         res = jobs[job_name].execute_in_process(
-            instance=instance, partition_key=sid, run_config=run_config, raise_on_error=False
+            instance=instance,
+            partition_key=sid,
+            run_config=configs[job_name],
+            tags=IN_PROCESS_RUN_TAGS,
+            raise_on_error=False,
         )
         if got_signal or (not res.success and _was_interrupted(res)):
             raise Interrupted
@@ -481,17 +511,18 @@ def cmd_materialize(args: argparse.Namespace) -> int:
     A session the store has but the instance does not (another DAGSTER_HOME, a fresh UI) gets its
     partition added."""
     from mole_dag.store import q
+    from mole_dag.store.records import SessionRow
 
     store = _open_store(read_only=True)
     try:
-        sess = store.row(q("session_get"), {"session_id": args.session})
+        sess = store.one(SessionRow, q("session_get"), {"session_id": args.session})
     finally:
         store.close()
     if sess is None:
         raise CliError(f"no session {args.session!r} in {store.path}; `mole sessions` lists them")
     import dagster as dg
 
-    from assets.definitions import defs
+    from assets.definitions import IN_PROCESS_RUN_TAGS, defs
     from assets.partitions import SESSIONS
 
     graph = defs.resolve_asset_graph()
@@ -512,8 +543,16 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         instance.add_dynamic_partitions(SESSIONS, [args.session])
     job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(keys))
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    if any(k.to_user_string() == "session" for k in keys):
+        from assets.session_config import session_run_config
+
+        run_config.update(session_run_config(sess))
     res = job.execute_in_process(
-        instance=instance, partition_key=args.session, run_config=run_config, raise_on_error=False
+        instance=instance,
+        partition_key=args.session,
+        run_config=run_config,
+        tags=IN_PROCESS_RUN_TAGS,
+        raise_on_error=False,
     )
     if not res.success:
         _report_failure(res, args.session, "materialize")
@@ -942,6 +981,48 @@ def cmd_models(args: argparse.Namespace) -> int:
             note = "" if used == model else f"  (config; default {model})"
             priced = "" if table.get(used) is not None else "  UNPRICED: --tokens only"
             print(f"  {provider:<9}  {tier!s:<6}  {used}{note}{priced}")
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    """Each statement opens the store read-only and lets it go (mole_dag/store/console.py says
+    why this and not a database shell). A failed statement is one line; at the prompt the next
+    one is read, otherwise the exit status is 2."""
+    from mole_dag.store.console import QueryError, as_csv, as_table, run, statements, where
+
+    target = default_store_path()
+
+    def one(sql: str) -> bool:
+        try:
+            got = run(target, sql, on_wait=lambda m: print(f"mole: {m}", file=sys.stderr))
+        except QueryError as exc:
+            print(f"mole sql: {escape_controls(str(exc))}", file=sys.stderr)
+            return False
+        print(escape_controls(as_csv(got) if args.csv else as_table(got)))
+        return True
+
+    if args.query is not None:
+        return 0 if one(args.query) else EXIT_USAGE
+    if not sys.stdin.isatty():  # a script: `mole sql < queries.sql`
+        ok = True
+        for stmt in statements(iter(sys.stdin)):
+            ok = one(stmt) and ok
+        return 0 if ok else EXIT_USAGE
+    print(
+        f"mole sql on {where(target)}, read-only; end a statement with ';', Ctrl-D to leave",
+        file=sys.stderr,
+    )
+
+    def prompt() -> Any:
+        while True:
+            try:
+                yield input("mole> ")
+            except EOFError:
+                print(file=sys.stderr)
+                return
+
+    for stmt in statements(prompt()):
+        one(stmt)
     return 0
 
 

@@ -20,6 +20,7 @@ from mole_dag.context import Run
 from mole_dag.core import Unit
 from mole_dag.executor import leases
 from mole_dag.store import Store, q, utcnow
+from mole_dag.store.records import SessionRow
 
 log = logging.getLogger("mole.session")
 
@@ -99,6 +100,32 @@ class SessionMissing(LookupError):
     pass
 
 
+def session_exists(store: Store, session_id: str) -> bool:
+    return store.row(q("session_get"), {"session_id": session_id}) is not None
+
+
+def _same_launch(row: SessionRow, question: str, usd: str | None, tokens: str | None) -> None:
+    """A launch config for a session that exists must name its question and budget: a config
+    that says otherwise is refused in one line, never silently ignored."""
+    from mole_dag.launch import LaunchError, check_budget
+
+    unit, total = check_budget(usd, tokens, "")
+    if " ".join(question.split()) != " ".join(row.question.split()):
+        raise LaunchError(
+            f"session {row.id!r} exists with another question ({row.question!r}); add a new "
+            "partition for a new question, or give this one's question"
+        )
+    if (str(unit), total) != (str(row.unit), row.total):
+        raise LaunchError(
+            f"session {row.id!r} exists with another budget ({_amount(row.unit, row.total)}); "
+            "its budget is fixed at creation"
+        )
+
+
+def _amount(unit: Unit | str, total: int) -> str:
+    return f"${total / 1_000_000:.6f}" if str(unit) == str(Unit.USD_MICROS) else f"{total} tokens"
+
+
 def ensure_session(
     store: Store,
     session_id: str,
@@ -124,12 +151,15 @@ def ensure_session(
     from mole_dag.launch import check_launch
 
     ledger = Ledger(store)
-    if store.row(q("session_get"), {"session_id": session_id}) is not None:
+    row = store.one(SessionRow, q("session_get"), {"session_id": session_id})
+    if row is not None:
+        if question.strip() or usd is not None or tokens is not None:
+            _same_launch(row, question, usd, tokens)
         return ledger.balance(session_id)
-    if not question.strip():
+    if not question.strip() and usd is None and tokens is None:
         raise SessionMissing(
             f"no session {session_id!r} in {store.path}; start it with `mole research`, or "
-            "launch the `session` asset with config: question and one of usd / tokens"
+            "launch it with config: a question and a budget (usd or tokens)"
         )
     launch = check_launch(
         question,

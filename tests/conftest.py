@@ -55,6 +55,23 @@ def _isolated_home(
 BACKENDS = ("duckdb", "postgres")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test's hang limit (pytest-timeout: the ini's `timeout`, or its own marker) scaled
+    by how loaded this machine is now (tests/machine.py): 300 s suits an idle machine, not a
+    second `make test` running beside this one."""
+    from tests.machine import slowdown
+
+    factor = slowdown()
+    if factor <= 1.0:
+        return
+    default = float(config.getini("timeout") or 0)
+    for item in items:
+        marker = item.get_closest_marker("timeout")
+        base = float(marker.args[0]) if marker and marker.args else default
+        if base > 0:
+            item.add_marker(pytest.mark.timeout(base * factor), append=False)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.definition.get_closest_marker("both_backends") and (
         "store_target" in metafunc.fixturenames

@@ -14,6 +14,7 @@ from mole_dag.core import Unit
 from mole_dag.resources import BudgetResource, StoreResource
 from mole_dag.session import create_session
 from mole_dag.store import Store
+from tests.dagster_helpers import session_config
 
 
 def _run(db: Path, sid: str, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
@@ -24,7 +25,12 @@ def _run(db: Path, sid: str, instance: dg.DagsterInstance) -> dg.ExecuteInProces
         resources={"store": store, "budget": BudgetResource(store=store)},
     )
     job = defs.resolve_implicit_global_asset_job_def()
-    return job.execute_in_process(instance=instance, partition_key=sid, raise_on_error=False)
+    return job.execute_in_process(
+        instance=instance,
+        partition_key=sid,
+        run_config=session_config(db, sid),
+        raise_on_error=False,
+    )
 
 
 def _checks(result: dg.ExecuteInProcessResult) -> dict[str, bool]:

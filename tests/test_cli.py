@@ -3,6 +3,7 @@ session runs through the Dagster instance; `dagster asset materialize` works on 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -155,7 +156,12 @@ def test_research_end_to_end_in_the_dagster_instance(tmp_path: Path, mini_corpus
     )
     assert sid in listed.stdout
 
-    # Re-materialising the whole graph for the finished session works from Dagster's own CLI.
+    # Re-materialising the whole graph for the finished session works from Dagster's own CLI,
+    # naming the session's question and budget as the `session` asset's config (README).
+    launch = {
+        "question": "Does green tea affect sleep and stroke risk?",
+        "budget": {"tokens": "20000"},
+    }
     again = subprocess.run(
         [
             str(BIN / "dagster"),
@@ -167,6 +173,8 @@ def test_research_end_to_end_in_the_dagster_instance(tmp_path: Path, mini_corpus
             "*",
             "--partition",
             sid,
+            "--config-json",
+            json.dumps({"ops": {"session": {"config": launch}}}),
         ],
         capture_output=True,
         text=True,
@@ -194,6 +202,8 @@ def test_research_end_to_end_in_the_dagster_instance(tmp_path: Path, mini_corpus
             "group:research",
             "--partition",
             sid,
+            "--config-json",
+            json.dumps({"ops": {"session": {"config": launch}}}),
         ],
         capture_output=True,
         text=True,

@@ -22,6 +22,7 @@ import yaml
 
 from mole_dag.paths import PROJECT_ROOT
 from tests.dask_cluster import dask_cluster, stop_group
+from tests.machine import bound
 
 pytest.importorskip("dagster_postgres", reason="the scale extra is not installed")
 pytest.importorskip("dagster_dask", reason="the scale extra is not installed")
@@ -201,7 +202,8 @@ def _launch(workspace: Path, job: str, runs: list[Launch], log: Path) -> None:
             )
     for proc in procs:
         try:
-            code = proc.wait(timeout=120)
+            # A hang bound scaled to the machine's load: 120 s ran out at load 30 (issue 23).
+            code = proc.wait(timeout=bound(120))
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -332,7 +334,7 @@ def test_two_sessions_at_once_through_the_profile(
     workspace = PROFILE / "workspace.yaml"
     launches: list[Launch] = []
     for sid, question in zip(sids, SESSION_QUESTIONS, strict=True):
-        cfg = {"question": question, "tokens": "10000", "corpus": str(mini_corpus)}
+        cfg = {"question": question, "budget": {"tokens": "10000"}, "corpus": str(mini_corpus)}
         launches.append(({"ops": {"session": {"config": cfg}}}, {"dagster/partition": sid}))
     # Both queued before the daemon starts: it dequeues and launches them together.
     _launch(workspace, "research_round", launches, tmp_path / "launch.log")

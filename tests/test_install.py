@@ -307,8 +307,13 @@ def test_make_dev_writes_only_under_mole_home(tmp_path: Path) -> None:
             except subprocess.TimeoutExpired:
                 os.killpg(with_pgid, signal.SIGKILL)
                 proc.wait(timeout=30)
+        out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
         if proc.stdout:
             proc.stdout.close()
+    # Issue 23: nothing a newcomer cannot act on (it printed dagster dev's SupersessionWarning
+    # and a warning about the checkout's dagster.yaml).
+    warned = [line for line in out.splitlines() if "warning" in line.lower()]
+    assert not warned, "\n".join(warned)
     new = _git_status() - before
     assert not new, f"make dev left files in the checkout: {sorted(new)}"
     new_top = set(os.listdir(PROJECT_ROOT)) - top_before

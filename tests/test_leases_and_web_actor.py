@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from mole_dag.executor import leases
 from mole_dag.session import create_session
 from mole_dag.store import Store, q, utcnow
 from tests.fakeweb import FakeWeb, page
+from tests.machine import bound
 
 PROSE = (
     "Green tea in the evening raises the risk of poor sleep in adults who are sensitive "
@@ -86,18 +87,52 @@ def test_a_dead_workers_lease_lapses_and_the_sweep_requeues_it(store: Store) -> 
     assert _lead(store, lease.lead_id)["status"] == "done"
 
 
+# Issue 23: with a 0.6 s TTL, a heartbeat delayed past 0.4 s on a busy machine let the sweep take
+# a live lease (seen once in a full `make test` under load). The TTL is now an hour, a margin no
+# load reaches, the beats come every 50 ms, and "after the first TTL" is a sweep run at that
+# moment (requeue_expired's `now`), not a wait for it.
+MARGIN_TTL = timedelta(hours=1)
+
+
+def _expiry(store: Store, lead_id: str) -> datetime:
+    got = _lead(store, lead_id)["lease_expires_at"]
+    assert isinstance(got, datetime)
+    return got
+
+
+def _beats(hb: leases.Heartbeat, n: int) -> None:
+    """Until `n` beats have landed: a bound for a hang, not a timing assertion."""
+    deadline = time.monotonic() + bound(120)
+    while hb.beats < n and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert hb.beats >= n
+
+
 def test_heartbeat_keeps_a_live_lease_from_being_swept(store: Store) -> None:
     sid = _session_with_leads(store, 1)
-    ttl = timedelta(seconds=0.6)
-    lease = leases.lease_next(store, sid, "worker-1", ttl=ttl)
+    lease = leases.lease_next(store, sid, "worker-1", ttl=MARGIN_TTL)
     assert lease
-    with leases.Heartbeat(store, lease, ttl) as hb:
-        deadline = time.monotonic() + 10
-        while hb.beats < 4 and time.monotonic() < deadline:
-            time.sleep(0.05)
-            assert leases.requeue_expired(store, sid) == 0
-    assert hb.beats >= 4  # beat at ttl/3, so the lease outlived several TTLs
+    first = _expiry(store, lease.lead_id)
+    with leases.Heartbeat(store, lease, MARGIN_TTL, interval=0.05) as hb:
+        _beats(hb, 3)
+        assert leases.requeue_expired(store, sid) == 0
+    extended = _expiry(store, lease.lead_id)
+    assert extended > first
+    # The moment the lease would have lapsed without its beats: the sweep leaves it.
+    tick = timedelta(microseconds=1)
+    assert leases.requeue_expired(store, sid, now=first + tick) == 0
     assert _lead(store, lease.lead_id)["status"] == "leased"
+    # Once the extended expiry passes too (the worker died after its last beat), it is swept.
+    assert leases.requeue_expired(store, sid, now=extended + tick) == 1
+    assert _lead(store, lease.lead_id)["status"] == "pending"
+
+
+def test_heartbeat_beats_at_a_third_of_the_ttl_by_default(store: Store) -> None:
+    sid = _session_with_leads(store, 1)
+    lease = leases.lease_next(store, sid, "worker-1")
+    assert lease
+    assert leases.Heartbeat(store, lease).interval == leases.LEASE_TTL.total_seconds() / 3
+    assert leases.Heartbeat(store, lease, timedelta(seconds=90)).interval == 30
 
 
 def test_one_lead_per_worker(store: Store) -> None:
@@ -121,14 +156,12 @@ def test_a_round_leases_its_leads_in_one_transaction(store: Store) -> None:
 
 def test_one_heartbeat_keeps_every_lease_of_its_owner(store: Store) -> None:
     sid = _session_with_leads(store, 3)
-    ttl = timedelta(seconds=0.6)
-    got = leases.lease_pending(store, sid, "w-round", ttl=ttl)
-    with leases.OwnerHeartbeat(store, sid, "w-round", ttl) as hb:
-        deadline = time.monotonic() + 10
-        while hb.beats < 4 and time.monotonic() < deadline:
-            time.sleep(0.05)
-            assert leases.requeue_expired(store, sid) == 0
-    assert hb.beats >= 4
+    got = leases.lease_pending(store, sid, "w-round", ttl=MARGIN_TTL)
+    first = min(_expiry(store, g.lead_id) for g in got)
+    with leases.OwnerHeartbeat(store, sid, "w-round", MARGIN_TTL, interval=0.05) as hb:
+        _beats(hb, 3)
+    assert all(_expiry(store, g.lead_id) > first for g in got)
+    assert leases.requeue_expired(store, sid, now=first + timedelta(microseconds=1)) == 0
     assert {_lead(store, g.lead_id)["status"] for g in got} == {"leased"}
 
 

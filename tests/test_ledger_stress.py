@@ -13,6 +13,7 @@ from mole_dag.budget import Ledger
 from mole_dag.core import Unit
 from mole_dag.store import Store, db
 from tests.ledger_stress_worker import hold_and_settle
+from tests.machine import bound
 
 WORKERS = 16
 OPS_PER_WORKER = 60
@@ -133,7 +134,7 @@ def test_several_processes_never_exceed_the_total(store_target: str) -> None:
     ]
     results = []
     for p in procs:
-        out, err = p.communicate(timeout=240)
+        out, err = p.communicate(timeout=bound(240))
         assert p.returncode == 0, err[-2000:]
         results.append(json.loads(out.strip().splitlines()[-1]))
     assert not [e for r in results for e in r["errors"]], results

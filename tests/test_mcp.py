@@ -381,7 +381,6 @@ def test_research_outlives_the_connection_then_reports(
     question = "-- does green tea affect sleep and stroke risk?"
 
     async def start(client: Client) -> tuple[str, int, int]:
-        t0 = time.monotonic()
         got = await ok(
             client, "research", {"question": question, "tokens": 20000, "corpus": str(mini_corpus)}
         )
@@ -390,7 +389,6 @@ def test_research_outlives_the_connection_then_reports(
         st = await ok(client, "session_status", {"session": sid})
         # Returned at once: the work is still going on when the client leaves.
         assert st["finished"] is False and st["worker"]["running"] is True, st
-        assert time.monotonic() - t0 < 30
         server_pid = _parent_of(pid)
         assert os.getpgid(pid) != os.getpgid(server_pid)  # its own process group
         return sid, pid, server_pid

@@ -35,8 +35,14 @@ def _run_session(instance: dg.DagsterInstance, sid: str) -> None:
     from assets.partitions import SESSIONS
 
     instance.add_dynamic_partitions(SESSIONS, [sid])
+    from tests.dagster_helpers import session_config
+
     for job in ("research_round", "research_report"):
-        res = defs.resolve_job_def(job).execute_in_process(instance=instance, partition_key=sid)
+        res = defs.resolve_job_def(job).execute_in_process(
+            instance=instance,
+            partition_key=sid,
+            run_config=session_config(default_store_path(), sid) if job == "research_round" else {},
+        )
         assert res.success
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from mole_dag.store import Store
+from tests.machine import bound
 
 # Process B: its `duckdb.connect` announces itself (the file `inside`) and then waits for the
 # file `go` before opening, so the test decides what A does while B is inside an open.
@@ -35,7 +36,9 @@ real = duckdb.connect
 
 def connect(*args, **kwargs):
     (folder / "inside").touch()
-    deadline = time.monotonic() + 20
+    # A bound for a hang, not a wait: the test always says go. 20 s ran out under load (issue
+    # 23: B went on alone and A's close was then free to proceed).
+    deadline = time.monotonic() + 900
     while not (folder / "go").exists() and time.monotonic() < deadline:
         time.sleep(0.005)
     return real(*args, **kwargs)
@@ -91,8 +94,8 @@ def test_a_close_waits_for_another_process_inside_an_open(tmp_path: Path) -> Non
         assert not closed.wait(0.5), "A released the file while B was inside an open"
     finally:
         (tmp_path / "go").touch()
-        out, err = b.communicate(timeout=60)
-        closer.join(timeout=60)
+        out, err = b.communicate(timeout=bound(60))
+        closer.join(timeout=bound(60))
     assert closed.is_set()
     assert b.returncode == 0, err[-2000:]
     assert out.strip() == "[1]"  # B, once in, sees what A committed

@@ -37,7 +37,9 @@ def test_second_process_waits_for_the_lock(tmp_path: Path, monkeypatch: pytest.M
     # A waiter says so only after a while (a blip of another's transaction is not worth a line).
     monkeypatch.setattr(db, "REPORT_WAIT_AFTER_S", 0.2)
     path = tmp_path / "shared.duckdb"
-    proc = _hold(path, 1.5)
+    # Held 4 s: the wait must outlast REPORT_WAIT_AFTER_S even if this process is descheduled
+    # for a while after the holder says it holds (a loaded machine).
+    proc = _hold(path, 4)
     try:
         said: list[str] = []
         t0 = time.monotonic()

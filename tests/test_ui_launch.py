@@ -26,6 +26,7 @@ from mole_dag.store import Store
 from mole_dag.store.models import materialize_all
 from tests.dagster_helpers import metadata as _metadata
 from tests.dagster_helpers import resources as _resources
+from tests.dagster_helpers import session_config
 
 
 def readme_launch_config() -> dict:
@@ -40,32 +41,30 @@ def readme_launch_config() -> dict:
 def test_readme_launch_config_works_as_pasted_and_records_the_corpus(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As pasted into the launchpad: no corpus named, so the demo corpus, recorded as an
-    absolute path; the UI was started from some other folder, and the report's re-reads
-    (grounding) still find their files."""
+    """As pasted into the launchpad of `research_session`: no corpus named, so the demo corpus,
+    recorded as an absolute path; the UI was started from some other folder, and the report's
+    re-reads (grounding) still find their files."""
     cfg = readme_launch_config()
-    assert set(cfg["ops"]["session"]["config"]) == {"question", "usd"}
+    assert set(cfg["ops"]["drive_session"]["config"]) == {"question", "budget"}
     elsewhere = tmp_path / "started-here"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     db = tmp_path / "readme.duckdb"
+    monkeypatch.setenv("MOLE_DB", str(db))
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(SESSIONS, ["ui-readme"])
-        result = dg.materialize(
-            ALL_ASSETS,
-            instance=instance,
-            partition_key="ui-readme",
-            resources=_resources(db),
-            run_config=cfg,
+        result = defs.resolve_job_def("research_session").execute_in_process(
+            instance=instance, run_config=cfg, resources=_resources(db)
         )
         assert result.success
-        rep = _metadata(result, "report")
+        event = instance.get_latest_materialization_event(dg.AssetKey("report"))
+        assert event and event.asset_materialization
+        rep = {k: v.value for k, v in event.asset_materialization.metadata.items()}
     assert rep["grounding_checked"] > 0
     assert rep["grounding_confirmed"] == rep["grounding_checked"], rep
     assert rep["grounding_unreachable"] == 0
     with Store(db) as st:
-        assert st.scalar("SELECT corpus FROM sessions WHERE id = 'ui-readme'") == str(demo_corpus())
-        assert st.scalar("SELECT unit FROM sessions WHERE id = 'ui-readme'") == "usd_micros"
+        assert st.scalar("SELECT corpus FROM sessions") == str(demo_corpus())
+        assert st.scalar("SELECT unit FROM sessions") == "usd_micros"
 
 
 def _openai_without_prices() -> None:
@@ -90,6 +89,7 @@ def test_ui_launch_refuses_what_the_cli_refuses_in_the_same_words(
     tmp_path: Path, case: str
 ) -> None:
     sid, launch = "ui-ok", {"question": "Is green tea good for sleep?", "usd": "0.10"}
+    budget = {"usd": "0.10"}
     if case == "session_id":
         sid = "bad id!"
     elif case == "unpriced":
@@ -98,7 +98,8 @@ def test_ui_launch_refuses_what_the_cli_refuses_in_the_same_words(
     elif case == "corpus":
         launch["corpus"] = str(tmp_path / "missing")
     else:
-        launch["tokens"] = "100"
+        launch["usd"] = "-1"
+        budget = {"usd": "-1"}
     with pytest.raises(LaunchError) as expected:
         check_launch(
             launch["question"],
@@ -119,7 +120,16 @@ def test_ui_launch_refuses_what_the_cli_refuses_in_the_same_words(
             partition_key=sid,
             resources=_resources(db),
             raise_on_error=False,
-            run_config={"ops": {"session": {"config": launch}}},
+            run_config={
+                "ops": {
+                    "session": {
+                        "config": {
+                            **{k: v for k, v in launch.items() if k not in ("usd", "tokens")},
+                            "budget": budget,
+                        }
+                    }
+                }
+            },
         )
         assert not result.success
         failure = next(e for e in result.all_events if e.is_step_failure)
@@ -154,6 +164,7 @@ def test_metadata_names_units_and_the_current_status(tmp_path: Path, mini_corpus
             instance=instance,
             partition_key=sid,
             resources=_resources(db),
+            run_config=session_config(db, sid),
         )
         assert result.success
         for asset in (
@@ -216,7 +227,9 @@ def test_regrounding_selected_with_a_session_partition_opens_no_session(
         # it, may still point at an earlier test's (collected) instance.
         job = local.resolve_implicit_global_asset_job_def()
         instance.add_dynamic_partitions(SESSIONS, [sid])
-        result = job.execute_in_process(instance=instance, partition_key=sid)
+        result = job.execute_in_process(
+            instance=instance, partition_key=sid, run_config=session_config(db, sid)
+        )
         assert result.success
         assert not result.asset_materializations_for_node("regrounding")
     with Store(db) as st:

@@ -8,7 +8,7 @@ import functools
 import secrets
 import threading
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
@@ -45,8 +45,9 @@ def new_owner() -> str:
     return f"worker-{secrets.token_hex(4)}"
 
 
-def requeue_expired(store: Store, session_id: str) -> int:
-    now = utcnow()
+def requeue_expired(store: Store, session_id: str, now: datetime | None = None) -> int:
+    """Put back every lease of the session that lapsed before `now` (default: the clock)."""
+    now = now or utcnow()
     # Looked at first, so the usual case (nothing lapsed) costs a read, not a write transaction
     # (each commit will cost an open of the file, issue 12). A lease that lapses just after
     # is requeued by the next sweep.
@@ -127,10 +128,18 @@ def finish(store: Store, lease: Lease, status: LeadStatus) -> None:
 
 
 class Heartbeat:
-    """Extends a lease every ttl/3 while the `with` body runs."""
+    """Extends a lease every ttl/3 (or every `interval` seconds) while the `with` body runs."""
 
-    def __init__(self, store: Store, lease: Lease, ttl: timedelta = LEASE_TTL) -> None:
+    def __init__(
+        self,
+        store: Store,
+        lease: Lease,
+        ttl: timedelta = LEASE_TTL,
+        interval: float | None = None,
+    ) -> None:
         self.store, self.lease, self.ttl = store, lease, ttl
+        # A third of the TTL: two beats may be late before the lease lapses.
+        self.interval = ttl.total_seconds() / 3 if interval is None else interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True, name=f"hb-{lease.lead_id}")
         self.beats = 0
@@ -147,8 +156,7 @@ class Heartbeat:
         )
 
     def _beat(self) -> None:
-        interval = self.ttl.total_seconds() / 3
-        while not self._stop.wait(interval):
+        while not self._stop.wait(self.interval):
             self.store.transact(functools.partial(self._extend, now=utcnow()))
             self.beats += 1
 
@@ -168,9 +176,14 @@ class OwnerHeartbeat(Heartbeat):
     leases `lease_pending` took, running or waiting for a worker."""
 
     def __init__(
-        self, store: Store, session_id: str, owner: str, ttl: timedelta = LEASE_TTL
+        self,
+        store: Store,
+        session_id: str,
+        owner: str,
+        ttl: timedelta = LEASE_TTL,
+        interval: float | None = None,
     ) -> None:
-        super().__init__(store, Lease("", owner, "", "", "", 0), ttl)
+        super().__init__(store, Lease("", owner, "", "", "", 0), ttl, interval)
         self.session_id = session_id
         self._thread.name = f"hb-{owner}"
 

@@ -14,9 +14,12 @@ SELECT
     coalesce(sum(t.reserved) FILTER (WHERE t.status = 'reserved'), 0)::BIGINT AS held,
     count(*) FILTER (WHERE t.status = 'released')               AS released_calls,
     count(*) FILTER (WHERE t.status = 'expired')                AS expired_calls,
+    -- Cast after the division: numeric / integer has no fixed scale on PostgreSQL (psql printed
+    -- 0.000000000000000000000000), and DuckDB makes a DOUBLE of it. DECIMAL(18, 6) prints as
+    -- money, to the micro-dollar, in any client.
     CASE WHEN s.unit = 'usd_micros'
-         THEN (coalesce(sum(t.actual), 0) + coalesce(sum(t.overrun), 0))::DECIMAL(18, 6)
-              / 1000000
+         THEN ((coalesce(sum(t.actual), 0) + coalesce(sum(t.overrun), 0))::DECIMAL(18, 6)
+              / 1000000)::DECIMAL(18, 6)
     END                                                         AS usd
 FROM tool_calls t
 JOIN sessions s ON s.id = t.session_id
