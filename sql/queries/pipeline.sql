@@ -581,6 +581,6 @@ WHERE c.session_id = $session_id;
 -- The PDFs a session could not read, each once, with what was wrong (issue 19: `mole show`).
 SELECT url, cause, min(detail) AS detail
 FROM dead_ends
-WHERE session_id = $session_id AND cause LIKE 'pdf\_%' ESCAPE '\'
+WHERE session_id = $session_id AND starts_with(cause, 'pdf_')
 GROUP BY url, cause
 ORDER BY url, cause;
