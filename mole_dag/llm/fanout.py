@@ -182,48 +182,47 @@ def _inline(p: Pass, jobs: Sequence[Job[P]]) -> Iterator[Outcome[P]]:
     """One at a time on this thread: the order and the holds of the sequential stages."""
     started, sent, refused, stopped = time.monotonic(), 0, 0, False
     for i, job in enumerate(jobs):
-        if stopped:
-            yield Outcome(i, Status.NOT_SENT)
-            continue
-        if p.allowance is not None and not p.allowance.fits(job.estimate):
+        got = _one(p, i, job) if not stopped else Outcome(i, Status.NOT_SENT)
+        if got.status == Status.REFUSED:
             refused += 1
             stopped = p.stop_on_refusal
-            yield Outcome(i, Status.REFUSED)
-            continue
-        try:
-            with p.ledger.hold(p.session_id, p.role, job.estimate, tool=p.tool, stage=p.stage) as h:
-                got = job.call()
-                _settle(h, got)
-        except BudgetExhausted as exc:
-            refused += 1
-            stopped = p.stop_on_refusal
-            yield Outcome(i, Status.REFUSED, refusal=exc)
-            continue
-        except ModelCallFailed as exc:
+        elif got.status != Status.NOT_SENT:
             sent += 1
-            if p.allowance is not None:
-                p.allowance.done(0, _paid_failure(exc))
-            yield Outcome(i, Status.FAILED, error=exc)
-            continue
-        sent += 1
-        if p.allowance is not None:
-            p.allowance.done(0, got.cost)
-        yield Outcome(i, Status.DONE, value=got)
-    if sent or refused:
-        PASSES.append(
-            PassRecord(
-                p.label,
-                p.stage,
-                p.parallel,
-                sent,
-                refused,
-                time.monotonic() - started,
-                1 if sent else 0,
-                0,
-                1,
-                0.0,
+        if i == len(jobs) - 1 and (sent or refused):
+            # Before the last outcome is handed over (see _Concurrent.outcomes).
+            PASSES.append(
+                PassRecord(
+                    p.label,
+                    p.stage,
+                    p.parallel,
+                    sent,
+                    refused,
+                    time.monotonic() - started,
+                    1 if sent else 0,
+                    0,
+                    1,
+                    0.0,
+                )
             )
-        )
+        yield got
+
+
+def _one(p: Pass, i: int, job: Job[P]) -> Outcome[P]:
+    if p.allowance is not None and not p.allowance.fits(job.estimate):
+        return Outcome(i, Status.REFUSED)
+    try:
+        with p.ledger.hold(p.session_id, p.role, job.estimate, tool=p.tool, stage=p.stage) as h:
+            got = job.call()
+            _settle(h, got)
+    except BudgetExhausted as exc:
+        return Outcome(i, Status.REFUSED, refusal=exc)
+    except ModelCallFailed as exc:
+        if p.allowance is not None:
+            p.allowance.done(0, _paid_failure(exc))
+        return Outcome(i, Status.FAILED, error=exc)
+    if p.allowance is not None:
+        p.allowance.done(0, got.cost)
+    return Outcome(i, Status.DONE, value=got)
 
 
 @dataclass
@@ -248,6 +247,7 @@ class _State:
     refused: int = 0
     dispatched_all: bool = False
     stop: bool = False
+    finished: bool = False
     error: BaseException | None = None  # a bug on the dispatching thread
 
 
@@ -396,18 +396,31 @@ class _Concurrent(Generic[P]):
     def outcomes(self) -> Iterator[Outcome[P]]:
         started = time.monotonic()
         last_line = [started]
-        with self.gate.watch() as watch:
+        n = len(self.jobs)
+        with ExitStack() as pass_open:
+            watch = pass_open.enter_context(self.gate.watch())
+
+            def finish() -> None:
+                # Before the last outcome is handed over: a stage reads exactly one outcome
+                # per job and need not ask for the end of the iteration.
+                pass_open.close()
+                self._finish(watch, time.monotonic() - started)
+
             threading.Thread(
                 target=self._dispatch_all, name=f"fan-out-{self.p.label}", daemon=True
             ).start()
             try:
-                for i in range(len(self.jobs)):
-                    yield self._next(i, last_line)
+                for i in range(n):
+                    got = self._next(i, last_line)
+                    if i == n - 1:
+                        finish()
+                    yield got
             except GeneratorExit:
                 # The stage stopped reading (it raised, or has what it needs): nothing more is
                 # sent, and the calls in flight end as they would have, each settling itself.
                 self._stop()
                 self._wait_for_flights()
+                finish()
                 raise
             except BaseException as exc:
                 # Interrupted (Ctrl-C, SIGTERM, Dagster's interrupt) or a bug: nothing more is
@@ -424,7 +437,6 @@ class _Concurrent(Generic[P]):
                         except Exception:
                             log.exception("could not settle an interrupted call as assumed")
                 raise
-            self._finish(watch, time.monotonic() - started)
 
     def _stop(self) -> None:
         with self.cond:
@@ -442,6 +454,9 @@ class _Concurrent(Generic[P]):
 
     def _finish(self, watch: Watch, seconds: float) -> None:
         p, st = self.p, self.st
+        if st.finished:
+            return
+        st.finished = True
         PASSES.append(
             PassRecord(
                 p.label,
