@@ -44,6 +44,9 @@ class Received:
     body: bytes
     # Requests the server was handling when this one arrived, this one included.
     in_flight: int = 1
+    # The answer given, once given (replies are listed in completion order, requests in
+    # arrival order: with concurrent calls the two lists do not line up).
+    reply: Reply | None = None
 
     @property
     def json(self) -> Any:
@@ -86,6 +89,8 @@ class ModelServer:
         self.respond = respond
         self.received: list[Received] = []
         self.replied: list[Reply] = []
+        # The requests in the order their answers were ready (`received` is arrival order).
+        self.completed: list[Received] = []
         # Requests being handled right now, and the most there ever were at once: what a
         # client's concurrency looks like from the server's side.
         self.in_flight = 0
@@ -131,7 +136,9 @@ class ModelServer:
                     with server._lock:
                         server.in_flight -= 1
                 with server._lock:
+                    got.reply = reply
                     server.replied.append(reply)
+                    server.completed.append(got)
                 body = reply.body
                 if isinstance(body, dict | list):
                     data = json.dumps(body).encode()
@@ -393,9 +400,7 @@ class SimulatedModel:
             with self._lock:
                 self.refused += 1
             kind = "rate_limit_error" if self.refuse_status == 429 else "overloaded_error"
-            headers = (
-                {"retry-after": self.refuse_retry_after} if self.refuse_retry_after else {}
-            )
+            headers = {"retry-after": self.refuse_retry_after} if self.refuse_retry_after else {}
             return Reply(
                 self.refuse_status,
                 {"type": "error", "error": {"type": kind, "message": "too many requests"}},
