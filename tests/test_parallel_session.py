@@ -279,3 +279,39 @@ def test_interrupt_with_calls_in_flight_charges_them_as_assumed(
         assert ledger.balance(SID).held == 0 and ledger.verify(SID).ok
     store.close()
     assert sent <= 4  # nothing sent after the interrupt
+
+
+def test_a_cassette_replays_whatever_order_its_calls_were_recorded_in(
+    tmp_path: Path, reference: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replay matches a request by its bytes, not its position: a session recorded with calls
+    completing out of order replays one at a time, and concurrently, to the same report."""
+    tape = tmp_path / "par.jsonl"
+    monkeypatch.setenv("MOLE_PARALLEL", "8")
+    monkeypatch.setenv("MOLE_RECORD", str(tape))
+    with ModelServer(SimulatedModel(delay_s=(0.0, 0.3), seed=7, refuse_above=3)) as server:
+        store, recorded, _snap = _session(tmp_path / "rec.duckdb", reference["corpus"], server)
+        store.close()
+    monkeypatch.delenv("MOLE_RECORD")
+    assert server.max_in_flight > 1
+    assert len(tape.read_text("utf-8").splitlines()) - 1 == len(server.received)
+    monkeypatch.setenv("MOLE_CASSETTE", str(tape))
+    for parallel in ("1", "8"):
+        monkeypatch.setenv("MOLE_PARALLEL", parallel)
+        store = Store(tmp_path / f"replay-{parallel}.duckdb")
+        ledger = Ledger(store)
+        ledger.create_session(
+            QUESTION,
+            Unit.USD_MICROS,
+            200_000,
+            session_id=SID,
+            provider="cassette",
+            corpus=str(reference["corpus"]),
+        )
+        skills = skills_for("cassette", {})
+        _rounds, finished = run_session(Run(store, ledger, skills, SID))
+        store.close()
+        assert finished is not None
+        assert skills.provider.cassette.remaining() == 0  # type: ignore[attr-defined]
+        replayed = _report_body(finished.report.markdown).replace("`cassette`", "`anthropic`")
+        assert replayed == recorded == reference["report"]
