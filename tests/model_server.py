@@ -85,8 +85,9 @@ Responder = Callable[[Received], Reply]
 
 
 class ModelServer:
-    def __init__(self, respond: Responder) -> None:
+    def __init__(self, respond: Responder, port: int = 0) -> None:
         self.respond = respond
+        self.port = port  # 0: a free port (tests); a benchmark may name its own
         self.received: list[Received] = []
         self.replied: list[Reply] = []
         # The requests in the order their answers were ready (`received` is arrival order).
@@ -155,7 +156,7 @@ class ModelServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
         self._thread.start()
