@@ -174,8 +174,9 @@ def test_a_server_that_refuses_above_three_concurrent_requests(
         delay_s=0.2, refuse_above=3, refuse_status=status, refuse_retry_after=retry_after
     )
     db = tmp_path / "t.duckdb"
+    lines: list[str] = []
     with ModelServer(model) as server:
-        store, report, snap = _session(db, reference["corpus"], server)
+        store, report, snap = _session(db, reference["corpus"], server, lines)
     try:
         assert model.refused > 0, "the server never had to refuse: nothing was tested"
         ledger = Ledger(store)
@@ -198,6 +199,12 @@ def test_a_server_that_refuses_above_three_concurrent_requests(
         key = "rate_limited" if status == 429 else "overloaded"
         assert int(throttled[key]) == model.refused
         assert 1 <= int(throttled["lowest"]) < 8
+        # The stage line said so while it ran.
+        said = [ln for ln in lines if "throttled by the provider" in ln]
+        assert said and all(f"x HTTP {status}" in ln for ln in said), lines
+        assert sum(int(n) for ln in said for n in re.findall(r"(\d+) x HTTP", ln)) == (
+            model.refused
+        )
     finally:
         store.close()
     for part, want in reference["snapshot"].items():
