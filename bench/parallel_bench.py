@@ -17,7 +17,11 @@ the generation time aside). For each latency and each `--parallel` setting:
   session's own work took no time; wall / critical path is the issue's figure;
 - the session's own work: the same session's wall time at latency 0; wall / (own work +
   critical path) is how close the session comes to what concurrency alone can give;
-- speedup: wall at --parallel 1 over wall at this setting, at the same latency, same run.
+- speedup: wall at --parallel 1 over wall at this setting, at the same latency, same run;
+- in passes: the time the passes of independent calls took (their own clocks), over their share
+  of the chain (passes x latency), and its speedup: what concurrency did to the waiting, apart
+  from the pipeline's own work, which a loaded machine stretches (the child's CPU seconds are
+  given beside it).
 
 Medians over --runs (settings alternate within a run). Timing on a shared machine is noisy:
 compare the ratios, measured in the same run.
@@ -32,6 +36,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -109,6 +114,7 @@ def session(latency: float, parallel: int, port: int) -> dict[str, Any]:
         with ModelServer(SimulatedModel(delay_s=latency), port=port) as server:
             env["ANTHROPIC_BASE_URL"] = server.url
             started = time.monotonic()
+            cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             got = subprocess.run(
                 [sys.executable, __file__, "--child", str(parallel)],
                 env=env,
@@ -117,6 +123,7 @@ def session(latency: float, parallel: int, port: int) -> dict[str, Any]:
                 cwd=ROOT,
             )
             wall = time.monotonic() - started
+            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if got.returncode != 0:
             raise SystemExit(f"the session failed (exit {got.returncode}): {got.stderr[-2000:]}")
         out = json.loads(got.stdout.strip().splitlines()[-1])
@@ -124,9 +131,13 @@ def session(latency: float, parallel: int, port: int) -> dict[str, Any]:
             raise SystemExit(f"mole research exited {out['code']}: {got.stderr[-2000:]}")
         answered = sum(1 for r in server.received if r.reply is not None and r.reply.status == 200)
         in_passes = sum(p["calls"] for p in out["passes"])
-        levels = sum(1 for p in out["passes"] if p["calls"]) + (answered - in_passes)
+        passes = [p for p in out["passes"] if p["calls"]]
+        levels = len(passes) + (answered - in_passes)
         return {
             "wall": wall,
+            "cpu": (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime),
+            "in_passes": sum(p["seconds"] for p in passes),
+            "pass_levels": len(passes),
             "calls": answered,
             "max_in_flight": server.max_in_flight,
             "levels": levels,
@@ -172,6 +183,15 @@ def measure(latencies: list[float], settings: list[int], runs: int, port: int) -
             "own_work_s": work,
             "wall / (own work + critical path)": wall / (work + levels * latency),
             f"speedup over parallel {base}": base_wall / wall,
+            "cpu_s": statistics.median(g["cpu"] for g in got),
+            "in_passes_s": statistics.median(g["in_passes"] for g in got),
+            "in passes / their chain": statistics.median(
+                g["in_passes"] / (g["pass_levels"] * latency) for g in got
+            ),
+            f"in passes speedup over parallel {base}": statistics.median(
+                g["in_passes"] for g in rows[(latency, base)]
+            )
+            / statistics.median(g["in_passes"] for g in got),
             "walls_s": [round(g["wall"], 2) for g in got],
         }
     return out
@@ -208,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{fig['critical_path_s']:5.1f}s  wall/cp {fig['wall / critical path']:5.2f}  "
             f"own work {fig['own_work_s']:5.1f}s  wall/(own+cp) "
             f"{fig['wall / (own work + critical path)']:4.2f}  speedup "
-            f"{fig[f'speedup over parallel {args.settings[0]}']:4.2f}x",
+            f"{fig[f'speedup over parallel {args.settings[0]}']:4.2f}x  cpu {fig['cpu_s']:5.1f}s  "
+            f"in passes {fig['in_passes_s']:5.1f}s ({fig['in passes / their chain']:4.2f}x their "
+            f"chain, speedup {fig[f'in passes speedup over parallel {args.settings[0]}']:4.2f}x)",
             file=sys.stderr,
         )
     if args.json:
