@@ -286,6 +286,8 @@ class _Concurrent(Generic[P]):
                     flight.hold.release(note="not sent: the pass was stopped")
                     flight.stack.close()
                     slot.close()
+                    if self.p.allowance is not None:
+                        self.p.allowance.done(flight.estimate, 0)
                     break
                 threading.Thread(
                     target=self._work,
