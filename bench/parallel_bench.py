@@ -27,7 +27,11 @@ Medians over --runs (settings alternate within a run). Timing on a shared machin
 compare the ratios, measured in the same run.
 
     .venv/bin/python bench/parallel_bench.py [--latencies 0.5 2.0] [--settings 1 8]
-        [--runs 3] [--port 0] [--json] [--quick]
+        [--runs 3] [--mode cli|pipeline] [--port 0] [--json] [--quick]
+
+`--mode pipeline` runs the same session through the plain pipeline (no Dagster, no CLI), whose
+own work is far smaller: how close concurrency brings the wall time to the chain when the
+orchestration's fixed cost is set aside.
 """
 
 from __future__ import annotations
@@ -55,11 +59,49 @@ SID = "bench-parallel"
 # -- the child: one session through the CLI -------------------------------------------------
 
 
-def child(parallel: int) -> None:
-    from mole_dag import cli
+def child(parallel: int, mode: str) -> None:
     from mole_dag.llm import fanout
 
-    code = cli.main(
+    code = _cli(parallel) if mode == "cli" else _pipeline(parallel)
+    passes = [
+        {"label": p.label, "calls": p.calls, "seconds": p.seconds, "max": p.max_in_flight}
+        for p in fanout.PASSES
+    ]
+    print(json.dumps({"code": code, "passes": passes}))
+
+
+def _pipeline(parallel: int) -> int:
+    """The same session through the plain pipeline (mole_dag.driver.run_session): no Dagster,
+    so the session's own work is the stages' alone."""
+    from mole_dag.budget import Ledger
+    from mole_dag.context import Run
+    from mole_dag.core import Unit
+    from mole_dag.driver import run_session
+    from mole_dag.paths import default_store_path, demo_corpus
+    from mole_dag.skillsets import skills_for
+    from mole_dag.store import Store
+
+    store = Store(default_store_path())
+    try:
+        Ledger(store).create_session(
+            QUESTION,
+            Unit.USD_MICROS,
+            1_000_000,
+            session_id=SID,
+            provider="anthropic",
+            corpus=str(demo_corpus()),
+        )
+        run = Run(store, Ledger(store), skills_for("anthropic"), SID, parallel=parallel)
+        _rounds, finished = run_session(run)
+    finally:
+        store.close()
+    return 0 if finished is not None else 1
+
+
+def _cli(parallel: int) -> int:
+    from mole_dag import cli
+
+    return cli.main(
         [
             "research",
             QUESTION,
@@ -75,11 +117,6 @@ def child(parallel: int) -> None:
             "--quiet",
         ]
     )
-    passes = [
-        {"label": p.label, "calls": p.calls, "seconds": p.seconds, "max": p.max_in_flight}
-        for p in fanout.PASSES
-    ]
-    print(json.dumps({"code": code, "passes": passes}))
 
 
 # -- the parent ---------------------------------------------------------------------------
@@ -97,7 +134,7 @@ def _report(home: Path) -> str:
     return re.sub(r"generated \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", "generated -", row["markdown"])
 
 
-def session(latency: float, parallel: int, port: int) -> dict[str, Any]:
+def session(latency: float, parallel: int, port: int, mode: str) -> dict[str, Any]:
     from tests.model_server import ModelServer, SimulatedModel
 
     with tempfile.TemporaryDirectory(prefix="mole-par-") as tmp:
@@ -116,7 +153,7 @@ def session(latency: float, parallel: int, port: int) -> dict[str, Any]:
             started = time.monotonic()
             cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             got = subprocess.run(
-                [sys.executable, __file__, "--child", str(parallel)],
+                [sys.executable, __file__, "--child", str(parallel), "--mode", mode],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -146,18 +183,20 @@ def session(latency: float, parallel: int, port: int) -> dict[str, Any]:
         }
 
 
-def measure(latencies: list[float], settings: list[int], runs: int, port: int) -> dict[str, Any]:
+def measure(
+    latencies: list[float], settings: list[int], runs: int, port: int, mode: str
+) -> dict[str, Any]:
     rows: dict[tuple[float, int], list[dict[str, Any]]] = {}
     own: dict[int, list[float]] = {}
     reports: set[str] = set()
     for run in range(runs):
         order = settings if run % 2 == 0 else list(reversed(settings))
         for parallel in order:
-            zero = session(0.0, parallel, port)
+            zero = session(0.0, parallel, port, mode)
             own.setdefault(parallel, []).append(zero["wall"])
             reports.add(zero["report"])
             for latency in latencies:
-                got = session(latency, parallel, port)
+                got = session(latency, parallel, port, mode)
                 rows.setdefault((latency, parallel), []).append(got)
                 reports.add(got["report"])
                 print(
@@ -211,14 +250,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=0, help="the stand-in's port (0: a free one)")
     ap.add_argument("--quick", action="store_true", help="one run at 0.5 s only")
     ap.add_argument("--json", action="store_true", help="one final line of JSON (bench/suite.py)")
+    ap.add_argument(
+        "--mode",
+        choices=("cli", "pipeline"),
+        default="cli",
+        help="cli: `mole research`, Dagster runs and all (default); pipeline: the plain "
+        "pipeline (mole_dag.driver.run_session), no Dagster",
+    )
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
-        child(args.child)
+        child(args.child, args.mode)
         return 0
     if args.quick:
         args.runs, args.latencies = 1, [0.5]
-    got = measure(args.latencies, args.settings, args.runs, args.port)
+    got = measure(args.latencies, args.settings, args.runs, args.port, args.mode)
     if not got["same_report"]:
         print("the settings wrote different reports", file=sys.stderr)
     for name, fig in got["settings"].items():
@@ -253,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                     },
                     # The same report whatever the setting (issue 20): a bound, not a timing.
                     "limits": {"same report": {"min": 1.0}},
-                    "notes": [f"runs {args.runs}, latencies {args.latencies}"],
+                    "notes": [f"runs {args.runs}, latencies {args.latencies}, mode {args.mode}"],
                 }
             )
         )
