@@ -71,10 +71,8 @@ def _session(ledger: Ledger, sid: str) -> None:
     ledger.create_session("q?", Unit.TOKENS, TOTAL, session_id=sid, provider="anthropic")
 
 
-def _pass(ledger: Ledger, sid: str, parallel: int, **kw: object) -> Pass:
-    return Pass(
-        ledger, sid, Role.EXECUTOR, "mined_claims", "stand-in:mine", "mining", parallel, **kw
-    )  # type: ignore[arg-type]
+def _pass(ledger: Ledger, sid: str, parallel: int, label: str = "mining", **kw: object) -> Pass:
+    return Pass(ledger, sid, Role.EXECUTOR, "mined_claims", "stand-in:mine", label, parallel, **kw)  # type: ignore[arg-type]
 
 
 def _run(ledger: Ledger, sid: str, parallel: int, calls: Calls) -> list[Outcome[Metered[None]]]:
@@ -160,3 +158,27 @@ def test_a_stage_allowance_is_kept_under_concurrency(ledger: Ledger) -> None:
         assert not any(o.status == Status.NOT_SENT for o in got)  # skipped, not stopped
         made[parallel] = [(o.index, o.status) for o in got]
     assert made[1] == made[PARALLEL]
+
+
+def test_throttling_is_recorded_for_mole_show(ledger: Ledger) -> None:
+    """What a provider's refusals did to a pass is stored (migration 0018) and summed per
+    session (the `throttled` line of `mole show`), on both backends."""
+    from collections import Counter
+
+    from mole_dag.llm.concurrency import Watch
+    from mole_dag.llm.fanout import record_throttling
+    from mole_dag.store import q
+
+    _session(ledger, "s-thr")
+    assert ledger.store.row(q("session_throttling"), {"session_id": "s-thr"}) is None
+    for label, refusals, lowest, secs in (
+        ("mining", Counter({429: 5}), 2, 3.5),
+        ("judging", Counter({429: 1, 529: 2}), 1, 1.25),
+    ):
+        watch = Watch(PARALLEL, lowest, refusals, 6, secs)
+        record_throttling(_pass(ledger, "s-thr", PARALLEL, label=label), watch, 9.0)
+    row = ledger.store.row(q("session_throttling"), {"session_id": "s-thr"})
+    assert row is not None
+    assert (int(row["rate_limited"]), int(row["overloaded"]), int(row["lowest"])) == (6, 2, 1)
+    assert int(row["parallel"]) == PARALLEL and row["labels"] == "judging, mining"
+    assert abs(float(row["throttled_s"]) - 4.75) < 1e-6
