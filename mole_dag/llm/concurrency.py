@@ -283,13 +283,14 @@ _GATES_LOCK = threading.Lock()
 _GATES_KEPT = 256
 
 
-def gate_for(session_id: str, parallel: int) -> Gate:
-    """The session's gate, made at `parallel` (a changed setting makes a new one)."""
+def gate_for(session: str, parallel: int) -> Gate:
+    """The gate of `session` (a key naming it), made at `parallel` (a changed setting makes a
+    new one)."""
     with _GATES_LOCK:
-        gate = _GATES.get(session_id)
+        gate = _GATES.get(session)
         if gate is None or gate.parallel != parallel:
-            gate = _GATES[session_id] = Gate(parallel)
-        _GATES.move_to_end(session_id)
+            gate = _GATES[session] = Gate(parallel)
+        _GATES.move_to_end(session)
         while len(_GATES) > _GATES_KEPT:
             _GATES.popitem(last=False)
         return gate

@@ -167,7 +167,10 @@ def fan_out(p: Pass, jobs: Sequence[Job[P]]) -> Iterator[Outcome[P]]:
     """One Outcome per job, in the jobs' order (see the module's docstring)."""
     if p.parallel <= 1 or len(jobs) <= 1:
         return _inline(p, jobs)
-    return _Concurrent(p, jobs, gate_for(p.session_id, p.parallel)).outcomes()
+    # The session's gate, per store: a session id names one session within a store (tests
+    # run one id in several stores in one process).
+    gate = gate_for(f"{p.ledger.store.path}\n{p.session_id}", p.parallel)
+    return _Concurrent(p, jobs, gate).outcomes()
 
 
 def _settle(h: Hold, got: Paid) -> None:
