@@ -158,6 +158,21 @@ def _priced(received: list[Received]) -> int:
     return total
 
 
+class Crowded(SimulatedModel):
+    """Refuses what arrives beyond 3 at once; until it first has to, it holds the calls it
+    accepts (a few seconds at most), so a client that sends more than 3 at once meets a refusal
+    however slowly this machine dispatches them."""
+
+    server: ModelServer | None = None
+
+    def __call__(self, got: Received) -> Reply:
+        if self.server is not None and got.in_flight <= 3 and got.skill in ("mine", "judge"):
+            deadline = time.monotonic() + 3.0
+            while not self.refused and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return super().__call__(got)
+
+
 @pytest.mark.parametrize(
     ("status", "retry_after"), [(429, None), (429, "0"), (529, None)], ids=["429", "429-ra", "529"]
 )
@@ -170,12 +185,13 @@ def test_a_server_that_refuses_above_three_concurrent_requests(
     retry_after: str | None,
 ) -> None:
     monkeypatch.setenv("MOLE_PARALLEL", "8")
-    model = SimulatedModel(
+    model = Crowded(
         delay_s=0.2, refuse_above=3, refuse_status=status, refuse_retry_after=retry_after
     )
     db = tmp_path / "t.duckdb"
     lines: list[str] = []
     with ModelServer(model) as server:
+        model.server = server
         store, report, snap = _session(db, reference["corpus"], server, lines)
     try:
         assert model.refused > 0, "the server never had to refuse: nothing was tested"

@@ -31,6 +31,7 @@ calls, which is also stored (`call_throttling`) for `mole show`."""
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
@@ -228,6 +229,72 @@ def _one(p: Pass, i: int, job: Job[P]) -> Outcome[P]:
     return Outcome(i, Status.DONE, value=got)
 
 
+def _end_hold(
+    flight: _Flight, got: Paid | None, failure: BaseException | None
+) -> BaseException | None:
+    """Settle the flight's hold at what the call cost, or end it as `with ledger.hold(...)`
+    ends a failed call (released; settled if the provider charged; an error settling is the
+    call's error). Returns the failure to report, None for a settled call. Skipped while the
+    process exits (see _at_exit)."""
+    if not _enter_ledger():
+        return failure or _Exiting()
+    try:
+        if failure is None and got is not None:
+            try:
+                _settle(flight.hold, got)
+            except BaseException as exc:
+                failure = exc
+        if failure is None:
+            flight.stack.close()
+        else:
+            flight.stack.__exit__(type(failure), failure, failure.__traceback__)
+    finally:
+        _leave_ledger()
+    return failure
+
+
+class _Exiting(Exception):
+    """The process exited before this call's hold could be ended: it was settled as assumed
+    by the interrupt that stopped the pass, or recovery will settle it so."""
+
+
+# Worker and dispatching threads are not daemons: a process that exits (after Ctrl-C, say)
+# first waits for the calls in flight, at most one call's time, and settles them at what they
+# used. A thread still running while the interpreter finalizes would be unwound through
+# whatever native code it is in, and inside DuckDB that aborts the process (seen with daemon
+# threads: "terminate called ... FATAL: exception not rethrown"). Should the exit not wait (a
+# second Ctrl-C interrupts that wait), no new ledger work starts once exit handlers run, and
+# the work under way is let finish.
+_EXIT = threading.Condition()
+_exit_state = {"exiting": False, "inside": 0}
+# How long exit waits for ledger work under way: transactions take milliseconds, a store lock
+# wait more. A guess, flagged as one.
+EXIT_WAIT_S = 30.0
+
+
+def _enter_ledger() -> bool:
+    with _EXIT:
+        if _exit_state["exiting"]:
+            return False
+        _exit_state["inside"] += 1
+        return True
+
+
+def _leave_ledger() -> None:
+    with _EXIT:
+        _exit_state["inside"] -= 1
+        _EXIT.notify_all()
+
+
+@atexit.register
+def _at_exit() -> None:
+    deadline = time.monotonic() + EXIT_WAIT_S
+    with _EXIT:
+        _exit_state["exiting"] = True
+        while _exit_state["inside"] and time.monotonic() < deadline:
+            _EXIT.wait(0.1)
+
+
 @dataclass
 class _Flight:
     """A dispatched call: its reservation (closed by the worker) and its slot."""
@@ -286,8 +353,12 @@ class _Concurrent(Generic[P]):
                         self.st.flying[i] = flight
                         self.st.sent += 1
                 if stopped:  # stopped while this call was being reserved: it is not sent
-                    flight.hold.release(note="not sent: the pass was stopped")
-                    flight.stack.close()
+                    if _enter_ledger():
+                        try:
+                            flight.hold.release(note="not sent: the pass was stopped")
+                            flight.stack.close()
+                        finally:
+                            _leave_ledger()
                     slot.close()
                     if self.p.allowance is not None:
                         self.p.allowance.done(flight.estimate, 0)
@@ -296,7 +367,6 @@ class _Concurrent(Generic[P]):
                     target=self._work,
                     args=(flight, job),
                     name=f"model-call-{self.p.label}-{i}",
-                    daemon=True,
                 ).start()
         except BaseException as exc:  # a bug here must reach the stage, not vanish
             with self.cond:
@@ -320,6 +390,8 @@ class _Concurrent(Generic[P]):
             refusal: BudgetExhausted | None = None
             if p.allowance is None or p.allowance.fits(job.estimate):
                 stack = ExitStack()
+                if not _enter_ledger():
+                    return None  # the process is exiting: nothing more is reserved
                 try:
                     hold = stack.enter_context(
                         p.ledger.hold(
@@ -328,7 +400,9 @@ class _Concurrent(Generic[P]):
                     )
                 except BudgetExhausted as exc:
                     refusal = exc
-                else:
+                finally:
+                    _leave_ledger()
+                if refusal is None:
                     if p.allowance is not None:
                         p.allowance.take(job.estimate)
                     return _Flight(i, job.estimate, hold, stack, slot)
@@ -350,20 +424,28 @@ class _Concurrent(Generic[P]):
         outcome: Outcome[Paid]
         cost = 0
         bug: BaseException | None = None
+        got: P | None = None
+        failure: BaseException | None = None
         try:
-            with holding(flight.slot), flight.stack:
-                got = job.call()
-                _settle(flight.hold, got)
+            try:
+                with holding(flight.slot):
+                    got = job.call()
+            except BaseException as exc:
+                failure = exc
+            finally:
+                flight.slot.close()
+            failure = _end_hold(flight, got, failure)
+        except BaseException as exc:  # ending the hold failed: a bug, reported as one
+            failure = exc
+        if failure is None and got is not None:
             outcome = Outcome(flight.index, Status.DONE, value=got)
             cost = got.cost
-        except ModelCallFailed as exc:
-            outcome = Outcome(flight.index, Status.FAILED, error=exc)
-            cost = _paid_failure(exc)
-        except BaseException as exc:  # a bug in the call: raised to the stage in plan order
+        elif isinstance(failure, ModelCallFailed):
+            outcome = Outcome(flight.index, Status.FAILED, error=failure)
+            cost = _paid_failure(failure)
+        else:  # a bug in the call: raised to the stage in plan order
             outcome = Outcome(flight.index, Status.FAILED)
-            bug = exc
-        finally:
-            flight.slot.close()
+            bug = failure
         if self.p.allowance is not None:
             self.p.allowance.done(flight.estimate, cost)
         with self.cond:
@@ -411,9 +493,7 @@ class _Concurrent(Generic[P]):
                 pass_open.close()
                 self._finish(watch, time.monotonic() - started)
 
-            threading.Thread(
-                target=self._dispatch_all, name=f"fan-out-{self.p.label}", daemon=True
-            ).start()
+            threading.Thread(target=self._dispatch_all, name=f"fan-out-{self.p.label}").start()
             try:
                 for i in range(n):
                     got = self._next(i, last_line)
