@@ -106,18 +106,26 @@ def measure(server: Any, pairs: list[Any], texts: dict[str, str], batch: int) ->
     skills = skills_for("anthropic", config)
     calls = {"n": 0, "in": 0, "system": 0, "out": 0, "reserved": 0, "cost": 0}
 
-    def pay(estimate, call):  # type: ignore[no-untyped-def]
-        got = call()
-        calls["n"] += 1
-        calls["in"] += got.usage.input_tokens + got.usage.cache_read_tokens
-        calls["system"] += got.usage.cache_read_tokens  # the simulated model bills it so
-        calls["out"] += got.usage.output_tokens
-        calls["reserved"] += estimate
-        calls["cost"] += got.cost
-        return got
+    class Metering:
+        """The skills, with each judge call's estimate, usage and cost counted (judge_pairs
+        without a session's ledger makes the calls one by one, in this checkout and in older
+        ones a --baseline may name)."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(skills, name)
+
+        def judge(self, shown: Any, unit: Any) -> Any:
+            got = skills.judge(shown, unit)
+            calls["n"] += 1
+            calls["in"] += got.usage.input_tokens + got.usage.cache_read_tokens
+            calls["system"] += got.usage.cache_read_tokens  # the simulated model bills it so
+            calls["out"] += got.usage.output_tokens
+            calls["reserved"] += skills.estimate_judge(shown, unit)
+            calls["cost"] += got.cost
+            return got
 
     seen = len(server.received)
-    out = judge_pairs(skills, pairs, texts, Unit.TOKENS, batch_size=batch, pay=pay)
+    out = judge_pairs(Metering(), pairs, texts, Unit.TOKENS, batch_size=batch)  # type: ignore[arg-type]
     assert not out.unjudged, "the simulated judge answers every pair"
     sent = server.received[seen:]
     parts: dict[str, float] = {}

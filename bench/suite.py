@@ -119,6 +119,17 @@ SUITE: tuple[Bench, ...] = (
         ("--n", "500", "--doublings", "1", "--runs", "2"),
         timeout_s=600,
     ),
+    # Issue 20: the demo session against a stand-in with 0.5 s and 2 s of latency a call,
+    # --parallel 1 and 8 side by side (and each at latency 0, for the session's own work):
+    # 6 sessions, 5-8 minutes on two shared cores. Quick: 0.5 s only.
+    Bench(
+        "parallel",
+        "parallel_bench.py",
+        ("--runs", "1"),
+        ("--runs", "1", "--latencies", "0.5"),
+        timeout_s=1800,
+        repeat=1,
+    ),
 )
 
 

@@ -3,7 +3,8 @@
     mole research "question" (--usd X | --tokens N) [--corpus DIR] [--provider NAME]
                   [--search NAME ...] [--searxng-url URL] [--allow-host HOST ...]
                   [--cassette FILE | --record FILE] [--session-id ID] [--data PATH]
-    mole resume SESSION
+                  [--parallel N]
+    mole resume SESSION [--parallel N]
     mole sessions
     mole show SESSION [--html [PATH]]
     mole trace SESSION
@@ -115,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="let the fetcher reach this host although it is private or local "
         "(your own service); repeatable",
     )
+    r.add_argument(
+        "--parallel",
+        metavar="N",
+        help="model calls in flight at once within a stage (default: MOLE_PARALLEL, else "
+        '"parallel" in the config file, else 8; 1 makes them one at a time); a provider that '
+        "answers 429 or 529 lowers it for the session",
+    )
     r.add_argument("--quiet", action="store_true", help="print only the report path and session")
     r.add_argument(
         "--no-report-print",
@@ -124,6 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     rs = sub.add_parser("resume", help="continue an interrupted session within its budget")
     rs.add_argument("session")
+    rs.add_argument(
+        "--parallel",
+        metavar="N",
+        help="model calls in flight at once within a stage (as for research)",
+    )
     rs.add_argument("--quiet", action="store_true", help="print only the report path and session")
     rs.add_argument(
         "--no-report-print",
@@ -291,6 +304,7 @@ def cmd_research(args: argparse.Namespace) -> int:
 
     # Validate everything before writing anything.
     try:
+        _parallel_flag(args)
         launch = check_launch(
             args.question,
             usd=args.usd,
@@ -583,6 +597,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from mole_dag.store.records import SessionRow
     from mole_dag.store.recovery import owner_alive, owner_tag, recover_store
 
+    try:
+        _parallel_flag(args)
+    except LaunchError as exc:
+        raise CliError(str(exc)) from None
     store = _open_store()
     try:
         # Recovery runs at a process's first writing open; run it again here, so a driver that
@@ -643,6 +661,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return _drive(
         args.session, skills, first=first, quiet=args.quiet, print_report=not args.no_report_print
     )
+
+
+def _parallel_flag(args: argparse.Namespace) -> None:
+    """--parallel, checked, and handed to the stages (the Dagster runs read the setting from
+    the environment, as they read --cassette's)."""
+    from mole_dag.launch import check_parallel
+    from mole_dag.llm.concurrency import ENV
+
+    got = check_parallel(args.parallel)  # without the flag: the setting, checked
+    if args.parallel is not None:
+        os.environ[ENV] = str(got)
 
 
 def _cassette_and_record(args: argparse.Namespace, provider: str) -> None:
@@ -805,6 +834,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         pdfs = store.named("pdf_dead_ends", {"session_id": args.session})
         by_model = store.named("spend_by_model", {"session_id": args.session})
         discarded = store.named("discarded_by_cause", {"session_id": args.session})
+        throttled = store.row(q("session_throttling"), {"session_id": args.session})
     finally:
         store.close()
     unit = str(bal.unit)
@@ -842,6 +872,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"{r['stage']}/{r['role']} {_fmt(int(r['spent']), unit)} x{r['calls']}" for r in stages
         )
     )
+    if throttled:
+        print(f"throttled {_throttling(throttled)}")
     if dead:
         print("dead ends " + ", ".join(f"{r['cause']} {r['n']}" for r in dead))
     for r in pdfs:
@@ -875,6 +907,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         print("report    not written yet")
     return 0
+
+
+def _throttling(row: dict[str, Any]) -> str:
+    """One line: what the provider's refusals did to a session's concurrent calls."""
+    said = [
+        f"{int(row[k])} x HTTP {status} ({what})"
+        for k, status, what in (
+            ("rate_limited", 429, "rate limited"),
+            ("overloaded", 529, "overloaded"),
+        )
+        if row[k]
+    ]
+    return (
+        f"{', '.join(said)} in {row['labels']} from {row['first_at']:%Y-%m-%d %H:%M:%S} UTC: "
+        f"concurrency lowered to {row['lowest']} of {row['parallel']}, below it for "
+        f"{float(row['throttled_s']):.1f}s in all"
+    )
 
 
 def _write_html(rep: dict[str, Any], target: str, sid: str) -> Path:

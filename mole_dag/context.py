@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mole_dag.budget import Ledger
-from mole_dag.core import Unit
+from mole_dag.core import Role, Unit
+from mole_dag.llm.fanout import Allowance, Pass, parallel_for
 from mole_dag.skills.protocol import Skills
 from mole_dag.store import Store, q
 from mole_dag.store.records import SessionRow
@@ -26,6 +27,9 @@ class Run:
     skills: Skills
     session_id: str
     progress: Callable[[str], None] = field(default=_log_progress)
+    # Model calls in flight at once (issue 20). None: the setting (`--parallel` through
+    # MOLE_PARALLEL, else "parallel" in the config file, else 8).
+    parallel: int | None = None
 
     def session(self) -> SessionRow:
         row = self.store.one(SessionRow, q("session_get"), {"session_id": self.session_id})
@@ -36,3 +40,30 @@ class Run:
     @property
     def unit(self) -> Unit:
         return self.session().unit
+
+    def fan(
+        self,
+        role: Role,
+        stage: str,
+        skill: str,
+        label: str,
+        *,
+        allowance: Allowance | None = None,
+        stop_on_refusal: bool = True,
+    ) -> Pass:
+        """How a stage's independent calls of `skill` are made (mole_dag.llm.fanout): paid from
+        this session, at most `parallel` at once with a model (one at a time without one, where
+        calls are free and instant), with progress lines only when a model is called."""
+        model = self.skills.uses_model
+        return Pass(
+            self.ledger,
+            self.session_id,
+            role,
+            stage,
+            f"{self.skills.name}:{skill}",
+            label,
+            parallel_for(model, self.parallel),
+            self.progress if model else None,
+            allowance,
+            stop_on_refusal,
+        )

@@ -1,11 +1,12 @@
 """Checking a research launch before anything is written.
 
-The question, the budget (exactly one of USD or tokens, no default), the session id, the model
-provider (known, keyed, priced in a USD session), the search providers, the local corpus and
-the local data are each checked here, in that order, and the first problem is raised as one
-user-facing line. `mole research`, mole-mcp's `research` tool and the Dagster `session` asset's
-launch config (through mole_dag.session.ensure_session) all call this, so the three front doors
-refuse the same input in the same words, and none writes anything for it."""
+The question, the budget (exactly one of USD or tokens, no default), the session id, the
+concurrency setting, the model provider (known, keyed, priced in a USD session), the search
+providers, the local corpus and the local data are each checked here, in that order, and the
+first problem is raised as one user-facing line. `mole research`, mole-mcp's `research` tool and
+the Dagster `session` asset's launch config (through mole_dag.session.ensure_session) all call
+this, so the three front doors refuse the same input in the same words, and none writes anything
+for it."""
 
 from __future__ import annotations
 
@@ -147,6 +148,21 @@ def choose_skills(provider: str, unit: Unit) -> Any:
     return skills
 
 
+def check_parallel(value: str | None = None, flag: str = "--") -> int:
+    """The model calls a session may have in flight at once: `value` (the --parallel flag)
+    when given, else the setting (MOLE_PARALLEL, else "parallel" in the config file, else 8),
+    refused in one line when it is not a whole number from 1 to the maximum."""
+    from mole_dag.config import ConfigError
+    from mole_dag.llm.concurrency import parallel_setting, parse_parallel
+
+    try:
+        if value is not None:
+            return parse_parallel(value, f"{flag}parallel")
+        return parallel_setting()
+    except ConfigError as exc:
+        raise LaunchError(str(exc)) from None
+
+
 def check_data(path: str, note: Callable[[str], None] = _quiet, flag: str = "--") -> str:
     """Open and profile the data; returns the resolved path the session records. `flag` is how
     error messages spell option names ("--" on the command line, "" for a tool argument)."""
@@ -210,6 +226,7 @@ def check_launch(
     unit, total = check_budget(usd, tokens, flag)
     if session_id is not None:
         check_session_id(session_id, flag)
+    check_parallel()
     name = provider_name(provider)
     if before_skills is not None:
         before_skills(name)

@@ -104,7 +104,12 @@ def ledger(store: Store) -> Ledger:
 @pytest.fixture
 def mini_corpus(tmp_path: Path) -> Path:
     """A small self-contained corpus with a planted duplicate, contradiction and supersession."""
-    root = tmp_path / "corpus"
+    return write_mini_corpus(tmp_path)
+
+
+def write_mini_corpus(parent: Path) -> Path:
+    """The mini_corpus fixture's documents in `parent`/corpus (for module-scoped fixtures)."""
+    root = parent / "corpus"
     root.mkdir()
     docs = {
         "a.md": (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 import threading
 import time
@@ -41,6 +42,11 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    # Requests the server was handling when this one arrived, this one included.
+    in_flight: int = 1
+    # The answer given, once given (replies are listed in completion order, requests in
+    # arrival order: with concurrent calls the two lists do not line up).
+    reply: Reply | None = None
 
     @property
     def json(self) -> Any:
@@ -79,10 +85,17 @@ Responder = Callable[[Received], Reply]
 
 
 class ModelServer:
-    def __init__(self, respond: Responder) -> None:
+    def __init__(self, respond: Responder, port: int = 0) -> None:
         self.respond = respond
+        self.port = port  # 0: a free port (tests); a benchmark may name its own
         self.received: list[Received] = []
         self.replied: list[Reply] = []
+        # The requests in the order their answers were ready (`received` is arrival order).
+        self.completed: list[Received] = []
+        # Requests being handled right now, and the most there ever were at once: what a
+        # client's concurrency looks like from the server's side.
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -104,20 +117,29 @@ class ModelServer:
 
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 length = int(self.headers.get("content-length") or 0)
-                got = Received(
-                    "POST",
-                    self.path,
-                    {k.lower(): v for k, v in self.headers.items()},
-                    self.rfile.read(length),
-                )
+                body = self.rfile.read(length)
                 with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    got = Received(
+                        "POST",
+                        self.path,
+                        {k.lower(): v for k, v in self.headers.items()},
+                        body,
+                        server.in_flight,
+                    )
                     server.received.append(got)
                 try:
                     reply = server.respond(got)
                 except Exception as exc:  # a bug in a test responder shows up as a 500
                     reply = Reply(500, {"error": {"type": "test_bug", "message": repr(exc)}})
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
                 with server._lock:
+                    got.reply = reply
                     server.replied.append(reply)
+                    server.completed.append(got)
                 body = reply.body
                 if isinstance(body, dict | list):
                     data = json.dumps(body).encode()
@@ -134,7 +156,7 @@ class ModelServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
         self._thread.start()
@@ -266,6 +288,11 @@ class SimulatedModel:
         throttle_first_mine: bool = False,
         output_factor: float | None = None,
         mine_delay_s: float = 0.0,
+        delay_s: float | tuple[float, float] = 0.0,
+        seed: int = 0,
+        refuse_above: int | None = None,
+        refuse_status: int = 429,
+        refuse_retry_after: str | None = None,
     ) -> None:
         self.fabricate = fabricate
         self.later_rounds = later_rounds
@@ -275,6 +302,17 @@ class SimulatedModel:
         # A slow model: each mining answer waits this long, so a test can kill or interrupt a
         # session while a call is in flight.
         self.mine_delay_s = mine_delay_s
+        # Latency, as a real API has: every answer waits `delay_s` seconds, or a random time
+        # in [lo, hi] drawn from `seed` (so completion order differs from request order).
+        self.delay_s = delay_s
+        self._rng = random.Random(seed)
+        # A server with a concurrency limit: a request arriving while more than `refuse_above`
+        # are being handled is refused at once with `refuse_status` (429 rate limited, 529
+        # overloaded), with a retry-after header when `refuse_retry_after` is set.
+        self.refuse_above = refuse_above
+        self.refuse_status = refuse_status
+        self.refuse_retry_after = refuse_retry_after
+        self.refused = 0
         # (skill, model, fresh input, output, cache read) of every answer, logged before it is
         # sent: what the provider would bill.
         self.usages: list[tuple[str, str, int, int, int]] = []
@@ -351,7 +389,24 @@ class SimulatedModel:
         rest = len(got.body) - system
         return math.ceil(rest / 4), math.ceil(len(text.encode()) / 4), math.ceil(system / 4)
 
+    def _delay(self) -> float:
+        if isinstance(self.delay_s, tuple):
+            lo, hi = self.delay_s
+            with self._lock:
+                return self._rng.uniform(lo, hi)
+        return self.delay_s
+
     def __call__(self, got: Received) -> Reply:
+        if self.refuse_above is not None and got.in_flight > self.refuse_above:
+            with self._lock:
+                self.refused += 1
+            kind = "rate_limit_error" if self.refuse_status == 429 else "overloaded_error"
+            headers = {"retry-after": self.refuse_retry_after} if self.refuse_retry_after else {}
+            return Reply(
+                self.refuse_status,
+                {"type": "error", "error": {"type": kind, "message": "too many requests"}},
+                headers,
+            )
         if got.skill == "mine" and self.throttle_first_mine:
             with self._lock:
                 throttle, self.throttle_first_mine = self.throttle_first_mine, False
@@ -372,6 +427,9 @@ class SimulatedModel:
             out = math.ceil(int(bound) * self.output_factor)
         if got.skill == "mine" and self.mine_delay_s:
             time.sleep(self.mine_delay_s)
+        delay = self._delay()
+        if delay:
+            time.sleep(delay)
         with self._lock:
             self.usages.append((got.skill, body.get("model", ""), fresh, out, cached))
         if got.path.endswith("/chat/completions"):

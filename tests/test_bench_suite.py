@@ -168,7 +168,15 @@ def test_a_figure_outside_its_limit_fails_the_suite(
 def test_the_real_suite_lists_the_issue_14_benchmarks(capsys: pytest.CaptureFixture[str]) -> None:
     assert suite.main(["--list"]) == 0
     names = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()]
-    assert names == ["ledger", "batching", "session", "bm25", "quote_chunk", "verifier"]
+    assert names == [
+        "ledger",
+        "batching",
+        "session",
+        "bm25",
+        "quote_chunk",
+        "verifier",
+        "parallel",
+    ]
 
 
 def test_every_suite_script_takes_json_and_quick() -> None:

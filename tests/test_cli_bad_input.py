@@ -249,3 +249,33 @@ def test_progress_lines_escape_controls(capsys: pytest.CaptureFixture[str]) -> N
     err = capsys.readouterr().err
     _no_raw_controls(err)
     assert "tea \\x1b[31m\\u202e" in err
+
+
+# -- the parallel setting (issue 20) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "65", "eight", "2.5"])
+def test_a_bad_parallel_flag_is_refused_before_anything_is_written(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "cli.duckdb"
+    err = _one_line_exit_2(
+        ["--db", str(db), "research", "q?", "--usd", "0.5", f"--parallel={value}"], capsys
+    )
+    assert "--parallel must be a whole number of model calls in flight from 1 to 64" in err
+    assert not db.exists()
+    err = _one_line_exit_2(["--db", str(db), "resume", "s-1", f"--parallel={value}"], capsys)
+    assert "--parallel must be" in err
+
+
+def test_a_bad_parallel_in_the_config_file_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"parallel": "lots"}', "utf-8")
+    cfg.chmod(0o600)
+    monkeypatch.setenv("MOLE_CONFIG", str(cfg))
+    db = tmp_path / "cli.duckdb"
+    err = _one_line_exit_2(["--db", str(db), "research", "q?", "--usd", "0.5"], capsys)
+    assert f'"parallel" in {cfg} must be a whole number' in err and "got 'lots'" in err
+    assert not db.exists()

@@ -114,13 +114,14 @@ def test_model_session_end_to_end(store: Store, mini_corpus: Path, tmp_path: Pat
         "write": "claude-sonnet-4-5",
     }
     # The first mining call met a 429 and was retried.
-    assert server.replied[[r.skill for r in server.received].index("mine")].status == 429
+    first_mine = next(r for r in server.received if r.skill == "mine")
+    assert first_mine.reply is not None and first_mine.reply.status == 429
 
     # The ledger's spend is exactly the usage the server reported, priced by the table.
     answered = [
-        (got.json["model"], _usage_of(rep.body))
-        for got, rep in zip(server.received, server.replied, strict=True)
-        if rep.status == 200
+        (got.json["model"], _usage_of(got.reply.body))
+        for got in server.received
+        if got.reply is not None and got.reply.status == 200
     ]
     bal = ledger.balance("s-live")
     assert bal.spent == _priced_sum(answered) > 0

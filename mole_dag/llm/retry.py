@@ -5,7 +5,15 @@ connections are retried with exponential backoff and jitter, honouring the serve
 One policy for every provider, rather than each SDK's own: the Anthropic SDK and a hand-rolled
 httpx client would otherwise retry differently, and a test could only pin down one of them. The
 SDK's own retries are switched off. Bounded twice: in attempts, and in how long a server may
-ask us to wait (a server asking for ten minutes is better answered with an error now)."""
+ask us to wait (a server asking for ten minutes is better answered with an error now).
+
+Inside a fan-out (mole_dag.llm.fanout) a call has a slot in its session's gate
+(mole_dag.llm.concurrency): a 429 or 529 then also lowers the session's concurrency, the call
+waits out its backoff without holding a request slot, and a refusal the session's own
+concurrency may have caused (the call was sent at a limit that is now lowered) is retried
+without counting against `max_attempts`, up to MAX_FREE_RETRIES: a call is not lost because
+the session sent too many at once. A refusal of a call that was alone on the wire counts as
+any other failure. Every retry happens inside the reservation the call already holds."""
 
 from __future__ import annotations
 
@@ -17,6 +25,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
+from mole_dag.llm.concurrency import THROTTLE_STATUSES, current_slot
 from mole_dag.llm.provider import ProviderUnavailable
 
 T = TypeVar("T")
@@ -34,6 +43,11 @@ class RetryPolicy:
 
 
 DEFAULT_POLICY = RetryPolicy()
+# Retries of a call refused because the session had too many in flight, not counted as
+# attempts. A guess, flagged as one: the limit halves at each round of refusals, so a handful
+# reaches one call at a time from any setting; the cap stops a flapping server from keeping a
+# call forever.
+MAX_FREE_RETRIES = 8
 
 
 class Retryable(Exception):
@@ -91,13 +105,25 @@ def with_retries(
     provider: str = "",
     model: str = "",
 ) -> T:
+    slot = current_slot()
     last: Retryable | None = None
-    for n in range(1, policy.max_attempts + 1):
+    counted = free = 0
+    while True:
         try:
-            return attempt()
+            got = attempt()
         except Retryable as exc:
             last = exc
-            if n == policy.max_attempts:
+            crowded = (
+                slot is not None
+                and exc.status in THROTTLE_STATUSES
+                and slot.throttled(exc.status)
+                and free < MAX_FREE_RETRIES
+            )
+            if crowded:
+                free += 1
+            else:
+                counted += 1
+            if counted >= policy.max_attempts:
                 break
             if exc.retry_after is not None and exc.retry_after > policy.max_retry_after_s:
                 raise ProviderUnavailable(
@@ -106,14 +132,24 @@ def with_retries(
                     provider=provider,
                     model=model,
                     status=exc.status,
-                    attempts=n,
+                    attempts=counted + free,
                 ) from None
-            sleep(exc.retry_after if exc.retry_after is not None else backoff(n, policy))
+            delay = (
+                exc.retry_after if exc.retry_after is not None else backoff(counted + free, policy)
+            )
+            if slot is not None:
+                slot.pause(delay, sleep)
+            else:
+                sleep(delay)
+            continue
+        if slot is not None:
+            slot.succeeded()
+        return got
     assert last is not None
     raise ProviderUnavailable(
-        f"{provider} call failed after {policy.max_attempts} attempts: {last}",
+        f"{provider} call failed after {counted + free} attempts: {last}",
         provider=provider,
         model=model,
         status=last.status,
-        attempts=policy.max_attempts,
+        attempts=counted + free,
     ) from None

@@ -9,17 +9,18 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from mole_dag.actors.base import DeadEnd
 from mole_dag.actors.quote import CollapsedText, QuoteRejected
-from mole_dag.budget import BudgetExhausted, FreeCallBatch
+from mole_dag.budget import FreeCallBatch
 from mole_dag.context import Run
-from mole_dag.core import MAX_CLAIM_CHARS, DeadEndCause, Role, columns, stable_id
-from mole_dag.llm.provider import ModelCallFailed
+from mole_dag.core import MAX_CLAIM_CHARS, ClaimDraft, DeadEndCause, Role, columns, stable_id
+from mole_dag.llm.fanout import Job, Status, fan_out
 from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.score_relevance import score_relevance, session_passages, session_stats
-from mole_dag.skills.protocol import MineRequest
+from mole_dag.skills.protocol import Metered, MineRequest
 from mole_dag.store import q, utcnow
 from mole_dag.store.dead_ends import store_dead_end
 from mole_dag.store.records import ChunkRow, LeadClaimsRow, LeadSourceRow, fetch_all
@@ -210,6 +211,18 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
             ChunkRow, q("sources_chunks"), {"source_ids": sorted({w.source_id for w in work})}
         ):
             by_source.setdefault(ch.source_id, []).append(ch)
+    # Every chunk's call, in plan order (work item by work item, chunk by chunk), made
+    # concurrently within the session's gate; outcomes come back in this order, so what is
+    # stored does not depend on which call finished first (issue 20).
+    jobs: list[Job[Metered[list[ClaimDraft]]]] = []
+    for item in work:
+        for ch in by_source.get(item.source_id, []):
+            req = MineRequest(sess.question, item.sub_question, ch.text, item.title or "", stats)
+            jobs.append(
+                Job(run.skills.estimate_mine(req, unit), partial(run.skills.mine, req, unit))
+            )
+    outcomes = fan_out(run.fan(Role.EXECUTOR, STAGE, "mine", "mining"), jobs)
+    at = 0
     for item in work:
         chunks = by_source.get(item.source_id, [])
         if not chunks:
@@ -218,38 +231,34 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
         haystack = CollapsedText(source_text)
         drafts = []
         paid = False
-        try:
-            for ch in chunks:
-                req = MineRequest(
-                    sess.question, item.sub_question, ch.text, item.title or "", stats
+        for ch in chunks:
+            job, o = jobs[at], next(outcomes)
+            at += 1
+            if o.status == Status.NOT_SENT:
+                continue  # after the budget stopped the stage: never sent
+            paid = paid or job.estimate > 0
+            if o.status == Status.REFUSED:
+                # Stop mining, but keep what this source's chunks already yielded: those
+                # calls were paid for, and their claims pass the same quote check as any other.
+                result.budget_stopped = True
+                pending.dead_ends.append(
+                    (
+                        DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(o.refusal)),
+                        item.sub_question_id,
+                        item.lead_id,
+                    )
                 )
-                estimate = run.skills.estimate_mine(req, unit)
-                paid = paid or estimate > 0
-                try:
-                    with run.ledger.hold(
-                        sid, Role.EXECUTOR, estimate, tool=f"{run.skills.name}:mine", stage=STAGE
-                    ) as h:
-                        got = run.skills.mine(req, unit)
-                        h.settle(got.cost, usage=got.usage, model=got.model or None)
-                except ModelCallFailed as exc:
-                    result.failed_calls += 1
-                    log.warning("mining chunk %s failed: %s", ch.id, exc)
-                    continue
-                paid = paid or got.cost > 0
-                result.calls += 1
-                result.spent += got.cost
-                drafts.extend(got.value)
-        except BudgetExhausted as exc:
-            # Stop mining, but keep what this source's chunks already yielded: those calls
-            # were paid for, and their claims pass the same quote check as any other.
-            result.budget_stopped = True
-            pending.dead_ends.append(
-                (
-                    DeadEnd(DeadEndCause.BUDGET_EXHAUSTED, detail=str(exc)),
-                    item.sub_question_id,
-                    item.lead_id,
-                )
-            )
+                continue
+            if o.status == Status.FAILED:
+                result.failed_calls += 1
+                log.warning("mining chunk %s failed: %s", ch.id, o.error)
+                continue
+            got = o.value
+            assert got is not None
+            paid = paid or got.cost > 0
+            result.calls += 1
+            result.spent += got.cost
+            drafts.extend(got.value)
 
         causes: Counter[str] = Counter()
         now = utcnow()

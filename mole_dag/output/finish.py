@@ -41,7 +41,14 @@ def finish_session(
     total = run.ledger.balance(run.session_id).total
     allowance = int(escrow_for(total) * ground_share)
     grounding = ground_session(
-        run.store, run.ledger, run.skills, run.session_id, allowance, max_checks=max_ground_checks
+        run.store,
+        run.ledger,
+        run.skills,
+        run.session_id,
+        allowance,
+        max_checks=max_ground_checks,
+        progress=run.progress,
+        parallel=run.parallel,
     )
     if grounding.checked:
         s = grounding.summary()

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from mole_dag.budget import BudgetExhausted, FreeCallBatch
+from mole_dag.budget import FreeCallBatch
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, columns, stable_id
-from mole_dag.llm.provider import ModelCallFailed
-from mole_dag.skills.protocol import Metered, Verdict
+from mole_dag.llm.fanout import Allowance
 from mole_dag.store import q, utcnow
 from mole_dag.store.records import ClaimRow
 from mole_dag.verifier.followups import ClaimInfo, FollowUp, propose
@@ -108,46 +106,17 @@ def _free_verdict(a: ClaimRow, b: ClaimRow, pair: Pair) -> Judged | None:
     return None
 
 
-class _Allowance:
-    """The verifier's share of the session budget, enforced before each judge call (the ledger's
-    ceiling still applies on top: this is a share of it, not a replacement)."""
-
-    def __init__(self, run: Run, max_share: float) -> None:
-        self.run = run
-        bal = run.ledger.balance(run.session_id)
-        self.cap = int(bal.total * max_share)
-        self.spent = sum(
-            int(r["spent"])
-            for r in run.ledger.spend_by_role(run.session_id)
-            if r["role"] == str(Role.VERIFIER)
-        )
-
-    def pay(
-        self,
-        estimate: int,
-        call: Callable[[], Metered[list[Verdict]]],
-    ) -> Metered[list[Verdict]] | None:
-        if estimate > 0 and self.spent + estimate > self.cap:
-            return None
-        try:
-            with self.run.ledger.hold(
-                self.run.session_id,
-                Role.VERIFIER,
-                estimate,
-                tool=f"{self.run.skills.name}:judge",
-                stage=STAGE,
-            ) as h:
-                got = call()
-                h.settle(got.cost, usage=got.usage, model=got.model or None)
-        except BudgetExhausted:
-            return None
-        except ModelCallFailed as exc:
-            # A paid failure (the provider charged for an empty answer) still counts against
-            # the verification allowance; judge_pairs leaves the batch unjudged.
-            self.spent += getattr(exc, "actual", None) or 0
-            raise
-        self.spent += got.cost
-        return got
+def _allowance(run: Run, max_share: float) -> Allowance:
+    """The verifier's share of the session budget, enforced before each judge call (the
+    ledger's ceiling still applies on top: this is a share of it, not a replacement). A paid
+    failure (the provider charged for an empty answer) counts against it too."""
+    bal = run.ledger.balance(run.session_id)
+    spent = sum(
+        int(r["spent"])
+        for r in run.ledger.spend_by_role(run.session_id)
+        if r["role"] == str(Role.VERIFIER)
+    )
+    return Allowance(int(bal.total * max_share), spent)
 
 
 def build_edges(
@@ -214,8 +183,15 @@ def _build_edges(
             to_judge.append(p)
 
     unit = run.unit
-    allowance = _Allowance(run, max_share)
-    first = judge_pairs(run.skills, to_judge, texts, unit, batch_size=batch_size, pay=allowance.pay)
+    allowance = _allowance(run, max_share)
+    first = judge_pairs(
+        run.skills,
+        to_judge,
+        texts,
+        unit,
+        batch_size=batch_size,
+        fan=run.fan(Role.VERIFIER, STAGE, "judge", "judging", allowance=allowance),
+    )
     result.calls += first.calls
     result.spent += first.spent
     result.pairs_judged = len(first.judged)
@@ -239,7 +215,7 @@ def _build_edges(
             unit,
             batch_size=batch_size,
             swap=True,
-            pay=allowance.pay,
+            fan=run.fan(Role.VERIFIER, STAGE, "judge", "confirming", allowance=allowance),
         )
         result.calls += second.calls
         result.spent += second.spent

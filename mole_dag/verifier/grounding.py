@@ -13,16 +13,19 @@ it spends the escrow the report needs, so it runs against an explicit allowance 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from mole_dag.actors.quote import CollapsedText, QuoteRejected
 from mole_dag.actors.reread import NotRefetchable, Unreachable, reread
-from mole_dag.budget import BudgetExhausted, FreeCallBatch, Ledger
+from mole_dag.budget import FreeCallBatch, Ledger
 from mole_dag.core import Role, Unit, columns, stable_id
-from mole_dag.llm.provider import ModelCallFailed
+from mole_dag.llm.fanout import Allowance, Job, Pass, Status, fan_out, parallel_for
 from mole_dag.sanitize import one_line
-from mole_dag.skills.protocol import GroundRequest, Skills
+from mole_dag.skills.protocol import GroundRequest, GroundVerdict, Metered, Skills
 from mole_dag.store import Store, q, utcnow
 from mole_dag.store.records import GroundClaimRow, SessionRow, SourceRow
 
@@ -92,6 +95,27 @@ def passage_around(
     return (before + quote + after)[:limit]
 
 
+def _reread_all(
+    targets: list[tuple[SessionRow | None, SourceRow | None]], store: Store, parallel: int
+) -> list[str | NotRefetchable | Unreachable]:
+    """Each source's text as it reads now, or why it could not be read, in `targets`' order.
+    Several at once when the session's calls run concurrently: a re-read of a web page waits on
+    the network as a model call does (the fetcher keeps its own per-host limits)."""
+
+    def one(
+        target: tuple[SessionRow | None, SourceRow | None],
+    ) -> str | NotRefetchable | Unreachable:
+        try:
+            return reread(target[0], target[1], store)
+        except (NotRefetchable, Unreachable) as exc:
+            return exc
+
+    if parallel <= 1 or len(targets) <= 1:
+        return [one(t) for t in targets]
+    with ThreadPoolExecutor(min(parallel, len(targets)), thread_name_prefix="reread") as pool:
+        return list(pool.map(one, targets))
+
+
 def check_claims(
     store: Store,
     ledger: Ledger,
@@ -101,6 +125,8 @@ def check_claims(
     paid_by: str,
     unit: Unit,
     allowance: int,
+    progress: Callable[[str], None] | None = None,
+    parallel: int | None = None,
 ) -> GroundReport:
     """Ground `claims` (claim_id, session_id, text, quote, source_id), paying from the
     `paid_by` session's ledger, never more than `allowance` in total."""
@@ -115,6 +141,8 @@ def check_claims(
             unit=unit,
             allowance=allowance,
             free=free,
+            progress=progress if skills.uses_model else None,
+            parallel=parallel_for(skills.uses_model, parallel),
         )
 
 
@@ -128,6 +156,8 @@ def _check_claims(
     unit: Unit,
     allowance: int,
     free: FreeCallBatch,
+    progress: Callable[[str], None] | None,
+    parallel: int,
 ) -> GroundReport:
     report = GroundReport()
     by_source: dict[str, list[GroundClaimRow]] = defaultdict(list)
@@ -135,34 +165,41 @@ def _check_claims(
         by_source[c.source_id].append(c)
     sessions: dict[str, SessionRow | None] = {}
     now = utcnow()
-    for source_id in sorted(by_source):
-        group = by_source[source_id]
-        source = store.one(SourceRow, q("source_get"), {"source_id": source_id})
+    order = sorted(by_source)
+    sources = {sid: store.one(SourceRow, q("source_get"), {"source_id": sid}) for sid in order}
+    for group in by_source.values():
         sid = group[0].session_id
         if sid not in sessions:
             sessions[sid] = store.one(SessionRow, q("session_get"), {"session_id": sid})
-        try:
-            text = reread(sessions[sid], source, store)
-            report.fetches += 1
-        except NotRefetchable as exc:
-            report.results += [
-                GroundResult(c.claim_id, c.session_id, "not_refetchable", str(exc)) for c in group
+    texts = _reread_all(
+        [(sessions[by_source[s][0].session_id], sources[s]) for s in order], store, parallel
+    )
+    # The checks in plan order (source by source, claim by claim); the judge calls among them
+    # are made concurrently and their answers put back in their places (issue 20).
+    slots: list[GroundResult | tuple[GroundClaimRow, int]] = []
+    jobs: list[Job[Metered[GroundVerdict]]] = []
+    for source_id, read in zip(order, texts, strict=True):
+        group = by_source[source_id]
+        if isinstance(read, NotRefetchable):
+            slots += [
+                GroundResult(c.claim_id, c.session_id, "not_refetchable", str(read)) for c in group
             ]
             continue
-        except Unreachable as exc:
-            report.fetches += 1
-            report.results += [
-                GroundResult(c.claim_id, c.session_id, "unreachable", str(exc)[:300]) for c in group
+        report.fetches += 1
+        if isinstance(read, Unreachable):
+            slots += [
+                GroundResult(c.claim_id, c.session_id, "unreachable", str(read)[:300])
+                for c in group
             ]
             continue
-        haystack = CollapsedText(text)
+        haystack = CollapsedText(read)
         for c in group:
             try:
                 match = haystack.find(c.quote)
             except QuoteRejected:
                 match = None
             if match is None:
-                report.results.append(
+                slots.append(
                     GroundResult(
                         c.claim_id,
                         c.session_id,
@@ -171,42 +208,57 @@ def _check_claims(
                     )
                 )
                 continue
-            req = GroundRequest(c.text, passage_around(text, match.byte_start, match.byte_end))
-            estimate = skills.estimate_ground(req, unit)
-            if report.spent + estimate > allowance and estimate > 0:
-                report.skipped_for_budget += 1
-                continue
-            try:
-                with ledger.hold(
-                    paid_by, Role.VERIFIER, estimate, tool=f"{skills.name}:ground", stage=STAGE
-                ) as h:
-                    got = skills.ground(req, unit)
-                    h.settle(got.cost, usage=got.usage, model=got.model or None)
-            except BudgetExhausted:
-                report.skipped_for_budget += 1
-                continue
-            except ModelCallFailed as exc:
-                # A check that failed is not a claim that failed.
-                report.results.append(
-                    GroundResult(
-                        c.claim_id,
-                        c.session_id,
-                        "undecided",
-                        f"the judge gave no answer: {type(exc).__name__}",
-                    )
-                )
-                continue
-            report.calls += 1
-            report.spent += got.cost
-            verdict = got.value.verdict if got.value.verdict in OUTCOME else "undecided"
+            req = GroundRequest(c.text, passage_around(read, match.byte_start, match.byte_end))
+            slots.append((c, len(jobs)))
+            jobs.append(Job(skills.estimate_ground(req, unit), partial(skills.ground, req, unit)))
+    fan = Pass(
+        ledger,
+        paid_by,
+        Role.VERIFIER,
+        STAGE,
+        f"{skills.name}:ground",
+        "grounding",
+        parallel,
+        progress,
+        # Grounding spends from the escrow the report needs: never past its allowance. A
+        # check it cannot afford is skipped, and the next (perhaps cheaper) one still tried.
+        Allowance(allowance),
+        stop_on_refusal=False,
+    )
+    answers = list(fan_out(fan, jobs))
+    for slot in slots:
+        if isinstance(slot, GroundResult):
+            report.results.append(slot)
+            continue
+        c, k = slot
+        o = answers[k]
+        if o.status in (Status.REFUSED, Status.NOT_SENT):
+            report.skipped_for_budget += 1
+            continue
+        if o.status == Status.FAILED:
+            # A check that failed is not a claim that failed.
             report.results.append(
                 GroundResult(
                     c.claim_id,
                     c.session_id,
-                    OUTCOME[verdict],
-                    f"{got.model or skills.name}: {one_line(got.value.rationale) or verdict}",
+                    "undecided",
+                    f"the judge gave no answer: {type(o.error).__name__}",
                 )
             )
+            continue
+        got = o.value
+        assert got is not None
+        report.calls += 1
+        report.spent += got.cost
+        verdict = got.value.verdict if got.value.verdict in OUTCOME else "undecided"
+        report.results.append(
+            GroundResult(
+                c.claim_id,
+                c.session_id,
+                OUTCOME[verdict],
+                f"{got.model or skills.name}: {one_line(got.value.rationale) or verdict}",
+            )
+        )
     report.checked = len(report.results)
 
     source_of: dict[str, str] = {}
@@ -251,6 +303,8 @@ def ground_session(
     allowance: int,
     *,
     max_checks: int = DEFAULT_MAX_CHECKS,
+    progress: Callable[[str], None] | None = None,
+    parallel: int | None = None,
 ) -> GroundReport:
     """One grounding pass over a research session, paid from its own (released) escrow."""
     if max_checks <= 0 or allowance < 0:
@@ -260,5 +314,13 @@ def ground_session(
     )
     unit = ledger.balance(session_id).unit
     return check_claims(
-        store, ledger, skills, claims, paid_by=session_id, unit=unit, allowance=allowance
+        store,
+        ledger,
+        skills,
+        claims,
+        paid_by=session_id,
+        unit=unit,
+        allowance=allowance,
+        progress=progress,
+        parallel=parallel,
     )

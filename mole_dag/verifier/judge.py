@@ -7,10 +7,12 @@ not answer stays unjudged (and is retried by a later pass), never guessed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from mole_dag.core import Unit
+from mole_dag.llm.fanout import Job, Outcome, Pass, Status, fan_out
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.skills.protocol import Metered, Skills, Verdict
 from mole_dag.verifier.relations import normalize_relation
@@ -66,35 +68,44 @@ def judge_pairs(
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     swap: bool = False,
-    pay: Callable[[int, Callable[[], Metered[list[Verdict]]]], Metered[list[Verdict]] | None]
-    | None = None,
+    fan: Pass | None = None,
 ) -> BatchOutcome:
-    """Adjudicate `pairs` in batches. `pay(estimate, call)` wraps each call in the ledger and
-    returns None when the budget refuses it (the remaining pairs are then reported as stopped).
-    Without `pay` nothing is recorded: the evaluation path, whose cost is the evaluator's, not a
-    session's. `swap` presents each pair as (b, a), for the confirm pass."""
+    """Adjudicate `pairs` in batches. With `fan` the batches are paid from a session's ledger
+    and made concurrently (mole_dag.llm.fanout), their verdicts read in batch order; a batch
+    the budget refuses stops the pass (the remaining pairs are reported as stopped). Without
+    `fan` the calls are made one by one and nothing is recorded: the evaluation path, whose
+    cost is the evaluator's, not a session's. `swap` presents each pair as (b, a), for the
+    confirm pass."""
     out = BatchOutcome([], [])
-    for i, batch in enumerate(batches(pairs, batch_size)):
+    groups = batches(pairs, batch_size)
+    jobs: list[Job[Metered[list[Verdict]]]] = []
+    for batch in groups:
         shown = [(texts[p.b], texts[p.a]) if swap else (texts[p.a], texts[p.b]) for p in batch]
-        estimate = skills.estimate_judge(shown, unit)
-
-        def call(shown: list[tuple[str, str]] = shown) -> Metered[list[Verdict]]:
-            return skills.judge(shown, unit)
-
-        try:
-            got = pay(estimate, call) if pay else call()
-        except ModelCallFailed:
+        jobs.append(Job(skills.estimate_judge(shown, unit), partial(skills.judge, shown, unit)))
+    outcomes = fan_out(fan, jobs) if fan is not None else _unpaid(jobs)
+    for i, (batch, o) in enumerate(zip(groups, outcomes, strict=True)):
+        if o.status == Status.FAILED:
             # No usable answer: the batch stays unjudged (its claims unverified, for a later
             # pass) and the rest of the pass goes on.
             out.calls_failed += 1
             out.unjudged.extend(batch)
             continue
-        if got is None:
-            out.stopped_for_budget = [p for b in batches(pairs, batch_size)[i:] for p in b]
+        if o.status != Status.DONE:
+            out.stopped_for_budget = [p for b in groups[i:] for p in b]
             break
+        got = o.value
+        assert got is not None
         out.calls += 1
         out.spent += got.cost
         parsed = parse_verdicts(got, batch, got.model or skills.name)
         out.judged.extend(parsed.judged)
         out.unjudged.extend(parsed.unjudged)
     return out
+
+
+def _unpaid(jobs: list[Job[Metered[list[Verdict]]]]) -> Iterator[Outcome[Metered[list[Verdict]]]]:
+    for i, job in enumerate(jobs):
+        try:
+            yield Outcome(i, Status.DONE, value=job.call())
+        except ModelCallFailed as exc:
+            yield Outcome(i, Status.FAILED, error=exc)
