@@ -180,7 +180,8 @@ def _which_kind(rest: str) -> AnswerType:
     cartoonist); otherwise the last word of the phrase that names a kind (English puts the head
     of a noun phrase last: "which district attorney", "which wine region"); none: a name."""
     tokens = re.findall(r"[\w'’.\-]+|[,;:?!()]", rest)
-    if tokens and normalize(tokens[0]) in _COPULA:
+    copular = bool(tokens) and normalize(tokens[0]) in _COPULA
+    if copular:
         tokens = tokens[1:]
         if not tokens or normalize(tokens[0]) not in _DETERMINERS:
             return AnswerType.ANY  # "What is t-SNE?": a definition, not a name
@@ -199,6 +200,9 @@ def _which_kind(rest: str) -> AnswerType:
         kind = _noun_kind(t)
         if kind is not None:
             return kind
+    after = tokens[len(phrase)] if len(tokens) > len(phrase) else "?"
+    if copular and after in "?.!":
+        return AnswerType.ANY  # "What is a hash map?": asks what it is, not for a name
     return AnswerType.NAME
 
 
