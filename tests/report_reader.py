@@ -2,9 +2,10 @@
 
 Everything before `## Local data` / `## Sources` is read. A line is either structural (a
 heading, the session line, a banner, a finding's relevance/confidence line, the empty-report
-notice, the not-answered notice) or a statement. List items must carry a citation `[n]`; a paragraph is split into
-sentences (a quoted span “…” counts as one, its inside is the source's words) and every
-sentence must carry one. Every `[n]` must name a source listed under `## Sources`."""
+notice, the not-answered notice) or a statement. List items must carry a citation `[n]`; a
+paragraph is split into sentences (a quoted span “…” counts as one, its inside is the source's
+words) and every sentence must carry one. Every `[n]` must name a source listed under
+`## Sources`."""
 
 from __future__ import annotations
 
