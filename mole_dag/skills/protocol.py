@@ -51,6 +51,9 @@ class Digest:
 class PlannedQuestion:
     text: str
     query: str
+    # False for a sub-question that only groups findings and runs no search: a broad question's
+    # own ("What do the sources say?" names no topic to search for; its topics do).
+    search: bool = True
 
 
 @dataclass(frozen=True)
