@@ -243,7 +243,8 @@ def test_unanswerable_question_is_declined_and_nothing_is_cited_as_the_answer(
     reading = read(md)
     assert reading.ok, reading.uncited
     # What was found stays below, headed as related rather than answering.
-    listed = [s for s in reading.sections if s not in ("Answer", "Sources", "Spend")]
+    other = ("Answer", "Disputed", "Superseded", "Local data", "Sources", "Spend")
+    listed = [s for s in reading.sections if s not in other]
     assert listed and all(s.startswith(RELATED_PREFIX) for s in listed), reading.sections
     row = store.row("SELECT answered, answer_basis FROM reports WHERE session_id = ?", [sid])
     assert row is not None and row["answered"] is False and row["answer_basis"]
