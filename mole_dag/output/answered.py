@@ -128,21 +128,21 @@ def decide(
                     answering[c.number] = max(answering.get(c.number, 0.0), cov)
     if answering:
         best = max(answering, key=lambda n: (answering[n], -n))
+        many = len(answering) != 1
         return Decision(
             True,
-            f"{len(answering)} finding{'s' if len(answering) != 1 else ''} "
-            f"hold{'s' if len(answering) == 1 else ''} the kind of answer asked for with at "
-            f"least {min_coverage:.2f} of the question's weight (best: #{best}, "
-            f"{answering[best]:.2f})",
+            f"{len(answering)} finding{'s' if many else ''} state{'' if many else 's'} the kind "
+            f"of answer asked for with {min_coverage:.2f} or more of the question's term weight "
+            f"(best: #{best}, {answering[best]:.2f})",
             frozenset(answering),
         )
     kind = _KIND_WORDS.get(question.kind)
-    asked = f"holds {kind} and " if kind else ""
+    stated = f"states {kind} with" if kind else "carries"
     near = f" (closest: #{-closest[1]}, {closest[0]:.2f})" if closest[0] >= 0 else ""
     return Decision(
         False,
-        f"no finding {asked}carries {min_coverage:.2f} of the question's weight"
-        + (" from a source that mentions what the question names" if named else "")
+        f"no finding {stated} {min_coverage:.2f} or more of the question's term weight"
+        + (", from a source that mentions what the question names" if named else "")
         + near,
     )
 
