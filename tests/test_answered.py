@@ -82,6 +82,21 @@ def test_question_names_are_its_capitalised_words_and_numbers() -> None:
     assert question_names("Which cartoonist's drawing went viral?") == []
 
 
+def test_a_paper_names_a_person_by_surname_and_year() -> None:
+    # A technical paper credits "Mullahy (1986)", not "John Mullahy": the who-question's answer
+    # is there, and a question about a paper should not be declined for want of a full name.
+    from mole_dag.mining.relevance import evidence
+
+    stats = TermStats.from_sentences(
+        ["Hurdle models combine two parts.", *[f"x{i} y" for i in range(9)]]
+    )
+    q = Query.of("Which author introduced hurdle models?", stats)
+    assert evidence(q, stats, "Hurdle models (Mullahy 1986) combine two parts.").cue
+    assert evidence(q, stats, "Hurdle models were studied by Rosenbaum (1994) too.").cue
+    assert not evidence(q, stats, "In March 2008 hurdle models were added.").cue
+    assert not evidence(q, stats, "Since 2016, hurdle models are common.").cue
+
+
 # -- the decision, on evidence -------------------------------------------------------------------
 
 OTHER = [

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from mole_dag.text import TermStats, content_terms, normalize, possessive_free, stem
+from mole_dag.text import STOPWORDS, TermStats, content_terms, normalize, possessive_free, stem
 
 # BM25's usual constants (Robertson's defaults).
 K1 = 1.2
@@ -273,6 +273,15 @@ _NAME_RUN = re.compile(
     r"[A-Z][\w'’\-]+(?:\s+(?:(?:van|von|de|der|den|da|di|del|la|le|bin|al)"
     r"\s+)*[A-Z][\w'’\-]+)+"
 )
+# A reference to an author's work: "(Mullahy 1986)", "(Kuan and Hornik, 1995)", "Rosenbaum
+# (1994)", "Smith et al. (2001)". The name is group 1 (inside the brackets) or group 2.
+_NAME_WORD = r"[A-Z][a-z][\w'’\-]+"
+_CO_AUTHORS = rf"(?:\s+et\s+al\.?|\s+(?:and|&)\s+{_NAME_WORD})?"
+_WORK_YEAR = r"(?:1[6-9]\d\d|20\d\d)[a-z]?"
+_AUTHOR_YEAR = re.compile(
+    rf"\(\s*({_NAME_WORD}){_CO_AUTHORS},?\s+{_WORK_YEAR}\b"
+    rf"|\b({_NAME_WORD}){_CO_AUTHORS}\s+\({_WORK_YEAR}\)"
+)
 _IDENT = re.compile(r"\b\w+(?:[_/]\w+)+\b|\b[A-Za-z]+\d[\w.]*\b|\b\d+\.\d+(?:\.\d+)*\b")
 
 
@@ -282,8 +291,14 @@ def _has_run_at_start(sentence: str, query: Query) -> bool:
     m = _NAME_RUN.match(sentence.lstrip("\"“‘'("))
     if not m:
         return False
-    parts = [normalize(w) for w in m.group(0).split()]
-    return any(p not in query.surface for p in parts) and not _CALENDAR.match(m.group(0))
+    words = m.group(0).split()
+    if normalize(words[0]) in STOPWORDS:
+        # "In March ...", "The Hague ...": a capitalised function word opens the sentence, the
+        # run after it is one word.
+        words = words[1:]
+    if len(words) < 2 or any(_CALENDAR.fullmatch(w) for w in words):
+        return False
+    return any(normalize(w) not in query.surface for w in words)
 
 
 # Words that ask about a topic's many sides rather than one fact ("What are the health effects
@@ -375,9 +390,17 @@ def _has_cue(sentence: str, query: Query) -> bool:
     ]
     if kind is AnswerType.PERSON:
         # A person is named with two capitalised words or more ("Ana Ruiz", "Laurens van der
-        # Maaten" has two); one new capitalised word is as often a place or a weekday.
-        return any(_NAME_RUN.match(sentence, m.start()) for m in new) or _has_run_at_start(
-            sentence, query
+        # Maaten" has two); one new capitalised word is as often a place or a weekday. A paper
+        # names one by surname and year ("Mullahy (1986)", "Rosenbaum 1994", "Kuan and Hornik
+        # 1995").
+        return (
+            any(_NAME_RUN.match(sentence, m.start()) for m in new)
+            or _has_run_at_start(sentence, query)
+            or any(
+                normalize(name) not in query.surface
+                for m in _AUTHOR_YEAR.finditer(sentence)
+                if (name := m.group(1) or m.group(2))
+            )
         )
     if kind is AnswerType.PLACE:
         return bool(new)
