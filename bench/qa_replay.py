@@ -18,13 +18,14 @@ that generalises scores about as well on the half it was not picked on."""
 from __future__ import annotations
 
 import itertools
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from qa import answer_section, cites, half  # bench/qa.py, beside this file
 
 # The grid searched by --heldout: each weight at its default and either side of it, the answer
 # threshold from lenient to strict. Small on purpose: every setting replays every session.
@@ -78,24 +79,12 @@ class Question:
     patterns: list[Any] = field(default_factory=list)  # compiled, qa_score.compile_patterns
 
 
-def half(qid: str) -> str:
-    """'odd' or 'even', by the number in the question id (D07 -> odd, U10 -> even)."""
-    m = re.search(r"(\d+)$", qid)
-    return "odd" if m and int(m.group(1)) % 2 else "even"
-
-
-def answer_section(markdown: str) -> str:
-    """The text under `## Answer`, up to the next `## ` heading."""
-    m = re.search(r"^## Answer\n(.*?)(?=^## |\Z)", markdown, re.M | re.S)
-    return m.group(1).strip() if m else ""
-
-
 def outcome(md: str, answered: bool | None, q: Question, qs: Any) -> Outcome:
     """Score one report: qa_score.py's reading order for the rank, the Answer section for the
     rest."""
     out = Outcome(answered=answered)
     answer = answer_section(md)
-    out.answer_cites = bool(re.search(r"(?<!\\)\[\d+\]", answer))
+    out.answer_cites = cites(answer)
     if q.answerable:
         units, _ = qs.parse_report(md)
         out.rank = next((n for n, text, _c in units if qs.matches(q.patterns, text)), None)
