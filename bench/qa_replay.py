@@ -31,7 +31,6 @@ from qa import answer_section, cites, half  # bench/qa.py, beside this file
 # threshold from lenient to strict. Small on purpose: every setting replays every session.
 GRID: dict[str, tuple[float, ...]] = {
     "context": (0.25, 0.5, 0.75),
-    "title": (0.0, 0.3),
     "cue": (0.1, 0.25, 0.4),
     "context_needs_own": (0.15, 0.25, 0.35),
 }
@@ -58,7 +57,7 @@ class Setting:
             for k in ("context", "title", "context_needs_own", "cue", "restatement")
             if getattr(self.weights, k) != getattr(default, k)
         ]
-        return ", ".join(changed + [f"threshold {self.min_coverage:g}"]) or "defaults"
+        return ", ".join(changed + [f"threshold {self.min_coverage:g}"])
 
 
 @dataclass
@@ -147,12 +146,33 @@ def replay(
 ) -> dict[int, dict[str, Outcome]]:
     """Outcome per setting (by index in `grid`) and question id. Each store is copied first:
     a replay writes relevance rows and reports."""
+    import mole_dag.mining.score_relevance as scoring
+    import mole_dag.output.answered as answered
     from mole_dag.budget import Ledger
     from mole_dag.context import Run
-    from mole_dag.mining.score_relevance import score_relevance
     from mole_dag.output.report import write_report
     from mole_dag.skillsets.extractive import ExtractiveSkills
     from mole_dag.store import Store
+
+    # A session's pages and their term statistics do not depend on the weights, and a replay
+    # never changes them: read and count them once per session, not once per setting and stage.
+    pages: dict[tuple[int, str], Any] = {}
+    stats: dict[int, Any] = {}
+    read_pages, count = scoring.session_passages, scoring.session_stats
+
+    def cached_pages(store: Any, session_id: str) -> Any:
+        key = (id(store), session_id)
+        if key not in pages:
+            pages[key] = read_pages(store, session_id)
+        return pages[key]
+
+    def cached_stats(passages: Any) -> Any:
+        if id(passages) not in stats:
+            stats[id(passages)] = count(passages)
+        return stats[id(passages)]
+
+    scoring.session_passages = answered.session_passages = cached_pages  # type: ignore[assignment]
+    scoring.session_stats = answered.session_stats = cached_stats  # type: ignore[assignment]
 
     results: dict[int, dict[str, Outcome]] = {i: {} for i in range(len(grid))}
     by_weights: dict[Any, list[int]] = {}
@@ -172,7 +192,7 @@ def replay(
                         run = Run(
                             store, Ledger(store), ExtractiveSkills(), q.session, lambda _m: None
                         )
-                        score_relevance(run, weights)
+                        scoring.score_relevance(run, weights)
                         for i in indexes:
                             rep = write_report(
                                 run,
@@ -183,6 +203,8 @@ def replay(
                             results[i][q.qid] = outcome(rep.markdown, rep.answered, q, qs)
             finally:
                 store.close()
+    scoring.session_passages = answered.session_passages = read_pages  # type: ignore[assignment]
+    scoring.session_stats = answered.session_stats = count  # type: ignore[assignment]
     return results
 
 
