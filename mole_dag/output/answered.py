@@ -8,14 +8,16 @@ A finding answers a question (or one of its parts) when
   that a page about another company was founded in does not answer "When was Hyatt founded?");
 - the question's words weigh enough in it and around it (MIN_COVERAGE).
 The question is not answered, whatever the findings hold, when the sources read never mention
-what it names: no page mentions "Kilimanjaro" or "WhatsApp", so none can say how high or how
-long. A broad question ("What do the sources say?") is answered by whatever was found.
+what it names, or never use a good part of its words: no page mentions "Kilimanjaro" or
+"WhatsApp", or uses "ethanol", so none can say how high, how long or at what temperature. A
+broad question ("What do the sources say?") is answered by whatever was found.
 
 The thresholds are guesses, flagged as such, set on half of the development questions and
 checked on the other half (bench/qa.py --heldout); the method, not the numbers, is the rule."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -36,7 +38,7 @@ from mole_dag.store.records import (
     SourceRow,
     SubQuestionRow,
 )
-from mole_dag.text import TermStats, content_terms
+from mole_dag.text import TermStats, content_terms, possessive_free
 
 # Share of the question's term weight (the sentence's own words, its neighbours at the context
 # weight) a finding needs to answer it. A guess, flagged as one: the answers of the development
@@ -46,6 +48,12 @@ MIN_COVERAGE = 0.2
 # before the sources are taken to be about something else. A guess, flagged as one: a name
 # spelled another way on the page ("Viet Nam") should not decline a question naming five things.
 ABSENT_NAMES_SHARE = 0.25
+# The same for all of the question's words, named or not ("What is the boiling point of
+# ethanol?" over pages that never say "ethanol"). A guess, flagged as one: the development
+# questions the pages answer had at most 0.18 of their weight in words no page read used (a
+# paraphrase: "earned", "playthrough"); a control question over pages on other topics has
+# 0.3 and more.
+ABSENT_WORDS_SHARE = 0.3
 
 _KIND_WORDS = {
     AnswerType.PERSON: "a person's name",
@@ -79,6 +87,15 @@ def coverage(ev: Evidence, weights: Weights = WEIGHTS) -> float:
     return min(ev.own + weights.context * ev.around, 1.0)
 
 
+def _written_words(text: str) -> dict[str, str]:
+    """Each content term of TEXT with the word it came from, as written."""
+    out: dict[str, str] = {}
+    for word in re.findall(r"[^\W_][\w'’.\-]*", text):
+        for t in content_terms(word):
+            out.setdefault(t, possessive_free(word.rstrip(".-")))
+    return out
+
+
 def _words(items: Sequence[str]) -> str:
     quoted = [f"\u201c{w}\u201d" for w in items]
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
@@ -110,6 +127,15 @@ def decide(
         return Decision(
             False,
             f"no source read mentions {_words([w for _, w in absent])}, which the question names",
+        )
+    unused = [t for t in question.weights if stats.df.get(t, 0) == 0]
+    unused_weight = sum(question.weights[t] for t in unused)
+    if unused and unused_weight >= ABSENT_WORDS_SHARE * question.total:
+        written = _written_words(question.text)
+        return Decision(
+            False,
+            f"no source read uses {_words([written.get(t, t) for t in unused])}, "
+            f"{unused_weight / question.total:.2f} of the question's term weight",
         )
     answering: dict[int, float] = {}
     closest: tuple[float, int] = (-1.0, 0)
