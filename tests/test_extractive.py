@@ -24,6 +24,7 @@ from mole_dag.skills.protocol import (
     WriteRequest,
 )
 from mole_dag.skillsets.extractive import ExtractiveSkills
+from mole_dag.text import terms
 from mole_dag.verifier.extractive import judge_pair
 
 # --- judge -------------------------------------------------------------------------------------
@@ -373,9 +374,14 @@ def test_wide_question_is_planned_from_the_facets_of_its_documents() -> None:
         "health effects drinking coffee pregnancy",
     ]
     assert [p.text for p in plan[1:]] == [
-        "What are the health effects of drinking coffee, regarding blood pressure?",
-        "What are the health effects of drinking coffee, regarding pregnancy?",
+        "What are the health effects of drinking coffee, and what about blood pressure?",
+        "What are the health effects of drinking coffee, and what about pregnancy?",
     ]
+    # A facet's question holds no word beyond the question's and the facet's: each of its
+    # words weighs in the relevance of the findings filed under it.
+    q_terms = set(terms("What are the health effects of drinking coffee?"))
+    for p, facet in zip(plan[1:], ("blood pressure", "pregnancy"), strict=True):
+        assert set(terms(p.text)) <= q_terms | set(terms(facet)), p.text
 
 
 def test_queries_are_words_a_person_would_write() -> None:

@@ -35,7 +35,12 @@ def write_body(req: WriteRequest) -> WrittenAnswer:
     ranked = sorted(pool, key=lambda f: (f.superseded, -f.relevance, -f.confidence, f.number))
     picked: list[int] = []
     parts: set[str] = set()
-    for f in ranked:
+    # A question with parts or facets is answered part by part: the best finding of each part
+    # first, then of the question's own section, whose findings are often about the whole
+    # topic rather than any answer ("Coffee is one of the most widely consumed beverages").
+    question = " ".join(req.question.split())
+    by_part = sorted(ranked, key=lambda f: " ".join(f.sub_question.split()) == question)
+    for f in by_part:
         if f.sub_question not in parts and len(picked) < MAX_ANSWER_SENTENCES:
             picked.append(f.number)
             parts.add(f.sub_question)

@@ -78,8 +78,10 @@ def _query(text: str) -> str:
 
 
 def _facet_question(question: str, facet: str) -> str:
-    """A wide question asked about one facet: still a question a person would write."""
-    return f"{question.rstrip('?？!. ')}, regarding {facet}?"
+    """A wide question asked about one facet: still a question a person would write, with no
+    content word beyond the question's and the facet's (a word like "regarding", on no page,
+    would weigh in the sub-question's relevance as if it were asked about)."""
+    return f"{question.rstrip('?？!. ')}, and what about {facet}?"
 
 
 def plan_questions(question: str, corpus_topics: tuple[str, ...] = ()) -> list[PlannedQuestion]:
