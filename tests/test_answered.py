@@ -61,6 +61,8 @@ from tests.report_reader import read, section
         # The head of the noun phrase is its last word: a district attorney is a person.
         ("Which county district attorney dropped the charges?", AnswerType.PERSON),
         ("Which cartoonist's drawing went viral?", AnswerType.PERSON),
+        # A possessive names what is asked for: the company, not its founder.
+        ("Which company's founder went to prison?", AnswerType.NAME),
         ("Which small island was cleared of rats?", AnswerType.PLACE),
         ("What share of readers are women?", AnswerType.NUMBER),
         ("By what year will the plant close?", AnswerType.DATE),
@@ -120,6 +122,13 @@ def test_a_question_whose_names_no_source_mentions_is_not_answered() -> None:
     got = decide([q], stats, [_cand(1, Evidence(0.6, 0.0, 0.0, True, False), "mount")])
     assert not got.answered
     assert "Kilimanjaro" in got.basis and not got.answering
+    # Seen: "Which film won Best Picture at the 93rd Academy Awards in 2021?" over a page on
+    # the year before: every word but the year and the ordinal is on it, and it names a film.
+    stats = _stats("The film won best picture at the Academy Awards on Sunday in 2020.")
+    q = Query.of("Which film won Best Picture at the 93rd Academy Awards in 2021?", stats)
+    on_it = _cand(1, Evidence(0.7, 0.0, 0.0, True, False), "best", "pictur", "academy", "award")
+    got = decide([q], stats, [on_it])
+    assert not got.answered and "“93rd” or “2021”" in got.basis
 
 
 def test_a_question_whose_words_the_sources_never_use_is_not_answered() -> None:
