@@ -131,6 +131,23 @@ def test_a_question_whose_names_no_source_mentions_is_not_answered() -> None:
     assert not got.answered and "“93rd” or “2021”" in got.basis
 
 
+def test_an_adjective_of_origin_is_not_a_name_the_sources_must_use() -> None:
+    # Seen on our own check set: "In which Indian region did a British officer first see polo
+    # played?" was declined because no page said "Indian" (it said "in India"), and "... the
+    # Dutch team ..." because the page said "The Netherlands".
+    assert question_names("Which Indian region did the British officer visit?") == []
+    assert [w for _, w in question_names("Which Dutch team studied the Neanderthal tool?")] == [
+        "Neanderthal"
+    ]
+    stats = _stats(
+        "A British officer first saw polo played on a tea plantation in Manipur, India.",
+        "The region is in the north east.",
+    )
+    q = Query.of("In which Indian region did a British officer first see polo played?", stats)
+    got = decide([q], stats, [_cand(1, Evidence(0.4, 0.1, 0.0, True, False), "india")])
+    assert got.answered, got.basis
+
+
 def test_a_question_whose_words_the_sources_never_use_is_not_answered() -> None:
     # Seen on our own check set: "What is the boiling point of ethanol?" was answered with
     # "... rejected the initial boil the oceans approach of Python 3": no page read says

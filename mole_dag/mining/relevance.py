@@ -313,13 +313,31 @@ SCOPE = re.compile(
 _NAMED = re.compile(r"[^\W_][\w'’.\-/]*", re.UNICODE)
 
 
+# A capitalised adjective of origin ("Indian", "British", "Korean", "Dutch"): it describes what
+# is asked about rather than naming it, and a page says it another way ("in India", "in the
+# Netherlands"). English demonym endings, and common demonyms without one.
+_ORIGIN = re.compile(r"(?:ian|ean|ican|ese|ish)$")
+_ORIGIN_WORDS = frozenset(
+    "german dutch french swiss greek thai welsh irish scots czech israeli iraqi pakistani "
+    "bangladeshi kuwaiti saudi nepali somali yemeni omani qatari".split()
+)
+
+
 def question_names(text: str) -> list[tuple[str, str]]:
     """What a question names, as (term, word as written): its capitalised words after the first
-    ("Hinton", "WhatsApp", "Academy") and its numbers ("2021", "93rd", "3"). A source that
-    mentions none of them is not about what the question asks."""
+    ("Hinton", "WhatsApp", "Academy") and its numbers ("2021", "93rd", "3"), but not its
+    adjectives of origin ("Indian", "Dutch"). A source that mentions none of them is not about
+    what the question asks."""
     out: dict[str, str] = {}
     for i, m in enumerate(_NAMED.finditer(text)):
         word = m.group(0).rstrip(".-")
+        low = possessive_free(word).lower()
+        if (
+            word[:1].isupper()
+            and word[1:].islower()
+            and (_ORIGIN.search(low) or low in _ORIGIN_WORDS)
+        ):
+            continue
         if (i > 0 and word[:1].isupper()) or any(ch.isdigit() for ch in word):
             for t in content_terms(word):
                 out.setdefault(t, possessive_free(word))
