@@ -149,15 +149,20 @@ def test_an_adjective_of_origin_is_not_a_name_the_sources_must_use() -> None:
 
 
 def test_a_question_whose_words_the_sources_never_use_is_not_answered() -> None:
-    # Seen on our own check set: "What is the boiling point of ethanol?" was answered with
-    # "... rejected the initial boil the oceans approach of Python 3": no page read says
-    # "ethanol", which is most of what the question asks about; it names nothing capitalised.
-    stats = _stats("The team chose to boil the oceans at that point in Python 3.")
-    q = Query.of("What is the boiling point of ethanol?", stats)
+    # A control question over pages on other topics names nothing capitalised: "At what
+    # temperature does liquid nitrogen boil?" was answered with a quote about "the boil the
+    # oceans approach". No page read says "liquid" or "nitrogen".
+    stats = _stats("The team chose to boil the oceans at that temperature in Python 3.")
+    q = Query.of("At what temperature does liquid nitrogen boil?", stats)
     got = decide([q], stats, [_cand(1, Evidence(0.5, 0.0, 0.0, True, False))])
-    assert not got.answered and "ethanol" in got.basis
-    # A paraphrased word or two of a long question is no reason to decline.
-    stats = _stats("The cartoonist drew a critique of the millennial narrative for CNN.")
+    assert not got.answered and "“liquid” or “nitrogen”" in got.basis
+    # One paraphrased word is no reason to decline, even when it weighs a third of a short
+    # question (seen: "Does green tea affect sleep and stroke risk?" over pages that say
+    # "raises the risk" was declined for "affect").
+    stats = _stats("Green tea in the evening raises the risk of poor sleep.", "stroke")
+    q = Query.of("Does green tea affect sleep and stroke risk?", stats)
+    assert decide([q], stats, [_cand(1, Evidence(0.5, 0.0, 0.0, False, False))]).answered
+    stats = _stats("The cartoonist drew a critique of the millennial narrative for a CNN spot.")
     q = Query.of(
         "Which cartoonist's critique of the millennial narrative earned a CNN spot?", stats
     )

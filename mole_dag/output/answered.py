@@ -9,7 +9,8 @@ A finding answers a question (or one of its parts) when
 - the question's words weigh enough in it and around it (MIN_COVERAGE).
 The question is not answered, whatever the findings hold, when the sources read never mention
 what it names, or never use a good part of its words: no page mentions "Kilimanjaro" or
-"WhatsApp", or uses "ethanol", so none can say how high, how long or at what temperature. A
+"WhatsApp", or uses "liquid nitrogen", so none can say how high, how long or at what
+temperature. A
 broad question ("What do the sources say?") is answered by whatever was found.
 
 The thresholds are guesses, flagged as such, set on half of the development questions and
@@ -48,12 +49,15 @@ MIN_COVERAGE = 0.2
 # before the sources are taken to be about something else. A guess, flagged as one: a name
 # spelled another way on the page ("Viet Nam") should not decline a question naming five things.
 ABSENT_NAMES_SHARE = 0.25
-# The same for all of the question's words, named or not ("What is the boiling point of
-# ethanol?" over pages that never say "ethanol"). A guess, flagged as one: the development
-# questions the pages answer had at most 0.18 of their weight in words no page read used (a
-# paraphrase: "earned", "playthrough"); a control question over pages on other topics has
-# 0.3 and more.
+# The same for all of the question's words, named or not ("At what temperature does liquid
+# nitrogen boil?" over pages that never say "liquid" or "nitrogen"): at least this share of
+# the question's term weight, in at least ABSENT_WORDS words. Guesses, flagged as such: the
+# development questions the pages answer had at most 0.18 of their weight in words no page
+# read used (a paraphrase: "earned", "playthrough"), control questions over pages on other
+# topics 0.3 and more; one word is not enough, since a short question's one paraphrased verb
+# ("Does green tea affect sleep?" over pages that say "raises") can weigh a third of it.
 ABSENT_WORDS_SHARE = 0.3
+ABSENT_WORDS = 2
 
 _KIND_WORDS = {
     AnswerType.PERSON: "a person's name",
@@ -130,7 +134,7 @@ def decide(
         )
     unused = [t for t in question.weights if stats.df.get(t, 0) == 0]
     unused_weight = sum(question.weights[t] for t in unused)
-    if unused and unused_weight >= ABSENT_WORDS_SHARE * question.total:
+    if len(unused) >= ABSENT_WORDS and unused_weight >= ABSENT_WORDS_SHARE * question.total:
         written = _written_words(question.text)
         return Decision(
             False,
