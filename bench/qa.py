@@ -1,11 +1,14 @@
 """QA benchmark over the shared DEV set: mole research sessions against a plain-BM25 sentence
-baseline on the same pages, in one run, side by side.
+baseline on the same pages, in one run, side by side; the questions the pages answer and the
+ones they do not.
 
-    .venv/bin/python bench/qa.py                      # all 30 questions, extractive provider
-    .venv/bin/python bench/qa.py --only D01 D05       # a subset
+    .venv/bin/python bench/qa.py                      # all 30 + 10 questions, extractive provider
+    .venv/bin/python bench/qa.py --only D01 U05       # a subset
+    .venv/bin/python bench/qa.py --no-unanswerable    # only the 30 answerable questions
     .venv/bin/python bench/qa.py --repeat 3           # three runs of each question
     .venv/bin/python bench/qa.py --provider openai    # passed to the sessions as MOLE_ARGS
-    .venv/bin/python bench/qa.py --rescore OUT        # re-score an earlier output folder
+    .venv/bin/python bench/qa.py --rescore OUT/run    # re-score an earlier run folder
+    .venv/bin/python bench/qa.py --heldout OUT/run    # the held-out check over its sessions
     .venv/bin/python bench/qa.py --record             # also write the table into BENCHMARKS.md
 
 The questions, the pages, the fake SearXNG, the runner and the scorer live outside the project
@@ -14,9 +17,16 @@ $MOLE_QA_PAGES, or --qa-dir / --pages). They are other people's text and are nev
 When the folder is absent the script prints why and exits 0 (a skip, not a failure).
 
 Sessions run through the shared `qa_run.sh` (MOLE_REPO = this checkout, one session at a time),
-which also scores them with the shared `qa_score.py`. The baseline is Okapi BM25 (k1=1.5,
-b=0.75) over every sentence of the trafilatura text of the pages, query = the question's words
-minus stop words, lower-cased, no stemming. It is computed two ways:
+which also scores them with the shared `qa_score.py`: `qa.jsonl` into OUT/run and
+`qa-unanswerable.jsonl` into OUT/run.unanswerable. From each session's latest report it also
+reads the stored answered-or-not decision and the `## Answer` section: whether the Answer states
+the gold answer (the question's patterns, qa_score.py's normalisation), how many answerable
+questions were declined (false declines), how many unanswerable ones were declined, and how many
+of those presented a cited quote as the answer.
+
+The baseline is Okapi BM25 (k1=1.5, b=0.75) over every sentence of the trafilatura text of the
+pages, query = the question's words minus stop words, lower-cased, no stemming. It is computed
+two ways:
 
   (a) fetched: over the pages the session fetched (its sources' URLs mapped to page files as
       qa_score.py's page_of does); the same evidence mole had;
@@ -25,6 +35,12 @@ minus stop words, lower-cased, no stemming. It is computed two ways:
 Per question: the rank of the first sentence that matches one of the question's patterns
 (qa_score.py's normalisation), hit@1, hit@5, MRR, and the top-5 relevance precision (share of
 the top-5 sentences that come from a relevant page).
+
+--heldout replays stored sessions under other relevance weights and answer thresholds
+(bench/qa_replay.py) and reports the held-out check: the questions split in two fixed halves by
+the parity of their number, a setting picked on one half and scored on the other, both ways.
+The helpers (answer_section, report_decisions, decision_row, decisions_summary, metrics, Okapi,
+rank_question) are functions, importable by other benchmarks.
 """
 
 from __future__ import annotations
@@ -47,6 +63,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 SECTION_PREFIX = "## QA (DEV set): mole vs plain BM25"
@@ -283,14 +300,113 @@ def run_sessions(
 # Scoring one output folder (one repeat) and the combined table.
 
 
-def score_run(run: Path, qa: dict[str, dict], sents: dict[str, list[str]], qs) -> dict:  # noqa: ANN001
-    """The mole scores (qa_run.sh's scores.json) and both baselines for one run folder."""
-    scored = json.loads((run / "scores.json").read_text(encoding="utf-8"))
-    mole = {r["qid"]: r for r in scored["questions"]}
+def answer_section(markdown: str) -> str:
+    """The text under a report's `## Answer` heading, up to the next `## `."""
+    m = re.search(r"^## Answer\n(.*?)(?=^## |\Z)", markdown, re.M | re.S)
+    return m.group(1).strip() if m else ""
+
+
+def cites(text: str) -> bool:
+    """Whether TEXT carries a citation [n] (an escaped \\[n\\] is a source's own marker)."""
+    return bool(re.search(r"(?<!\\)\[\d+\]", text))
+
+
+def half(qid: str) -> str:
+    """The held-out check's fixed halves: 'odd' or 'even' by the number in the id."""
+    m = re.search(r"(\d+)$", qid)
+    return "odd" if m and int(m.group(1)) % 2 else "even"
+
+
+def report_decisions(db: Path, sessions: dict[str, str]) -> dict[str, dict]:
+    """qid -> the session's latest report: its markdown and whether it answered (None when the
+    store predates the recorded decision, or the session wrote no report)."""
+    import duckdb
+
+    out: dict[str, dict] = {}
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cols = {
+            r[0]
+            for r in con.execute(
+                "select column_name from information_schema.columns where table_name = 'reports'"
+            ).fetchall()
+        }
+        decided = "answered, answer_basis" if "answered" in cols else "NULL, NULL"
+        for qid, sid in sessions.items():
+            row = con.execute(
+                f"select markdown, {decided} from reports where session_id = ? "
+                "order by created_at desc limit 1",
+                [sid],
+            ).fetchone()
+            md, answered, basis = row if row else ("", None, None)
+            out[qid] = {"markdown": md or "", "answered": answered, "basis": basis or ""}
+    finally:
+        con.close()
+    return out
+
+
+def decision_row(md: str, answered: bool | None, basis: str, pats, qs) -> dict:  # noqa: ANN001
+    """What bench/qa.py records of one report's Answer: whether it states the answer (for an
+    answerable question: PATS), whether it cites anything, and the stored decision."""
+    answer = answer_section(md)
+    return {
+        "answered": answered,
+        "basis": basis,
+        "answer_has": bool(pats) and qs.matches(pats, answer),
+        "answer_cites": cites(answer),
+    }
+
+
+def read_sessions(run: Path) -> dict[str, str]:
+    """qid -> session id, from qa_run.sh's sessions.tsv."""
+    import csv
+
+    path = run / "sessions.tsv"
+    if not path.exists():
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        return {r["qid"]: r["session"] for r in csv.DictReader(fh, delimiter="\t") if r.get("qid")}
+
+
+def unanswerable_run(run: Path) -> Path:
+    """Where a run folder's unanswerable questions ran: a sibling folder."""
+    return run.with_name(run.name + ".unanswerable")
+
+
+def score_run(
+    run: Path,
+    qa: dict[str, dict],
+    sents: dict[str, list[str]],
+    qs,  # noqa: ANN001
+    unanswerable: dict[str, dict] | None = None,
+) -> dict:
+    """The mole scores (qa_run.sh's scores.json), the answered-or-not decisions and Answer
+    sections of both question sets, and both baselines for one run folder."""
+    mole: dict[str, dict] = {}
+    summary: dict = {}
+    if (run / "scores.json").exists():
+        scored = json.loads((run / "scores.json").read_text(encoding="utf-8"))
+        mole = {r["qid"]: r for r in scored["questions"]}
+        summary = scored["summary"]["all"]
+        decisions = report_decisions(
+            run / "store.duckdb", {q: r["session"] for q, r in mole.items()}
+        )
+        for qid, d in decisions.items():
+            pats = qs.compile_patterns(qa[qid]["patterns"])
+            mole[qid].update(decision_row(d["markdown"], d["answered"], d["basis"], pats, qs))
+    una: dict[str, dict] = {}
+    u_run = unanswerable_run(run)
+    if unanswerable and (u_run / "store.duckdb").exists():
+        sessions = {q: s for q, s in read_sessions(u_run).items() if q in unanswerable}
+        for qid, d in report_decisions(u_run / "store.duckdb", sessions).items():
+            una[qid] = {"session": sessions[qid]} | decision_row(
+                d["markdown"], d["answered"], d["basis"], [], qs
+            )
     sessions = {q: r["session"] for q, r in mole.items()}
-    fetched = session_pages(run / "store.duckdb", sessions, sorted(sents), qs.page_of)
-    all_corpus = [(p, s) for p in sorted(sents) for s in sents[p]]
     base: dict[str, dict[str, dict]] = {"fetched": {}, "all": {}}
+    if sessions:
+        fetched = session_pages(run / "store.duckdb", sessions, sorted(sents), qs.page_of)
+        all_corpus = [(p, s) for p in sorted(sents) for s in sents[p]]
     for qid in sessions:
         q = qa[qid]
         pats = qs.compile_patterns(q["patterns"])
@@ -311,7 +427,31 @@ def score_run(run: Path, qa: dict[str, dict], sents: dict[str, list[str]], qs) -
                 "s": time.perf_counter() - t0,
                 "fetched": bool(rel & {p for p, _ in corpus}),
             }
-    return {"run": str(run), "summary": scored["summary"]["all"], "mole": mole, "baseline": base}
+    return {
+        "run": str(run),
+        "summary": summary,
+        "mole": mole,
+        "unanswerable": una,
+        "baseline": base,
+    }
+
+
+def decisions_summary(mole: dict[str, dict], una: dict[str, dict]) -> dict:
+    """The Answer's accuracy and the decisions: over the answerable questions the share whose
+    Answer states the answer and how many were declined; over the unanswerable ones how many
+    were declined and how many presented a cited quote as the answer. None where a figure
+    cannot be computed (no question of that kind, or no recorded decision)."""
+    n = len(mole)
+    recorded = [r for r in mole.values() if r.get("answered") is not None]
+    u_recorded = [r for r in una.values() if r.get("answered") is not None]
+    return {
+        "answer@": sum(bool(r.get("answer_has")) for r in mole.values()) / n if n else None,
+        "false_declines": sum(r["answered"] is False for r in recorded) if recorded else None,
+        "n_answerable": n,
+        "declined": sum(r["answered"] is False for r in u_recorded) if u_recorded else None,
+        "quoted_as_answer": sum(bool(r.get("answer_cites")) for r in una.values()) if una else None,
+        "n_unanswerable": len(una),
+    }
 
 
 def summarise(runs: list[dict]) -> dict:
@@ -335,6 +475,7 @@ def summarise(runs: list[dict]) -> dict:
                 "report_all@(multi)": s.get("report_all@(multi)"),
                 "timeouts": s.get("timeouts"),
             }
+            | decisions_summary(run["mole"], run.get("unanswerable", {}))
         )
         for v in ("fetched", "all"):
             b = run["baseline"][v]
@@ -376,7 +517,7 @@ STAGE_ORDER = [
 ]
 
 
-def table(summ: dict, runs: list[dict], qa: dict[str, dict]) -> str:
+def table(summ: dict, runs: list[dict], qa: dict[str, dict]) -> str:  # noqa: C901
     reps = len(runs)
 
     def cell(col: str, key: str, fmt: Callable[[float | None], str]) -> str:
@@ -385,6 +526,10 @@ def table(summ: dict, runs: list[dict], qa: dict[str, dict]) -> str:
             return "-"
         return fmt(m) + (f" ({fmt(lo)}-{fmt(hi)})" if reps > 1 and lo != hi else "")
 
+    def of(total_key: str) -> Callable[[float | None], str]:
+        total = summ["mole"].get(total_key, (None,))[0]
+        return lambda x: "-" if x is None else f"{x:g} of {total:g}"
+
     rows = [
         ("fetched@", "fetched@", pct),
         ("mined@", "mined@", pct),
@@ -392,6 +537,14 @@ def table(summ: dict, runs: list[dict], qa: dict[str, dict]) -> str:
         ("hit@1", "hit@1", pct),
         ("hit@5", "hit@5", pct),
         ("MRR", "mrr", num),
+        ("Answer paragraph states the answer", "answer@", pct),
+        ("answerable questions declined (false declines)", "false_declines", of("n_answerable")),
+        ("unanswerable questions declined", "declined", of("n_unanswerable")),
+        (
+            "unanswerable: a cited quote given as the answer",
+            "quoted_as_answer",
+            of("n_unanswerable"),
+        ),
         ("relevance precision (BM25: top 5)", "relevance_precision", pct),
         ("answer anywhere in the ranking", "answer_anywhere", pct),
         ("two-page: both parts in report", "report_all@(multi)", pct),
@@ -399,41 +552,180 @@ def table(summ: dict, runs: list[dict], qa: dict[str, dict]) -> str:
         ("seconds per question, median", "s_median", lambda x: num(x, 1 if x and x >= 1 else 3)),
     ]
     n = len(runs[0]["mole"]) if runs else 0
+    n_u = len(runs[0].get("unanswerable", {})) if runs else 0
     out = [
-        f"| metric ({n} questions{f', mean of {reps} runs (min-max)' if reps > 1 else ''}) "
+        f"| metric ({n} answerable{f' + {n_u} unanswerable' if n_u else ''} questions"
+        f"{f', mean of {reps} runs (min-max)' if reps > 1 else ''}) "
         "| mole | BM25 over fetched pages | BM25 over all pages |",
         "|---|---|---|---|",
     ]
     for label, key, fmt in rows:
         vals = [cell(c, key, fmt) for c in ("mole", "fetched", "all")]
+        # A store from before the decision was recorded: say so rather than drop the row.
+        if (
+            vals[0] == "-"
+            and key in ("false_declines", "declined")
+            and (key == "declined") == bool(n_u)
+        ):
+            vals[0] = "not recorded"
         if all(v == "-" for v in vals):
             continue
         out.append(f"| {label} | " + " | ".join(vals) + " |")
     stages = summ["mole"].get("stages", {})
-    ordered = [s for s in STAGE_ORDER if s in stages] + sorted(set(stages) - set(STAGE_ORDER))
-    out.append(
-        "| stage (mole: first step that lost the answer) | "
-        + ", ".join(f"{s} {stages[s]:g}" for s in ordered)
-        + " | - | - |"
-    )
-    # per question: mole rank and the two baseline ranks
-    out += [
-        "",
-        "| id | mole stage | mole rank | BM25 fetched rank | BM25 all rank |",
-        "|---|---|---|---|---|",
-    ]
+    if stages:
+        ordered = [s for s in STAGE_ORDER if s in stages] + sorted(set(stages) - set(STAGE_ORDER))
+        out.append(
+            "| stage (mole: first step that lost the answer) | "
+            + ", ".join(f"{s} {stages[s]:g}" for s in ordered)
+            + " | - | - |"
+        )
 
-    def ranks(get: Callable[[dict], int | None]) -> str:
+    def ranks(get: Callable[[dict], Any]) -> str:
         return ", ".join("-" if (x := get(r)) is None else str(x) for r in runs)
 
-    for qid in sorted(runs[0]["mole"]) if runs else []:
-        stage = ", ".join(sorted({r["mole"][qid].get("stage", "?") for r in runs}))
-        mole = ranks(lambda r, q=qid: r["mole"][q].get("rank"))
-        fetched = ranks(lambda r, q=qid: r["baseline"]["fetched"][q]["rank"])
-        every = ranks(lambda r, q=qid: r["baseline"]["all"][q]["rank"])
-        out.append(f"| {qid} | {stage} | {mole} | {fetched} | {every} |")
+    def yes(x: Any) -> str | None:
+        return None if x is None else ("yes" if x else "no")
+
+    if n:
+        out += [
+            "",
+            "| id | mole stage | mole rank | answered | Answer states it | BM25 fetched rank "
+            "| BM25 all rank |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for qid in sorted(runs[0]["mole"]):
+            stage = ", ".join(sorted({r["mole"][qid].get("stage", "?") for r in runs}))
+            mole = ranks(lambda r, q=qid: r["mole"][q].get("rank"))
+            answered = ranks(lambda r, q=qid: yes(r["mole"][q].get("answered")))
+            has = ranks(lambda r, q=qid: yes(r["mole"][q].get("answer_has")))
+            fetched = ranks(lambda r, q=qid: r["baseline"]["fetched"][q]["rank"])
+            every = ranks(lambda r, q=qid: r["baseline"]["all"][q]["rank"])
+            out.append(f"| {qid} | {stage} | {mole} | {answered} | {has} | {fetched} | {every} |")
+    if n_u:
+        out += ["", "| id | declined | why (the report's recorded basis) |", "|---|---|---|"]
+        for qid in sorted(runs[0]["unanswerable"]):
+            declined = ranks(
+                lambda r, q=qid: yes(
+                    None
+                    if r["unanswerable"][q].get("answered") is None
+                    else not r["unanswerable"][q]["answered"]
+                )
+            )
+            why = runs[0]["unanswerable"][qid].get("basis", "").replace("|", "/")
+            out.append(f"| {qid} | {declined} | {why} |")
     del qa
     return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# The held-out check: replay stored sessions with other settings (bench/qa_replay.py).
+
+
+def heldout_table(grid: list, results: dict, questions: list, default: Any) -> str:  # noqa: ANN001
+    """The defaults and each ablation on both halves and all questions; then the setting
+    picked on each half and how it does on the other."""
+    import qa_replay as rp
+
+    def line(s: dict) -> str:
+        return (
+            f"{pct(s['hit@1'])} / {pct(s['hit@5'])} / {num(s['mrr'])} / {pct(s['answer@'])} "
+            f"/ {s['declined']} of {s['n_unanswerable']} / {s['false_declines']} of {s['n']}"
+        )
+
+    def on(i: int, part: str | None) -> dict:
+        return rp.summary(
+            [(q, results[i][q.qid]) for q in questions if part is None or half(q.qid) == part]
+        )
+
+    head = "hit@1 / hit@5 / MRR / Answer states it / unanswerable declined / answerable declined"
+    out = [
+        f"| setting | odd half: {head} | even half | all |",
+        "|---|---|---|---|",
+    ]
+    names = ["defaults"] + list(rp.ABLATIONS)
+    for i, name in enumerate(names[: min(len(names), len(grid))]):
+        out.append(
+            f"| {name} | {line(on(i, 'odd'))} | {line(on(i, 'even'))} | {line(on(i, None))} |"
+        )
+    picked = rp.held_out(grid, results, questions)
+    out += [
+        "",
+        f"| picked on | setting picked ({len(grid)} tried) | on its own half: {head} "
+        "| on the other half | hit@1 gap (points) |",
+        "|---|---|---|---|---|",
+    ]
+    for h in picked:
+        gap = 100 * ((h.tuned["hit@1"] or 0) - (h.held_out["hit@1"] or 0))
+        out.append(
+            f"| {h.tuned_on} half | {h.setting.label(default)} | {line(h.tuned)} "
+            f"| {line(h.held_out)} | {gap:+.0f} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def heldout_main(a: argparse.Namespace, qa: dict, unanswerable: dict, qs) -> int:  # noqa: ANN001
+    """--heldout RUN...: replay each run folder's sessions (and its unanswerable sibling's)
+    under the defaults, the ablations and (--grid full) the grid, and report the held-out
+    check."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import qa_replay as rp
+
+    from mole_dag.mining.relevance import WEIGHTS
+    from mole_dag.output.answered import MIN_COVERAGE
+
+    stores = []
+    questions: list = []
+    for run in a.heldout:
+        for folder, pool, answerable in (
+            (run, qa, True),
+            (unanswerable_run(run), unanswerable, False),
+        ):
+            sessions = {
+                q: s
+                for q, s in read_sessions(folder).items()
+                if q in pool and (not a.only or q in a.only)
+            }
+            if not sessions or not (folder / "store.duckdb").exists():
+                continue
+            qs_ = [
+                rp.Question(q, s, answerable, qs.compile_patterns(pool[q].get("patterns", [])))
+                for q, s in sorted(sessions.items())
+            ]
+            stores.append((folder / "store.duckdb", qs_))
+            questions += qs_
+    if not stores:
+        print("qa: --heldout: no sessions found in the given run folders", file=sys.stderr)
+        return 2
+    grid = rp.settings(WEIGHTS, MIN_COVERAGE, full=a.grid == "full")
+    print(f"qa: replaying {len(questions)} sessions under {len(grid)} settings", flush=True)
+    t0 = time.time()
+    results = rp.replay(stores, grid, qs, progress=lambda m: print("qa: " + m, flush=True))
+    body = heldout_table(grid, results, questions, WEIGHTS)
+    header = (
+        f"Commit `{git('rev-parse', '--short', 'HEAD')}`, {dt.date.today().isoformat()}: "
+        f"{len(questions)} stored sessions of {', '.join(str(r) for r in a.heldout)} replayed "
+        f"under {len(grid)} settings ({time.time() - t0:.0f} s). Halves by the parity of the "
+        "question number (D01, D03, ... U01, ... odd)."
+    )
+    out = a.out or a.heldout[0].parent
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "qa-heldout.md").write_text(f"{header}\n\n{body}", encoding="utf-8")
+    (out / "qa-heldout.json").write_text(
+        json.dumps(
+            {
+                "settings": [g.label(WEIGHTS) for g in grid],
+                "results": {str(i): {q: vars(o) for q, o in r.items()} for i, r in results.items()},
+            },
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
+    print()
+    print(header)
+    print()
+    print(body)
+    print(f"qa: written {out / 'qa-heldout.md'} and qa-heldout.json")
+    return 0
 
 
 def run_commit(run: Path) -> str | None:
@@ -464,6 +756,16 @@ def git(*args: str) -> str:
         return "?"
 
 
+def load_questions(path: Path) -> dict[str, dict]:
+    out = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                q = json.loads(line)
+                out[q["id"]] = q
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -472,7 +774,8 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
         "--qa-dir",
         type=Path,
         default=Path(os.environ.get("MOLE_QA_DIR") or REPO.parent / "shared" / "qa-dev"),
-        help="folder with qa.jsonl, qa_run.sh, qa_score.py, server.py ($MOLE_QA_DIR)",
+        help="folder with qa.jsonl, qa-unanswerable.jsonl, qa_run.sh, qa_score.py, server.py "
+        "($MOLE_QA_DIR)",
     )
     ap.add_argument(
         "--pages",
@@ -482,6 +785,11 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
     )
     ap.add_argument(
         "--only", nargs="+", default=[], metavar="QID", help="question ids to run (default: all)"
+    )
+    ap.add_argument(
+        "--no-unanswerable",
+        action="store_true",
+        help="skip qa-unanswerable.jsonl (the questions the pages do not answer)",
     )
     ap.add_argument("--repeat", type=int, default=1, help="runs of each question (default 1)")
     ap.add_argument(
@@ -500,6 +808,20 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
         metavar="RUN",
         help="skip the sessions; score these earlier run folders (scores.json, store.duckdb)",
     )
+    ap.add_argument(
+        "--heldout",
+        type=Path,
+        nargs="+",
+        metavar="RUN",
+        help="the held-out check: replay these run folders' stored sessions (and their "
+        ".unanswerable siblings) under other weights and thresholds; no session is run",
+    )
+    ap.add_argument(
+        "--grid",
+        choices=("full", "small"),
+        default="full",
+        help="--heldout: the whole grid (default), or only the defaults and the ablations",
+    )
     ap.add_argument("--record", action="store_true", help="write the table into BENCHMARKS.md")
     ap.add_argument(
         "--label", default=None, help="BENCHMARKS.md section label (default: the commit)"
@@ -508,6 +830,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
     a = ap.parse_args(argv)
 
     qa_file = a.qa_dir / "qa.jsonl"
+    una_file = a.qa_dir / "qa-unanswerable.jsonl"
     need = [qa_file, a.qa_dir / "qa_run.sh", a.qa_dir / "qa_score.py", a.pages]
     missing = [str(p) for p in need if not p.exists()]
     if missing:
@@ -524,15 +847,18 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
         )
         return 0
     qs = load_module(a.qa_dir / "qa_score.py", "qa_score_shared")
-    qa = {}
-    for line in qa_file.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            q = json.loads(line)
-            qa[q["id"]] = q
-    unknown = [q for q in a.only if q not in qa]
+    qa = load_questions(qa_file)
+    unanswerable = {} if a.no_unanswerable else load_questions(una_file)
+    unknown = [q for q in a.only if q not in qa and q not in unanswerable]
     if unknown:
         print(f"qa: unknown question ids {unknown}", file=sys.stderr)
         return 2
+    if a.heldout:
+        return heldout_main(a, qa, unanswerable, qs)
+    only_a = [q for q in a.only if q in qa]
+    only_u = [q for q in a.only if q in unanswerable]
+    run_a = not a.only or bool(only_a)
+    run_u = bool(unanswerable) and (not a.only or bool(only_u))
     mole_args = " ".join(
         x for x in ((f"--provider {a.provider}" if a.provider else ""), a.mole_args) if x
     )
@@ -571,27 +897,36 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
                 "only": a.only,
             }
             (run / "qa-bench-meta.json").write_text(json.dumps(meta), encoding="utf-8")
-            rc = run_sessions(a.qa_dir, a.pages, qa_file, run, a.only, port, mole_args, a.timeout)
-            if rc != 0 or not (run / "scores.json").exists():
-                print(
-                    f"qa: qa_run.sh failed (rc {rc}); see {out / (run.name + '.qa_run.log')}",
-                    file=sys.stderr,
+            jobs = ([(qa_file, run, only_a)] if run_a else []) + (
+                [(una_file, unanswerable_run(run), only_u)] if run_u else []
+            )
+            for questions, folder, only in jobs:
+                folder.mkdir(parents=True, exist_ok=True)
+                rc = run_sessions(
+                    a.qa_dir, a.pages, questions, folder, only, port, mole_args, a.timeout
                 )
-                return 1
+                if rc != 0 or not (folder / "scores.json").exists():
+                    print(
+                        f"qa: qa_run.sh failed (rc {rc}); see "
+                        f"{folder.parent / (folder.name + '.qa_run.log')}",
+                        file=sys.stderr,
+                    )
+                    return 1
             run_dirs.append(run)
 
     t0 = time.perf_counter()
     sents = extract_pages(a.pages)
     extract_s = time.perf_counter() - t0
-    runs = [score_run(r, qa, sents, qs) for r in run_dirs]
+    runs = [score_run(r, qa, sents, qs, unanswerable) for r in run_dirs]
     summ = summarise(runs)
     body = table(summ, runs, qa)
     n_sent = sum(len(v) for v in sents.values())
     cmd = (
         "make qa"
-        if not (a.only or a.repeat > 1 or a.provider or a.mole_args)
+        if not (a.only or a.repeat > 1 or a.provider or a.mole_args or a.no_unanswerable)
         else ".venv/bin/python bench/qa.py"
         + (f" --only {' '.join(a.only)}" if a.only else "")
+        + (" --no-unanswerable" if a.no_unanswerable else "")
         + (f" --repeat {a.repeat}" if a.repeat > 1 else "")
         + (f" --provider {a.provider}" if a.provider else "")
     )

@@ -900,6 +900,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     )
     if rep:
         print(f"report    {rep['path'] or '(in the store only)'}")
+        # Whether the findings answer the question: decided when the report was written and
+        # stored with it (NULL for a report written before the decision was recorded).
+        decided = rep.get("answered")
+        basis = escape_controls(" ".join(str(rep.get("answer_basis") or "").split()))
+        if decided is None:
+            print("answer    not recorded (the report predates the answered-or-not decision)")
+        else:
+            print(f"answer    {'answered' if decided else 'NOT ANSWERED'}: {basis}")
         if args.html is not None:
             print(f"html      {_write_html(rep, args.html, args.session)}")
         print()

@@ -115,7 +115,9 @@ def terms(text: str) -> list[str]:
 
 
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?])(?P<close>[\"')\]\u201d\u2019]*)\s+"
+    # A terminator, then what closes its sentence: quotes, brackets, and reference markers a
+    # page left after the full stop ("... Geoffrey Hinton.[1] It is ...").
+    r"(?<=[.!?])(?P<close>(?:\[\d{1,3}(?:[,\u2013-]\d{1,3})*\])*[\"')\]\u201d\u2019]*)\s+"
     r"(?=[\"'(\[\u201c\u2018]?[A-Z0-9\u00c0-\u024f\u0400-\u04ff\u3040-\u30ff\u4e00-\u9fff])"
     r"|(?<=[\u3002\uff01\uff1f])(?P<cjkclose>[\u300d\u300f\u201d\uff09]*)"
     r"|\n\s*\n"

@@ -375,7 +375,7 @@ class SimulatedModel:
                 quote = text.strip("\u201c\u201d")
                 said = quote if i else f"According to the sources, {quote[:1].lower()}{quote[1:]}"
                 sentences.append({"text": said, "findings": [int(n)]})
-            return json.dumps({"sentences": sentences})
+            return json.dumps({"answered": True, "sentences": sentences})
         if skill == "ground":
             m = _PASSAGE.search(user)
             passage = " ".join((m.group(1) if m else "").split())

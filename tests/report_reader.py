@@ -2,9 +2,10 @@
 
 Everything before `## Local data` / `## Sources` is read. A line is either structural (a
 heading, the session line, a banner, a finding's relevance/confidence line, the empty-report
-notice) or a statement. List items must carry a citation `[n]`; a paragraph is split into
-sentences (a quoted span “…” counts as one, its inside is the source's words) and every
-sentence must carry one. Every `[n]` must name a source listed under `## Sources`."""
+notice, the not-answered notice) or a statement. List items must carry a citation `[n]`; a
+paragraph is split into sentences (a quoted span “…” counts as one, its inside is the source's
+words) and every sentence must carry one. Every `[n]` must name a source listed under
+`## Sources`."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ _STRUCTURAL = (
     re.compile(r"^> "),
     re.compile(r"^ {3}relevance \d\.\d\d · confidence \d\.\d\d — "),
     re.compile(r"^No finding to report: "),
+    # A report whose findings do not answer its question says so, citing nothing (issue 21).
+    re.compile(
+        r"^(?:None of the \d+ sources read answers|The one source read does not answer) this "
+        r"question\. The closest findings are below\.$"
+    ),
 )
 _LIST = re.compile(r"^\s*(?:\d+\.|-)\s")
 _QUOTED = re.compile("\u201c[^\u201d]*\u201d")

@@ -3,6 +3,7 @@ each stage's extractive.py."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -23,6 +24,7 @@ from mole_dag.skills.protocol import (
     WriteRequest,
 )
 from mole_dag.skillsets.extractive import ExtractiveSkills
+from mole_dag.text import terms
 from mole_dag.verifier.extractive import judge_pair
 
 # --- judge -------------------------------------------------------------------------------------
@@ -313,7 +315,7 @@ def test_plan_is_the_question_with_no_fixed_facets() -> None:
     for word in ("benefit", "risk", "revised", "disputed", "protective", "harm"):
         assert word not in plan[0].query
         assert word not in plan[0].text.casefold()
-    assert plan[0].query == "emac releas packag manager becom part core"
+    assert plan[0].query == "Emacs release package manager become part core"
 
 
 def test_plan_splits_a_two_part_question_into_its_parts() -> None:
@@ -347,9 +349,14 @@ def test_broad_question_is_planned_from_corpus_topics() -> None:
     assert not is_broad("What do the sources say about coffee?")
     plan = plan_questions("What do the sources say?", ("coffee", "sleep"))
     assert [p.query for p in plan[1:]] == ["coffee", "sleep"]
-    assert plan[1].text == "What about coffee?"
-    # Without topics (a web session) the question stands alone.
-    assert len(plan_questions("What do the sources say?")) == 1
+    # Seen: "## What about coffee drinkers?" and a lead 'sourc' via local. Each topic is now a
+    # question a person would ask; the broad question itself runs no search (its words name
+    # no topic) and only groups findings.
+    assert plan[1].text == "What do the sources say about coffee?"
+    assert not plan[0].search and all(p.search for p in plan[1:])
+    # Without topics (a web session) the question stands alone, and is searched.
+    alone = plan_questions("What do the sources say?")
+    assert len(alone) == 1 and alone[0].search and alone[0].query == "sources"
 
 
 def test_wide_question_is_planned_from_the_facets_of_its_documents() -> None:
@@ -359,11 +366,60 @@ def test_wide_question_is_planned_from_the_facets_of_its_documents() -> None:
     plan = plan_questions(
         "What are the health effects of drinking coffee?", ("blood pressure", "pregnancy")
     )
+    # Seen: leads 'health effect drink coffe ...' and sections "## Health effects of drinking
+    # coffee: drinkers?". Queries are the question's words as written; facets are questions.
     assert [p.query for p in plan] == [
-        "health effect drink coffe",
-        "health effect drink coffe blood pressure",
-        "health effect drink coffe pregnancy",
+        "health effects drinking coffee",
+        "health effects drinking coffee blood pressure",
+        "health effects drinking coffee pregnancy",
     ]
+    assert [p.text for p in plan[1:]] == [
+        "What are the health effects of drinking coffee, and what about blood pressure?",
+        "What are the health effects of drinking coffee, and what about pregnancy?",
+    ]
+    # A facet's question holds no word beyond the question's and the facet's: each of its
+    # words weighs in the relevance of the findings filed under it.
+    q_terms = set(terms("What are the health effects of drinking coffee?"))
+    for p, facet in zip(plan[1:], ("blood pressure", "pregnancy"), strict=True):
+        assert set(terms(p.text)) <= q_terms | set(terms(facet)), p.text
+
+
+def test_queries_are_words_a_person_would_write() -> None:
+    questions = [
+        "Which cartoonist's critique of the narrative of lazy Millennials earned a spot on CNN?",
+        "How many rooms does the Nam Nghi Phu Quoc resort have?",
+        "In which Emacs release did the package manager become part of the core?",
+    ]
+    for q in questions:
+        words = {w.removesuffix("'s") for w in re.findall(r"[\w'.+/-]+", q)}
+        for p in plan_questions(q):
+            # Every query word is a word of the question as written: no stem, no fragment of one.
+            assert set(p.query.split()) <= words, (p.query, q)
+    assert plan_questions(questions[0])[0].query == (
+        "cartoonist critique narrative lazy Millennials earned spot CNN"
+    )
+
+
+def test_demo_folder_plans_read_as_questions_with_topics_not_the_subject() -> None:
+    # Seen over the demo folder: sections "## coffee cancer" and "## What about coffee
+    # drinkers?", facets "drinkers" and "association": the corpus's own subject and its
+    # study vocabulary, planned as if they were topics.
+    from mole_dag.actors.local import LocalCorpus
+    from mole_dag.paths import demo_corpus
+
+    corpus = LocalCorpus.open(str(demo_corpus()))
+    text = " ".join(d.text for d in corpus.documents).lower()
+    for question in ("What do the sources say?", "What are the health effects of drinking coffee?"):
+        topics = corpus.topics(8, about="" if is_broad(question) else question)
+        assert topics and not {"coffee", "drinkers", "drinking", "association"} & set(topics)
+        assert not any("coffee" in t for t in topics), topics
+        for p in plan_questions(question, topics):
+            assert p.text.endswith("?") and p.text.split()[0] in ("What",), p.text
+            for word in p.query.split():
+                assert re.search(rf"\b{re.escape(word.lower())}\b", text + question.lower()), (
+                    word,
+                    p.query,
+                )
 
 
 def test_plan_is_deterministic() -> None:

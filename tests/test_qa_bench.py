@@ -113,3 +113,129 @@ def test_skips_with_a_reason_when_the_shared_folder_is_absent(
     assert qa.main(["--qa-dir", str(tmp_path / "nope"), "--pages", str(tmp_path / "nope2")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("qa: skipped:") and "nope" in out
+
+
+# -- issue 21: the Answer section, the decisions, the held-out halves ------------------------
+
+_REPORT = """# Q?
+
+Session `s` · provider `extractive` · budget 1 tokens · generated 2026-01-01 00:00 UTC
+
+## Answer
+
+\u201cMatt Bors drew it.\u201d [1] \u201cA second quote.\u201d [2]
+
+## Q?
+
+1. Matt Bors drew it. [1]
+   relevance 0.50 · confidence 0.20 — x
+
+## Sources
+
+[1] t \u2014 p, unknown. <http://h/a.html>
+"""
+
+
+def _qs() -> object:
+    """The pieces of the shared qa_score.py the bench uses, for a test without ../shared."""
+
+    class QS:
+        @staticmethod
+        def compile_patterns(pats: list[str]) -> list[re.Pattern[str]]:
+            return [re.compile(p, re.I) for p in pats]
+
+        @staticmethod
+        def matches(pats: list[re.Pattern[str]], *texts: str) -> bool:
+            return any(p.search(t) for t in texts if t for p in pats)
+
+    return QS()
+
+
+def test_answer_section_and_its_citations() -> None:
+    answer = qa.answer_section(_REPORT)
+    assert answer.startswith("\u201cMatt Bors") and "Sources" not in answer
+    assert qa.cites(answer) and not qa.cites("None of the 3 sources read answers this question.")
+    assert not qa.cites("a source's own marker \\[2\\]")
+    assert qa.answer_section("# no answer here") == ""
+
+
+def test_decision_rows_and_their_summary() -> None:
+    qs = _qs()
+    hit = qa.decision_row(_REPORT, True, "b", qs.compile_patterns(["Matt Bors"]), qs)
+    assert hit == {"answered": True, "basis": "b", "answer_has": True, "answer_cites": True}
+    declined = qa.decision_row(
+        "## Answer\n\nNone of the 2 sources read answers this question.\n", False, "why", [], qs
+    )
+    assert declined["answer_has"] is False and declined["answer_cites"] is False
+    mole = {"D1": hit, "D2": hit | {"answer_has": False}, "D3": declined}
+    una = {"U1": declined, "U2": hit}
+    s = qa.decisions_summary(mole, una)
+    assert s["answer@"] == pytest.approx(1 / 3)
+    assert (s["false_declines"], s["n_answerable"]) == (1, 3)
+    assert (s["declined"], s["quoted_as_answer"], s["n_unanswerable"]) == (1, 1, 2)
+    # A store from before the decision was recorded: no figure, not a zero.
+    old = {"D1": hit | {"answered": None}}
+    assert qa.decisions_summary(old, {})["false_declines"] is None
+    assert qa.decisions_summary(old, {})["declined"] is None
+
+
+def test_halves_are_fixed_by_the_question_number() -> None:
+    assert [qa.half(q) for q in ("D01", "D02", "U09", "U10", "Q30")] == [
+        "odd",
+        "even",
+        "odd",
+        "even",
+        "even",
+    ]
+
+
+def test_held_out_picks_on_one_half_and_scores_the_other() -> None:
+    sys.path.insert(0, str(_QA_PY.parent))
+    import qa_replay as rp
+
+    qs = [rp.Question(f"D0{i}", f"s{i}", True) for i in range(1, 5)] + [
+        rp.Question("U01", "u1", False),
+        rp.Question("U02", "u2", False),
+    ]
+    grid = ["a", "b"]  # settings are opaque to held_out: only their index is used
+    # Setting 0 ranks the answer first on the odd half only, setting 1 on the even half only.
+    results = {
+        0: {
+            "D01": rp.Outcome(1, True, True),
+            "D03": rp.Outcome(1, True, True),
+            "D02": rp.Outcome(4, False, True),
+            "D04": rp.Outcome(None, False, False),
+            "U01": rp.Outcome(answered=False),
+            "U02": rp.Outcome(answered=True, answer_cites=True),
+        },
+        1: {
+            "D01": rp.Outcome(3, False, True),
+            "D03": rp.Outcome(2, False, True),
+            "D02": rp.Outcome(1, True, True),
+            "D04": rp.Outcome(1, True, True),
+            "U01": rp.Outcome(answered=False),
+            "U02": rp.Outcome(answered=False),
+        },
+    }
+    picked = rp.held_out(grid, results, qs)
+    by = {h.tuned_on: h for h in picked}
+    assert by["odd"].setting == "a" and by["odd"].tuned["hit@1"] == 1.0
+    assert by["odd"].held_out["hit@1"] == 0.0  # picked on odd, it fails the even half
+    assert by["even"].setting == "b" and by["even"].held_out["hit@1"] == 0.0
+    s = rp.summary([(q, results[0][q.qid]) for q in qs])
+    assert s["hit@1"] == 0.5 and s["hit@5"] == 0.75 and s["false_declines"] == 1
+    assert (s["declined"], s["quoted_as_answer"]) == (1, 1)
+
+
+def test_replay_settings_are_the_defaults_the_ablations_and_the_grid() -> None:
+    sys.path.insert(0, str(_QA_PY.parent))
+    import qa_replay as rp
+
+    from mole_dag.mining.relevance import WEIGHTS
+
+    small = rp.settings(WEIGHTS, 0.2, full=False)
+    assert small[0].weights == WEIGHTS and small[0].label(WEIGHTS) == "threshold 0.2"
+    assert len(small) == 1 + len(rp.ABLATIONS)
+    assert small[1].label(WEIGHTS) == "context 0, threshold 0.2"
+    full = rp.settings(WEIGHTS, 0.2, full=True)
+    assert len({(s.weights, s.min_coverage) for s in full}) == len(full) > len(small)

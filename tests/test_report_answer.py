@@ -171,6 +171,40 @@ def test_a_supported_answer_is_printed_with_rendered_citations(
     assert "answer paragraph was not used" not in md
 
 
+def test_a_model_answer_is_recorded_as_answered(store: Store, mini_corpus: Path) -> None:
+    with ModelServer(SimulatedModel(fabricate=False, later_rounds=False)) as server:
+        run = _model_run(store, server, mini_corpus, "s-answered")
+        _research(run)
+        rep = write_report(run)
+    assert rep.answered and rep.answer_basis.startswith("the model writer (`anthropic`)")
+    row = store.row("SELECT answered, answer_basis FROM reports WHERE id = ?", [rep.report_id])
+    assert row == {"answered": True, "answer_basis": rep.answer_basis}
+
+
+def test_a_model_writer_that_finds_no_answer_declines_and_cites_nothing(
+    store: Store, mini_corpus: Path
+) -> None:
+    # Issue 21: with a model writer, answered-or-not is the model's to decide. It says so in
+    # its JSON, and the report says the sources do not answer, cites nothing in the Answer and
+    # heads the findings as related.
+    with ModelServer(WriterSays('{"answered": false, "sentences": []}')) as server:
+        run = _model_run(store, server, mini_corpus, "s-declined")
+        _research(run)
+        rep = write_report(run)
+    md = rep.markdown
+    _assert_every_statement_cited(md)
+    answer = section(md, "Answer")
+    assert answer.startswith("None of the ") and "sources read answers this question" in answer
+    assert not cited_numbers(answer)
+    assert not rep.answered and "the model writer (`anthropic`) found that no finding" in (
+        rep.answer_basis
+    )
+    assert rep.writer == "anthropic" and "answer paragraph was not used" not in md
+    other = ("Answer", "Disputed", "Superseded", "Local data", "Sources", "Spend")
+    headings = [h for h in read(md).sections if h not in other]
+    assert headings and all(h.startswith("Related findings: ") for h in headings)
+
+
 def test_one_bad_sentence_of_three_is_dropped_and_counted(store: Store, mini_corpus: Path) -> None:
     text = _sentences(
         ("Green tea drinkers had a lower risk of stroke in a large cohort study.", [1]),

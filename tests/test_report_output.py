@@ -195,7 +195,14 @@ def test_views_answer_sql(tmp_path: Path, mini_corpus: Path) -> None:
         "dead_ends_by_cause",
         "crossings",
         "claim_pages",
+        "session_answers",
     }
+    # Issue 21: the answered-or-not decision is queryable, one row per reported session.
+    assert rows["session_answers"] == 1
+    got = store.row(
+        "SELECT answered, answer_basis FROM session_answers WHERE session_id = ?", [sid]
+    )
+    assert got is not None and got["answered"] is not None and got["answer_basis"]
     assert rows["claim_overview"] == store.scalar("SELECT count(*) FROM claims")
     multi = store.rows(
         "SELECT publishers FROM publishers_per_cluster WHERE session_id = ? AND publishers > 1",

@@ -167,6 +167,25 @@ def test_sentences_keep_closing_quote_after_terminator(text: str, first: str) ->
     assert got[0] == first
 
 
+@pytest.mark.parametrize(
+    ("text", "first"),
+    [
+        # Seen (issue 21): an encyclopedia page's "... and Geoffrey Hinton.[1] It is a ..." was
+        # one sentence, so the answer and the next sentence became one quote, and the report's
+        # Answer split it where a reader does, leaving the names in a piece without a citation.
+        (
+            "The method was developed by Ana Ruiz.[1] It is widely used.",
+            "The method was developed by Ana Ruiz.[1]",
+        ),
+        ("Tea is popular.[2][3] Coffee too.", "Tea is popular.[2][3]"),
+        ("Tea is popular.[4,5] Coffee too.", "Tea is popular.[4,5]"),
+    ],
+)
+def test_sentences_end_after_reference_markers(text: str, first: str) -> None:
+    got = [text[a:b] for a, b in sentence_spans(text)]
+    assert got[0] == first and len(got) == 2
+
+
 def test_sentences_cjk_terminators() -> None:
     text = "绿茶很受欢迎。它含有咖啡因！真的吗？是的"
     got = [text[a:b] for a, b in sentence_spans(text)]

@@ -53,9 +53,15 @@ _GENERIC = frozenset(
     stem(w)
     for w in (
         "people study studies research result results finding findings data time year years "
-        "also report reported analysis participants author authors paper article page chapter"
+        "also report reported analysis participants author authors paper article page chapter "
+        "association associated link linked effect effects evidence group groups hour hours day "
+        "days week weeks month months minute minutes percent"
     ).split()
 )
+# A term in more than this share of the documents is the corpus's subject ("coffee" in a folder
+# about coffee), not one of its facets; neither are its other forms ("drinkers" beside
+# "drinking"). A guess, flagged as one.
+SUBJECT_SHARE = 0.8
 
 
 # Documents a wide question's facets are read from: enough that a facet few documents share
@@ -416,10 +422,21 @@ class LocalCorpus:
         n = len(docs)
         if n == 0:
             return ()
+        every: Counter[str] = Counter()
+        for doc_terms in docs:
+            every.update(set(doc_terms))
+        subject = {t for t, c in every.items() if c > SUBJECT_SHARE * n and len(t) > 3}
+        exclude |= subject
+        # Other forms of an excluded word: "drinker" and "drinking" beside "drink".
+        roots = sorted((t for t in exclude if len(t) >= 4), key=len)
+
+        def excluded(t: str) -> bool:
+            return t in exclude or any(t.startswith(r) for r in roots)
+
         df: Counter[str] = Counter()
         tf: Counter[str] = Counter()
         for doc_terms in docs:
-            kept = [t for t in doc_terms if len(t) > 3 and t.isalpha() and t not in exclude]
+            kept = [t for t in doc_terms if len(t) > 3 and t.isalpha() and not excluded(t)]
             df.update(set(kept))
             tf.update(kept)
         ranked = sorted(

@@ -23,25 +23,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from mole_dag.text import TermStats, content_terms, normalize, possessive_free, stem
+from mole_dag.text import STOPWORDS, TermStats, content_terms, normalize, possessive_free, stem
 
 # BM25's usual constants (Robertson's defaults).
 K1 = 1.2
 B = 0.75
-# How much the neighbouring sentences and the page title add to a sentence's own match. Guesses,
-# flagged as such: context can lift a sentence that names the answer but not the topic, never
-# make it as relevant as one that states both.
-CONTEXT_WEIGHT = 0.5
-TITLE_WEIGHT = 0.3
-# Without an answer-type cue, a sentence needs this much of the question in its own words before
-# its context counts. A guess, flagged as one.
-CONTEXT_NEEDS_OWN = 0.25
 # Sentences either side that count as context, within the same paragraph.
 CONTEXT_WINDOW = 2
-# Share of the score that the answer-type cue decides. A guess, flagged as one.
-CUE_WEIGHT = 0.25
-# A sentence with no content word beyond the question's restates it: it cannot hold the answer.
-RESTATEMENT_FACTOR = 0.5
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How the parts of relevance add up. Each is a guess, flagged as one; bench/qa.py's
+    held-out check (tune on half the questions, score the other half) is what says whether a
+    value holds beyond the questions it was tried on."""
+
+    # How much the neighbouring sentences and the page title add to a sentence's own match:
+    # context can lift a sentence that names the answer but not the topic, never make it as
+    # relevant as one that states both.
+    context: float = 0.5
+    title: float = 0.3
+    # Without an answer-type cue, a sentence needs this much of the question in its own words
+    # before its context counts.
+    context_needs_own: float = 0.25
+    # Share of the score that the answer-type cue decides.
+    cue: float = 0.25
+    # A sentence with no content word beyond the question's restates it: it cannot hold the
+    # answer.
+    restatement: float = 0.5
+
+
+WEIGHTS = Weights()
 # How much a model's grade (0..3) weighs against the lexical score when a model mined the claim.
 MODEL_GRADE_WEIGHT = 0.5
 
@@ -75,35 +87,169 @@ class AnswerType(StrEnum):
     ANY = "any"  # yes/no, how, why: no cue
 
 
-_TYPE_RULES: tuple[tuple[re.Pattern[str], AnswerType], ...] = tuple(
-    (re.compile(p, re.IGNORECASE), t)
-    for p, t in (
-        (
-            r"\b(?:how\s+(?:many|much|long|far|old|big|large|high|fast|often)|what\s+(?:share|"
-            r"percentage|proportion|fraction|number|amount|price|cost)|by\s+how\s+much|"
-            r"how\s+much\s+(?:faster|slower|more|less))\b",
-            AnswerType.NUMBER,
-        ),
-        (
-            r"\b(?:when|what\s+(?:date|year|day|month|time)|which\s+(?:date|year|day|month)|"
-            r"in\s+what\s+year|on\s+what\s+date)\b",
-            AnswerType.DATE,
-        ),
-        (
-            r"\b(?:who|whom|whose)\b|\b(?:which|what)\s+(?:\w+\s+){0,3}?(?:person|man|woman|"
-            r"player|author|writer|artist|cartoonist|scientist|researcher|president|minister|"
-            r"director|founder|leader|ceo|chief|secretary|attorney|officer|actor|actress|singer|"
-            r"politician|engineer|developer|journalist)\b",
-            AnswerType.PERSON,
-        ),
-        (
-            r"\b(?:where|which\s+(?:city|country|town|state|region|island|beach|place|village|"
-            r"county|province|district|continent|street))\b",
-            AnswerType.PLACE,
-        ),
-        (r"\b(?:which|what)\b", AnswerType.NAME),
-    )
+# What the noun a "which"/"what" asks about says about the answer: general English vocabulary,
+# not any benchmark's wording. A head noun in none of these asks for a name (a title, a
+# product, an organisation). "time" is in none: "what time" is a clock reading, "which time
+# class" a name.
+_QUANTITY_NOUNS = frozenset(
+    stem(w)
+    for w in (
+        "number amount share percentage percent proportion fraction ratio rate price cost value "
+        "temperature height length width depth distance weight mass size speed age population "
+        "total count sum score figure level threshold quantile probability frequency duration "
+        "volume capacity budget salary revenue margin majority"
+    ).split()
 )
+_TIME_NOUNS = frozenset(
+    stem(w) for w in "year date day month decade century era season week weekday".split()
+)
+_PLACE_NOUNS = frozenset(
+    stem(w)
+    for w in (
+        "city country town state region island beach place village county province district "
+        "continent street square road avenue location site area nation capital port river lake "
+        "mountain valley park neighbourhood neighborhood address venue stadium"
+    ).split()
+)
+_PERSON_NOUNS = frozenset(
+    stem(w)
+    for w in (
+        "person man woman boy girl child people author writer actor actress singer player "
+        "president minister director founder cofounder leader ceo chief secretary attorney "
+        "officer engineer developer researcher professor teacher lecturer student judge king "
+        "queen prince princess emperor pope bishop captain general commander coach manager "
+        "owner editor reporter photographer designer architect inventor explorer composer poet "
+        "chairman chairwoman chair spokesperson spokesman spokeswoman ambassador governor mayor "
+        "senator member winner athlete husband wife son daughter father mother brother sister "
+        "creator maker host presenter producer"
+    ).split()
+)
+# Agent nouns by suffix (scientist, cartoonist, politician, historian), minus the common words
+# that end the same way and name no person.
+_PERSON_SUFFIX = re.compile(r"(?:ist|ian)s?$")
+_NOT_PERSON = frozenset(
+    "list wrist twist mist gist fist exist assist insist resist consist persist median "
+    "christian italian indian canadian australian russian asian".split()
+)
+# "how" + one of these asks for a quantity; any other "how" asks for a manner.
+_HOW_MUCH = frozenset(
+    "many much long far old big large high tall deep fast often heavy wide small short "
+    "early late soon".split()
+)
+# A unit the answer is asked in ("in kelvin", "in metres") asks for a number.
+_UNIT = re.compile(
+    r"\bin\s+(?:kelvin|celsius|fahrenheit|degrees|met(?:er|re)s|feet|foot|kilomet(?:er|re)s|"
+    r"km|miles|kilograms|kg|pounds|tons|tonnes|dollars|euros|pounds|percent|years|months|"
+    r"days|hours|minutes|seconds|bytes|megabytes|gigabytes)\b",
+    re.IGNORECASE,
+)
+_WH = re.compile(r"\b(which|what|whose|who|whom|when|where|how|why)\b", re.IGNORECASE)
+_COPULA = frozenset("is are was were 's be".split())
+_AUX = frozenset(
+    "do does did can could will would should shall may might must has have had".split()
+)
+_DETERMINERS = frozenset("the a an this that these those its their his her".split())
+# Words that end the noun phrase after "which"/"what": function words and auxiliaries.
+_PHRASE_END = frozenset(
+    "of in on at for to from by with about as into than that which who and or but is are was "
+    "were be been do does did can could will would should has have had".split()
+)
+
+
+def _noun_kind(word: str) -> AnswerType | None:
+    w = possessive_free(normalize(word)).strip(".,;:!?()\"'“”‘’")
+    if not w:
+        return None
+    st = stem(w)
+    if st in _QUANTITY_NOUNS:
+        return AnswerType.NUMBER
+    if st in _TIME_NOUNS:
+        return AnswerType.DATE
+    if st in _PLACE_NOUNS:
+        return AnswerType.PLACE
+    if st in _PERSON_NOUNS or (
+        len(w) > 5 and _PERSON_SUFFIX.search(w) and w.rstrip("s") not in _NOT_PERSON
+    ):
+        return AnswerType.PERSON
+    return None
+
+
+def _which_kind(rest: str) -> AnswerType:
+    """The kind of answer "which X" / "what is the X of" asks for, from the noun phrase after
+    the wh-word: a possessive names what is asked ("which cartoonist's critique" asks for the
+    cartoonist); otherwise the last word of the phrase that names a kind (English puts the head
+    of a noun phrase last: "which district attorney", "which wine region"); none: a name."""
+    tokens = re.findall(r"[\w'’.\-]+|[,;:?!()]", rest)
+    copular = bool(tokens) and normalize(tokens[0]) in _COPULA
+    if copular:
+        tokens = tokens[1:]
+        if not tokens or normalize(tokens[0]) not in _DETERMINERS:
+            return AnswerType.ANY  # "What is t-SNE?": a definition, not a name
+    elif tokens and normalize(tokens[0]) in _AUX:
+        return AnswerType.ANY  # "What did the study find?"
+    while tokens and normalize(tokens[0]) in _DETERMINERS:
+        tokens = tokens[1:]
+    phrase: list[str] = []
+    for t in tokens[:6]:
+        if not re.match(r"\w", t) or normalize(t) in _PHRASE_END:
+            break
+        phrase.append(t)
+        if re.search(r"['’]s?$", t):  # a possessive: the owner is what is asked for
+            return _noun_kind(t) or AnswerType.NAME
+    for t in reversed(phrase):
+        kind = _noun_kind(t)
+        if kind is not None:
+            return kind
+    after = tokens[len(phrase)] if len(tokens) > len(phrase) else "?"
+    if copular and after in "?.!":
+        return AnswerType.ANY  # "What is a hash map?": asks what it is, not for a name
+    return AnswerType.NAME
+
+
+def _main_wh(question: str) -> re.Match[str] | None:
+    """The wh-word the question asks with: the first one, except a leading "When ..., " or
+    "Where ..., " clause that sets the scene for a later question word ("When xts converts
+    data, which time class does it use?")."""
+    found = list(_WH.finditer(question))
+    if not found:
+        return None
+    first = found[0]
+    if first.group(1).lower() in ("when", "where") and not question[: first.start()].strip():
+        comma = question.find(",", first.end())
+        later = [m for m in found[1:] if comma >= 0 and m.start() > comma]
+        if later:
+            return later[0]
+    return first
+
+
+def answer_type(question: str) -> AnswerType:
+    """The kind of answer a question asks for, read from its main wh-word and, after "which"
+    or "what", the noun it asks about."""
+    m = _main_wh(question)
+    if m is None:
+        return AnswerType.NUMBER if _UNIT.search(question) else AnswerType.ANY
+    wh, rest = m.group(1).lower(), question[m.end() :]
+    if wh == "how":
+        nxt = re.match(r"\s*(\w+)", rest)
+        if nxt and nxt.group(1).lower() in _HOW_MUCH:
+            return AnswerType.NUMBER
+        return AnswerType.NUMBER if _UNIT.search(question) else AnswerType.ANY
+    if wh == "when":
+        return AnswerType.DATE
+    if wh == "where":
+        return AnswerType.PLACE
+    if wh in ("who", "whom", "whose"):
+        return AnswerType.PERSON
+    if wh == "why":
+        return AnswerType.ANY
+    kind = _which_kind(rest)
+    if kind in (AnswerType.NAME, AnswerType.ANY) and _UNIT.search(question):
+        return AnswerType.NUMBER
+    if kind is AnswerType.NAME and SCOPE.search(question):
+        # "What are the health effects of coffee?" asks about a topic's many sides.
+        return AnswerType.ANY
+    return kind
+
 
 _YEAR = re.compile(r"\b(?:1[5-9]\d\d|20\d\d)s?\b")
 _MONTH = re.compile(
@@ -127,6 +273,15 @@ _NAME_RUN = re.compile(
     r"[A-Z][\w'’\-]+(?:\s+(?:(?:van|von|de|der|den|da|di|del|la|le|bin|al)"
     r"\s+)*[A-Z][\w'’\-]+)+"
 )
+# A reference to an author's work: "(Mullahy 1986)", "(Kuan and Hornik, 1995)", "Rosenbaum
+# (1994)", "Smith et al. (2001)". The name is group 1 (inside the brackets) or group 2.
+_NAME_WORD = r"[A-Z][a-z][\w'’\-]+"
+_CO_AUTHORS = rf"(?:\s+et\s+al\.?|\s+(?:and|&)\s+{_NAME_WORD})?"
+_WORK_YEAR = r"(?:1[6-9]\d\d|20\d\d)[a-z]?"
+_AUTHOR_YEAR = re.compile(
+    rf"\(\s*({_NAME_WORD}){_CO_AUTHORS},?\s+{_WORK_YEAR}\b"
+    rf"|\b({_NAME_WORD}){_CO_AUTHORS}\s+\({_WORK_YEAR}\)"
+)
 _IDENT = re.compile(r"\b\w+(?:[_/]\w+)+\b|\b[A-Za-z]+\d[\w.]*\b|\b\d+\.\d+(?:\.\d+)*\b")
 
 
@@ -136,8 +291,14 @@ def _has_run_at_start(sentence: str, query: Query) -> bool:
     m = _NAME_RUN.match(sentence.lstrip("\"“‘'("))
     if not m:
         return False
-    parts = [normalize(w) for w in m.group(0).split()]
-    return any(p not in query.surface for p in parts) and not _CALENDAR.match(m.group(0))
+    words = m.group(0).split()
+    if normalize(words[0]) in STOPWORDS:
+        # "In March ...", "The Hague ...": a capitalised function word opens the sentence, the
+        # run after it is one word.
+        words = words[1:]
+    if len(words) < 2 or any(_CALENDAR.fullmatch(w) for w in words):
+        return False
+    return any(normalize(w) not in query.surface for w in words)
 
 
 # Words that ask about a topic's many sides rather than one fact ("What are the health effects
@@ -149,16 +310,38 @@ SCOPE = re.compile(
 )
 
 
-def answer_type(question: str) -> AnswerType:
-    if SCOPE.search(question) and not re.search(
-        r"\b(?:which|who|whom|whose|when|where)\b", question, re.IGNORECASE
-    ):
-        kind = next((k for p, k in _TYPE_RULES if p.search(question)), AnswerType.ANY)
-        return kind if kind in (AnswerType.NUMBER, AnswerType.DATE) else AnswerType.ANY
-    for pattern, kind in _TYPE_RULES:
-        if pattern.search(question):
-            return kind
-    return AnswerType.ANY
+_NAMED = re.compile(r"[^\W_][\w'’.\-/]*", re.UNICODE)
+
+
+# A capitalised adjective of origin ("Indian", "British", "Korean", "Dutch"): it describes what
+# is asked about rather than naming it, and a page says it another way ("in India", "in the
+# Netherlands"). English demonym endings, and common demonyms without one.
+_ORIGIN = re.compile(r"(?:ian|ean|ican|ese|ish)$")
+_ORIGIN_WORDS = frozenset(
+    "german dutch french swiss greek thai welsh irish scots czech israeli iraqi pakistani "
+    "bangladeshi kuwaiti saudi nepali somali yemeni omani qatari".split()
+)
+
+
+def question_names(text: str) -> list[tuple[str, str]]:
+    """What a question names, as (term, word as written): its capitalised words after the first
+    ("Hinton", "WhatsApp", "Academy") and its numbers ("2021", "93rd", "3"), but not its
+    adjectives of origin ("Indian", "Dutch"). A source that mentions none of them is not about
+    what the question asks."""
+    out: dict[str, str] = {}
+    for i, m in enumerate(_NAMED.finditer(text)):
+        word = m.group(0).rstrip(".-")
+        low = possessive_free(word).lower()
+        if (
+            word[:1].isupper()
+            and word[1:].islower()
+            and (_ORIGIN.search(low) or low in _ORIGIN_WORDS)
+        ):
+            continue
+        if (i > 0 and word[:1].isupper()) or any(ch.isdigit() for ch in word):
+            for t in content_terms(word):
+                out.setdefault(t, possessive_free(word))
+    return list(out.items())
 
 
 @dataclass(frozen=True)
@@ -225,9 +408,17 @@ def _has_cue(sentence: str, query: Query) -> bool:
     ]
     if kind is AnswerType.PERSON:
         # A person is named with two capitalised words or more ("Ana Ruiz", "Laurens van der
-        # Maaten" has two); one new capitalised word is as often a place or a weekday.
-        return any(_NAME_RUN.match(sentence, m.start()) for m in new) or _has_run_at_start(
-            sentence, query
+        # Maaten" has two); one new capitalised word is as often a place or a weekday. A paper
+        # names one by surname and year ("Mullahy (1986)", "Rosenbaum 1994", "Kuan and Hornik
+        # 1995").
+        return (
+            any(_NAME_RUN.match(sentence, m.start()) for m in new)
+            or _has_run_at_start(sentence, query)
+            or any(
+                normalize(name) not in query.surface
+                for m in _AUTHOR_YEAR.finditer(sentence)
+                if (name := m.group(1) or m.group(2))
+            )
         )
     if kind is AnswerType.PLACE:
         return bool(new)
@@ -237,36 +428,73 @@ def _has_cue(sentence: str, query: Query) -> bool:
     return bool(new or idents or re.search(r"[\"“‘][^\"”’]{2,60}[\"”’]", sentence))
 
 
-def score(
+@dataclass(frozen=True)
+class Evidence:
+    """What a sentence has of a question, before any weight is applied: shares of the
+    question's term weight (0..1) found in the sentence itself (BM25-saturated), only in the
+    sentences around it, and only in the page title; whether it holds the kind of answer asked
+    for; whether it only restates the question."""
+
+    own: float
+    around: float
+    title: float
+    cue: bool
+    restates: bool
+
+    @property
+    def coverage(self) -> float:
+        """Share of the question's weight found in the sentence, around it or in the title."""
+        return min(self.own + self.around + self.title, 1.0)
+
+
+NO_EVIDENCE = Evidence(0.0, 0.0, 0.0, False, False)
+
+
+def evidence(
     query: Query, stats: TermStats, sentence: str, context: Sequence[str] = (), title: str = ""
-) -> Relevance:
+) -> Evidence:
     total = query.total
     if total <= 0:
-        return Relevance(0.0, 0.0, 0.0, False, False)
+        return NO_EVIDENCE
     own_terms = content_terms(sentence)
     tf = Counter(own_terms)
     norm = K1 * (1 - B + B * len(own_terms) / max(stats.avg_len, 1.0))
     own = sum(w * tf[t] * (K1 + 1) / (tf[t] + norm) for t, w in query.weights.items() if tf[t])
     own = min(own / total, 1.0)
     have = set(own_terms)
-    around = {t for c in context for t in content_terms(c)} - have
-    in_title = set(content_terms(title)) - have - around
-    ctx = sum(w for t, w in query.weights.items() if t in around) * CONTEXT_WEIGHT
-    ctx += sum(w for t, w in query.weights.items() if t in in_title) * TITLE_WEIGHT
-    ctx = ctx / total
-    cue = (own > 0 or ctx > 0) and _has_cue(sentence, query)
+    near = {t for c in context for t in content_terms(c)} - have
+    in_title = set(content_terms(title)) - have - near
+    around = sum(w for t, w in query.weights.items() if t in near) / total
+    titled = sum(w for t, w in query.weights.items() if t in in_title) / total
+    cue = (own > 0 or around > 0 or titled > 0) and _has_cue(sentence, query)
+    restates = bool(have) and have <= set(query.weights)
+    return Evidence(round(own, 4), round(around, 4), round(titled, 4), cue, restates)
+
+
+def weigh(ev: Evidence, weights: Weights = WEIGHTS) -> Relevance:
+    ctx = ev.around * weights.context + ev.title * weights.title
     # Context lifts a sentence that holds the kind of answer asked for, or that is itself on
     # the question: the sentence after a topic sentence is not an answer just for being there.
-    if not cue and own < CONTEXT_NEEDS_OWN:
+    if not ev.cue and ev.own < weights.context_needs_own:
         ctx = 0.0
-    topical = min(own + ctx, 1.0)
-    value = (1 - CUE_WEIGHT) * topical + (CUE_WEIGHT * topical if cue else 0.0)
-    restates = bool(have) and have <= set(query.weights)
-    if restates:
-        value *= RESTATEMENT_FACTOR
+    topical = min(ev.own + ctx, 1.0)
+    value = (1 - weights.cue) * topical + (weights.cue * topical if ev.cue else 0.0)
+    if ev.restates:
+        value *= weights.restatement
     return Relevance(
-        round(min(max(value, 0.0), 1.0), 4), round(own, 4), round(ctx, 4), cue, restates
+        round(min(max(value, 0.0), 1.0), 4), ev.own, round(ctx, 4), ev.cue, ev.restates
     )
+
+
+def score(
+    query: Query,
+    stats: TermStats,
+    sentence: str,
+    context: Sequence[str] = (),
+    title: str = "",
+    weights: Weights = WEIGHTS,
+) -> Relevance:
+    return weigh(evidence(query, stats, sentence, context, title), weights)
 
 
 def blend_with_grade(lexical: float, grade: int | None) -> float:

@@ -15,8 +15,10 @@ from mole_dag.core import columns
 from mole_dag.mining.passages import Passages, char_offset
 from mole_dag.mining.relevance import (
     CONTEXT_WINDOW,
+    WEIGHTS,
     Query,
     TermStats,
+    Weights,
     blend_with_grade,
     combine,
     score,
@@ -50,7 +52,20 @@ def session_stats(passages: dict[str, Passages]) -> TermStats:
     return TermStats.from_sentences(s.text for p in passages.values() for s in p.sentences)
 
 
-def score_relevance(run: Run) -> RelevanceResult:
+def claim_context(passages: dict[str, Passages], claim: RelevanceClaimRow) -> list[str]:
+    """The sentences around a claim's quote on its page, within its paragraph."""
+    page = passages.get(claim.source_id)
+    if page is None:
+        return []
+    data = page.text.encode("utf-8")
+    a = char_offset(data, claim.quote_byte_start)
+    b = char_offset(data, claim.quote_byte_end)
+    return page.around(a, b, CONTEXT_WINDOW)
+
+
+def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
+    """Score and store every claim of the session. `weights` other than the defaults are for
+    bench/qa.py's replay of stored sessions (the held-out check), never for a session."""
     store, sid = run.store, run.session_id
     question = run.session().question
     subs = [
@@ -69,19 +84,13 @@ def score_relevance(run: Run) -> RelevanceResult:
     rows: list[dict[str, Any]] = []
     now = utcnow()
     for c in claims:
-        page = passages.get(c.source_id)
-        context: list[str] = []
-        if page is not None:
-            data = page.text.encode("utf-8")
-            a = char_offset(data, c.quote_byte_start)
-            b = char_offset(data, c.quote_byte_end)
-            context = page.around(a, b, CONTEXT_WINDOW)
+        context = claim_context(passages, c)
         sentence = " ".join(c.quote.split())
         title = titles.get(c.source_id, "")
-        to_q = score(q_question, stats, sentence, context, title)
+        to_q = score(q_question, stats, sentence, context, title, weights)
         best_sub, best = c.sub_question_id, None
         for sub, query in q_subs:
-            r = score(query, stats, sentence, context, title)
+            r = score(query, stats, sentence, context, title, weights)
             # Ties go to the sub-question that mined the claim, then to planner order.
             if (
                 best is None

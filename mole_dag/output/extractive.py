@@ -1,6 +1,7 @@
-"""The extractive answer (no model): the most relevant findings' quotes, one finding per sentence
-(the report renders their citations). Also the fallback when a model's answer fails the
-evidence check, and the notice a report made without a model carries."""
+"""The extractive answer (no model): the quotes of the findings that answer the question, one
+finding per sentence (the report renders their citations), or none when none answers. Also the
+fallback when a model's answer fails the evidence check, and the notice a report made without a
+model carries."""
 
 from __future__ import annotations
 
@@ -18,18 +19,28 @@ MAX_ANSWER_SENTENCES = 3
 
 
 def write_body(req: WriteRequest) -> WrittenAnswer:
-    """The deterministic answer: the most relevant findings' quotes, one finding per sentence,
+    """The deterministic answer: the quotes of the findings that answer the question (the
+    lexical decision, mole_dag.output.answered), most relevant first, one finding per sentence,
     so the first thing a reader meets is what the sources said, each cited. One per
     sub-question first, when the question has several parts; superseded findings only when
-    nothing else is left. Also the fallback when a model's answer fails the evidence check."""
+    nothing else is left. When no finding answers, no sentence: the report says the question
+    is not answered rather than quote something near it. Also the fallback when a model's
+    answer fails the evidence check."""
     if not req.findings:
-        return WrittenAnswer((), "there is no finding to answer from")
-    ranked = sorted(
-        req.findings, key=lambda f: (f.superseded, -f.relevance, -f.confidence, f.number)
-    )
+        return WrittenAnswer((), "there is no finding to answer from", answered=False)
+    if not req.answered:
+        return WrittenAnswer((), answered=False)
+    # A request that flags no finding (a caller without the decision) is answered from all.
+    pool = [f for f in req.findings if f.answers] or list(req.findings)
+    ranked = sorted(pool, key=lambda f: (f.superseded, -f.relevance, -f.confidence, f.number))
     picked: list[int] = []
     parts: set[str] = set()
-    for f in ranked:
+    # A question with parts or facets is answered part by part: the best finding of each part
+    # first, then of the question's own section, whose findings are often about the whole
+    # topic rather than any answer ("Coffee is one of the most widely consumed beverages").
+    question = " ".join(req.question.split())
+    by_part = sorted(ranked, key=lambda f: " ".join(f.sub_question.split()) == question)
+    for f in by_part:
         if f.sub_question not in parts and len(picked) < MAX_ANSWER_SENTENCES:
             picked.append(f.number)
             parts.add(f.sub_question)

@@ -23,16 +23,23 @@ findings under the sub-questions they answer. Each finding is a passage quoted f
 with its relevance to the question and its confidence (how far its sources can be trusted), \
 both from 0 to 1.
 
-Answer the question in two to five plain sentences, from the findings only. Each sentence \
-must state only what the findings it names say, in their words as far as you can; name them \
-by number in "findings". Prefer relevant, confident findings. Say when a finding is disputed, \
-and do not present a superseded finding as current. If the findings do not answer the \
-question, say so in one sentence naming the closest findings.
+First decide whether the findings answer the question: whether some finding states what it \
+asks for (the name, number, date, place or fact), about what the question names. A finding on \
+the same topic that does not state it does not answer it.
+
+If they answer it, answer in two to five plain sentences, from the findings only. Each \
+sentence must state only what the findings it names say, in their words as far as you can; \
+name them by number in "findings". Prefer relevant, confident findings. Say when a finding is \
+disputed, and do not present a superseded finding as current.
+
+If they do not answer it, write no sentence: the report then says that the sources read do \
+not answer the question and lists the closest findings as related.
 
 Never write citations, source numbers, square brackets, markup, headings or lists: the \
 citations are added for you from the findings you name.
 
-Reply with JSON only, no prose: {"sentences": [{"text": "...", "findings": [1, 3]}]}"""
+Reply with JSON only, no prose: {"answered": true, "sentences": [{"text": "...", \
+"findings": [1, 3]}]} or {"answered": false, "sentences": []}"""
 
 
 _REF_MARK = re.compile(r"\[\s*\d+(?:\s*[,;–-]\s*\d+)*\s*\]")
@@ -91,11 +98,23 @@ def _finding_numbers(value: object) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _declined(text: str) -> bool:
+    """The writer said the findings do not answer the question: `"answered": false` (a JSON
+    false, or the string "false"/"no"). Anything else is read as an answer, to be checked."""
+    value = first_object(text).get("answered")
+    if isinstance(value, str):
+        return value.strip().casefold() in ("false", "no")
+    return value is False
+
+
 def parse_write(text: str) -> WrittenAnswer:
-    """Sentences bound to finding numbers. Whatever is not in that shape is not guessed at:
-    free prose yields no sentence (and says so), a truncated answer keeps its whole
-    sentences. The text is kept as written (controls stripped): the binding check
-    (mole_dag.output.binding) decides what may reach the report."""
+    """Sentences bound to finding numbers, or the writer's finding that nothing answers the
+    question. Whatever is not in that shape is not guessed at: free prose yields no sentence
+    (and says so), a truncated answer keeps its whole sentences. The text is kept as written
+    (controls stripped): the binding check (mole_dag.output.binding) decides what may reach
+    the report."""
+    if _declined(text):
+        return WrittenAnswer((), answered=False)
     if not re.search(r'"sentences"\s*:', text):
         # Free prose, or JSON of another shape. Not parse_items: its bare-array fallback
         # would read a prose "[1]" as an empty list and call the answer complete.

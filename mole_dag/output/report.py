@@ -26,6 +26,8 @@ from mole_dag.budget import BudgetExhausted, BudgetOverrun
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, stable_id
 from mole_dag.llm.provider import ModelCallFailed
+from mole_dag.mining.relevance import WEIGHTS, Weights
+from mole_dag.output.answered import MIN_COVERAGE, Decision, Shown, session_decision
 from mole_dag.output.binding import Binding, bind
 from mole_dag.output.citations import cite
 from mole_dag.output.extractive import MADE_WITHOUT_MODEL, write_body
@@ -50,6 +52,11 @@ RELATIVE_FLOOR = 0.5
 # The line that opens the answer of a report with no findings (tests and readers key on it).
 EMPTY_PREFIX = "No finding to report"
 ANSWER_FALLBACK = "the answer below is the deterministic one: the most relevant findings, quoted"
+ANSWER_FALLBACK_DECLINED = (
+    "the deterministic decision stands: no finding answers the question (the closest are below)"
+)
+# Headings of a report whose findings do not answer its question: they are related, not answers.
+RELATED_PREFIX = "Related findings: "
 
 
 @dataclass
@@ -95,6 +102,8 @@ class ReportResult:
     rejected_bodies: list[str] = field(default_factory=list)  # why writer answers were not used
     escrow_released: int = 0
     spent: int = 0
+    answered: bool = False
+    answer_basis: str = ""
 
 
 # -- choosing and ordering findings ----------------------------------------------------------
@@ -268,7 +277,7 @@ def _select_findings(run: Run, max_findings: int) -> Selection:
     return Selection(findings, numbered, scored, best, len(reps))
 
 
-def _writer_request(question: str, findings: list[Finding]) -> WriteRequest:
+def _writer_request(question: str, findings: list[Finding], decision: Decision) -> WriteRequest:
     return WriteRequest(
         question=question,
         findings=tuple(
@@ -280,9 +289,21 @@ def _writer_request(question: str, findings: list[Finding]) -> WriteRequest:
                 f.sub_question,
                 disputed=bool(f.disputed_with),
                 superseded=f.superseded,
+                answers=f.number in decision.answering,
             )
             for f in findings
         ),
+        answered=decision.answered,
+    )
+
+
+def not_answered(sources: int) -> str:
+    """The Answer section of a report whose findings do not answer its question: it says so,
+    and cites nothing."""
+    if sources == 1:
+        return "The one source read does not answer this question. The closest findings are below."
+    return (
+        f"None of the {sources} sources read answers this question. The closest findings are below."
     )
 
 
@@ -418,7 +439,12 @@ def render(
     banners: list[str],
     spend_by_role: list[dict[str, Any]],
     appendix: list[str] | None = None,
+    answered: bool = True,
+    why: str = "",
 ) -> str:
+    """The report's Markdown. When the findings do not answer the question (`answered` False),
+    the Answer section is the plain notice in `answer`, with `why` under it, and every section
+    of findings is headed as related."""
     unit = session.unit
     out: list[str] = [f"# {one_line(session.question)}", ""]
     out.append(
@@ -430,12 +456,15 @@ def render(
     for b in banners:
         out += [f"> {one_line(b)}", ""]
     out += ["## Answer", "", one_line(answer), ""]
+    if why:
+        out += [f"> Why: {one_line(why)}.", ""]
 
     sections: dict[str, list[Finding]] = {}
     for f in findings:
         sections.setdefault(f.sub_question_id, []).append(f)
+    label = "" if answered else RELATED_PREFIX
     for group in sections.values():
-        out += [f"## {one_line(group[0].sub_question)}", ""]
+        out += [f"## {label}{one_line(group[0].sub_question)}", ""]
         for f in group:
             flags = []
             if f.superseded:
@@ -520,12 +549,17 @@ class _Written:
     notes: list[str] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
     spent: int = 0
+    answered: bool = True
+    basis: str = ""
 
 
-def _write(run: Run, req: WriteRequest, findings: list[Finding]) -> _Written:
+def _write(run: Run, req: WriteRequest, findings: list[Finding], decision: Decision) -> _Written:
     """One writer call (no retry: the same prompt mostly earns the same answer, and the
     deterministic answer is a good one), bound to the findings; the deterministic answer when
-    the call cannot be made or too little of its answer survives."""
+    the call cannot be made or too little of its answer survives. Whether the findings answer
+    the question is the writer's to say: a model reads them; the model-free writer follows the
+    lexical decision (mole_dag.output.answered), which also stands when a model's answer is
+    not used."""
     sid, unit = run.session_id, run.unit
     texts = {f.number: f.text for f in findings}
     got: WrittenAnswer | None = None
@@ -560,31 +594,47 @@ def _write(run: Run, req: WriteRequest, findings: list[Finding]) -> _Written:
     except ModelCallFailed as exc:
         why = f"writer failed: {exc}"
 
+    if got is not None and not got.answered:
+        # The writer found that no finding answers the question: nothing to bind, nothing to
+        # cite; the findings stay below as related.
+        basis = (
+            f"the model writer (`{run.skills.name}`) found that no finding answers the question"
+            if run.skills.uses_model
+            else decision.basis
+        )
+        return _Written(Binding((), 0), run.skills.name, [], [], spent, False, basis)
     binding = bind(got, texts, req.question) if got is not None else None
     if binding is not None and binding.enough:
         notes = []
         if binding.dropped:
             notes.append(f"The writer's answer: {binding.explain()}.")
-        return _Written(binding, run.skills.name, notes, [], spent)
+        basis = (
+            f"the model writer (`{run.skills.name}`) answered from "
+            + ", ".join(f"#{n}" for n in dict.fromkeys(n for b in binding.kept for n in b.findings))
+            if run.skills.uses_model
+            else decision.basis
+        )
+        return _Written(binding, run.skills.name, notes, [], spent, True, basis)
 
     if binding is not None and got is not None:
         why = binding.explain()
         if got.problem:
             why = got.problem if not binding.offered else f"{got.problem}; {why}"
     log.warning("session %s: writer answer not used: %s", sid, why)
-    fallback = bind(write_body(req), texts, req.question)
+    fallback_answer = write_body(req)
+    fallback = bind(fallback_answer, texts, req.question)
+    declined = not fallback_answer.answered
+    instead = ANSWER_FALLBACK_DECLINED if declined else ANSWER_FALLBACK
     notes = []
     if run.skills.uses_model:
         head = model_work(run)
         if budget_note:
-            notes.append(f"{head}. {budget_note}, so {ANSWER_FALLBACK}.")
+            notes.append(f"{head}. {budget_note}, so {instead}.")
         else:
-            notes.append(
-                f"{head}. Its answer paragraph was not used ({why}), so {ANSWER_FALLBACK}."
-            )
+            notes.append(f"{head}. Its answer paragraph was not used ({why}), so {instead}.")
     else:
-        notes.append(f"The extractive answer was not used ({why}), so {ANSWER_FALLBACK}.")
-    return _Written(fallback, "deterministic", notes, [why], spent)
+        notes.append(f"The extractive answer was not used ({why}), so {instead}.")
+    return _Written(fallback, "deterministic", notes, [why], spent, not declined, decision.basis)
 
 
 # The report stage's own start: here, not in session.py, because the stages sit below the driver.
@@ -604,8 +654,15 @@ def begin_reporting(run: Run) -> int:
 
 
 def write_report(
-    run: Run, *, max_findings: int = MAX_FINDINGS, out_dir: Path | None = None
+    run: Run,
+    *,
+    max_findings: int = MAX_FINDINGS,
+    out_dir: Path | None = None,
+    weights: Weights = WEIGHTS,
+    min_coverage: float = MIN_COVERAGE,
 ) -> ReportResult:
+    """Write, store and save the session's report. `weights` and `min_coverage` other than
+    the defaults are for bench/qa.py's replay of stored sessions (the held-out check)."""
     store, sid = run.store, run.session_id
     released = begin_reporting(run)
     session = run.session()
@@ -621,13 +678,27 @@ def write_report(
             "by confidence and some may not bear on the question."
         )
     if findings:
-        written = _write(run, _writer_request(session.question, findings), findings)
-        answer = render_answer(written.binding, findings)
+        decision = session_decision(
+            store,
+            sid,
+            session.question,
+            [Shown(f.number, f.claim_id, f.cluster_id) for f in findings],
+            weights=weights,
+            min_coverage=min_coverage,
+        )
+        req = _writer_request(session.question, findings, decision)
+        written = _write(run, req, findings, decision)
         banners += written.notes
+        if written.answered:
+            answer, why = render_answer(written.binding, findings), ""
+        else:
+            counts = store.named("session_counts", {"session_id": sid})[0]
+            answer = not_answered(int(counts["sources"]))
+            why = written.basis
     else:
         # No finding, no writer call: there is nothing a sentence could be bound to.
-        written = _Written(Binding((), 0), "none")
-        answer = empty_reason(run, sel)
+        answer, why = empty_reason(run, sel), ""
+        written = _Written(Binding((), 0), "none", answered=False, basis="no finding to report")
 
     bal = run.ledger.balance(sid)
     session = run.session()
@@ -640,6 +711,8 @@ def write_report(
         banners=banners,
         spend_by_role=run.ledger.spend_by_role(sid),
         appendix=local_data_section(store, sid),
+        answered=written.answered or not findings,
+        why=why,
     )
     now = utcnow()
     report_id = stable_id(sid, now.isoformat(), prefix="r-")
@@ -665,6 +738,8 @@ def write_report(
                 "made_without_model": not run.skills.uses_model,
                 "findings": len(findings),
                 "citations": n_cites,
+                "answered": written.answered,
+                "answer_basis": written.basis,
                 "now": now,
             },
         )
@@ -691,4 +766,6 @@ def write_report(
         written.rejected,
         released,
         written.spent,
+        written.answered,
+        written.basis,
     )

@@ -7,7 +7,7 @@ import re
 
 from mole_dag.mining.relevance import SCOPE, AnswerType, answer_type, is_broad
 from mole_dag.skills.protocol import PlannedQuestion
-from mole_dag.text import terms
+from mole_dag.text import STOPWORDS, normalize, possessive_free, terms
 
 _LEADING = re.compile(
     r"^(?:what|how|why|when|where|which|who|whom|is|are|was|were|does|do|did|can|could|should|"
@@ -57,27 +57,49 @@ def is_wide(question: str) -> bool:
     return bool(SCOPE.search(question)) and answer_type(question) is AnswerType.ANY
 
 
+_WORD = re.compile(r"[^\W_][\w'’.+/\-]*", re.UNICODE)
+
+
 def _query(text: str) -> str:
-    return (
-        " ".join(dict.fromkeys(terms(topic_of(text))))
-        or topic_of(text).strip()
-        or " ".join(text.split())
-    )
+    """The search words of a question as a person would type them: its words as written,
+    minus the question words and function words, each once. Never stems ("sourc", "coffe"):
+    the search engine or the local index does its own matching."""
+    topic = topic_of(text)
+    seen: set[str] = set()
+    out: list[str] = []
+    for m in _WORD.finditer(topic):
+        word = possessive_free(m.group(0).rstrip(".-"))
+        key = normalize(word)
+        if not word or key in STOPWORDS or key in seen:
+            continue
+        seen.add(key)
+        out.append(word)
+    return " ".join(out) or topic.strip() or " ".join(text.split())
+
+
+def _facet_question(question: str, facet: str) -> str:
+    """A wide question asked about one facet: still a question a person would write, with no
+    content word beyond the question's and the facet's (a word like "regarding", on no page,
+    would weigh in the sub-question's relevance as if it were asked about)."""
+    return f"{question.rstrip('?？!. ')}, and what about {facet}?"
 
 
 def plan_questions(question: str, corpus_topics: tuple[str, ...] = ()) -> list[PlannedQuestion]:
     """The question itself; its parts when it asks several things; for a broad question, one
     sub-question per dominant topic of the corpus. No fixed facets: words the question did not
-    use ("benefit", "risk") send the search away from what was asked."""
+    use ("benefit", "risk") send the search away from what was asked. A broad question with
+    topics runs no search of its own: its words ("What do the sources say?") name no topic."""
     q = " ".join(question.split())
-    out = [PlannedQuestion(q, _query(q))]
     if is_broad(q) and corpus_topics:
-        out += [PlannedQuestion(f"What about {t}?", t) for t in corpus_topics[:BROAD_TOPICS]]
-        return out
+        return [PlannedQuestion(q, _query(q), search=False)] + [
+            PlannedQuestion(f"What do the sources say about {t}?", t)
+            for t in corpus_topics[:BROAD_TOPICS]
+        ]
+    out = [PlannedQuestion(q, _query(q))]
     if corpus_topics:  # a wide question: its facets, as the corpus's documents on it have them
         base = _query(q)
         out += [
-            PlannedQuestion(f"{topic_of(q)[:1].upper()}{topic_of(q)[1:]}: {t}?", f"{base} {t}")
+            PlannedQuestion(_facet_question(q, t), f"{base} {t}")
             for t in corpus_topics[:BROAD_TOPICS]
         ]
     parts = question_parts(q)

@@ -168,6 +168,8 @@ def _plan(
         existing.add(pq.text.casefold())
         sq_id = stable_id(sid, pq.text, prefix="sq-")
         subs.append({"id": sq_id, "ordinal": ordinal, "text": pq.text, "query": pq.query})
+        if not pq.search:
+            continue  # a sub-question to group findings under, with no search of its own
         leads += [
             {
                 "id": stable_id(sq_id, actor, pq.query, prefix="lead-"),

@@ -51,6 +51,9 @@ class Digest:
 class PlannedQuestion:
     text: str
     query: str
+    # False for a sub-question that only groups findings and runs no search: a broad question's
+    # own ("What do the sources say?" names no topic to search for; its topics do).
+    search: bool = True
 
 
 @dataclass(frozen=True)
@@ -83,12 +86,19 @@ class FindingForWriter:
     sub_question: str = ""  # the report section the finding sits in
     disputed: bool = False
     superseded: bool = False
+    # Holds the kind of answer asked for, from a source about what the question names, with
+    # enough of the question's words (mole_dag.output.answered): what the model-free writer
+    # quotes first. A model writer reads the findings and decides for itself.
+    answers: bool = False
 
 
 @dataclass(frozen=True)
 class WriteRequest:
     question: str
     findings: tuple[FindingForWriter, ...]
+    # The lexical decision (mole_dag.output.answered): whether any finding answers the
+    # question. The model-free writer follows it; a model writer makes its own.
+    answered: bool = True
 
 
 @dataclass(frozen=True)
@@ -106,6 +116,9 @@ class WrittenAnswer:
 
     sentences: tuple[BoundSentence, ...]
     problem: str = ""
+    # False when the writer finds that the findings do not answer the question: then it writes
+    # no sentence, and the report says so and cites nothing.
+    answered: bool = True
 
 
 @dataclass(frozen=True)

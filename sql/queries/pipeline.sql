@@ -288,8 +288,10 @@ SELECT id, url, title, publisher, publisher_name, published, source_class, doi, 
 FROM sources WHERE session_id = $session_id;
 
 -- name: report_insert
-INSERT INTO reports (id, session_id, markdown, path, made_without_model, findings, citations, created_at)
-VALUES ($id, $session_id, $markdown, $path, $made_without_model, $findings, $citations, $now);
+INSERT INTO reports (id, session_id, markdown, path, made_without_model, findings, citations,
+                     answered, answer_basis, created_at)
+VALUES ($id, $session_id, $markdown, $path, $made_without_model, $findings, $citations,
+        $answered, $answer_basis, $now);
 
 -- name: report_latest
 SELECT * FROM reports WHERE session_id = $session_id ORDER BY created_at DESC LIMIT 1;
