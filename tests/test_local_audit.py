@@ -1,0 +1,172 @@
+"""Issue 22, item 1: the local-data gate against combined queries.
+
+A floor per query, and overlap control that compares answers in pairs within one session, both
+fall to answers added and subtracted: three queries each at least five rows apart from the others
+give one respondent's values (Q(t+A) + Q(t+B) - Q(t+A+B)), and a pair refused in one session is
+answered when split over two sessions on the same CSV. The audit keeps every answered figure's
+rows, for the dataset (its content digest), across sessions and processes, and refuses an answer
+after which a set of fewer than five rows is a linear combination of answered ones.
+
+Each attack is replayed through MCP `local_query` (the path a coding agent's model uses) on an
+ANES-shaped survey (tests/anes_data.py), and what left is added up the way an attacker would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anes_data import TARGET, TARGET_WHERE, anes_csv  # noqa: F401 - fixture
+
+from mole_dag.core import Unit
+from mole_dag.local_data.crossings import format_listing, listing
+from mole_dag.mcp import sessions
+from mole_dag.session import create_session
+from mole_dag.store import Store
+
+K = 5
+ROOT = Path(__file__).resolve().parent.parent
+VALUES = ["vote", "ClinLR", "popul"]
+SUMS = 'SELECT sum(vote), sum("ClinLR"), sum(popul), count(*) FROM data WHERE '
+
+
+def _session(store: Store, csv: Path) -> str:
+    return create_session(
+        store, "How do respondents vote?", Unit.USD_MICROS, 500_000, data=str(csv)
+    ).session_id
+
+
+def _ask(store: Store, sid: str, sql: str) -> dict[str, Any]:
+    return sessions.local_query(store, sid, sql)
+
+
+def _figures(got: dict[str, Any]) -> tuple[int, list[Fraction]] | None:
+    """(n, the sums) of an ungrouped answer that left; None if it was refused."""
+    if not got["ok"]:
+        return None
+    (row,) = got["envelope"]["rows"]
+    return row["n"], [Fraction(v) for v in row["values"][: len(VALUES)]]
+
+
+def _combine(parts: list[tuple[int, tuple[int, list[Fraction]] | None]]) -> Any:
+    """Σ coefficient × answer over the answers that left; None if one of them was refused."""
+    if any(f is None for _, f in parts):
+        return None
+    n = sum(c * f[0] for c, f in parts)  # type: ignore[index]
+    values = [sum(c * f[1][i] for c, f in parts) for i in range(len(VALUES))]  # type: ignore[index]
+    return n, values
+
+
+def _target_values() -> list[int]:
+    return [TARGET[c] for c in VALUES]
+
+
+# --- Seen 1: the three-query attack --------------------------------------------------------------
+
+
+def test_three_queries_cannot_recover_one_respondent(store: Store, anes_csv: Path) -> None:
+    sid = _session(store, anes_csv)
+    q1 = _ask(store, sid, SUMS + f"{TARGET_WHERE} OR age = 20")
+    q2 = _ask(store, sid, SUMS + f"{TARGET_WHERE} OR age = 22")
+    q3 = _ask(store, sid, SUMS + f"{TARGET_WHERE} OR age = 20 OR age = 22")
+    # Each is at least five rows apart from the others: pairwise overlap control passes them.
+    answered = [_figures(q) for q in (q1, q2, q3)]
+    got = _combine([(1, answered[0]), (1, answered[1]), (-1, answered[2])])
+    assert got is None, f"Q1 + Q2 - Q3 = {got}: one respondent's values"
+    # The first two are ordinary questions; the third is the one that would close the trap.
+    assert q1["ok"] and q2["ok"] and [a[0] for a in answered[:2] if a] == [7, 10]
+    assert q3["ok"] is False
+    assert q3["refused"]["stage"] == "gate" and q3["refused"]["reason"] == "query_audit"
+    assert "\n" not in q3["refused"]["detail"] and "fewer than 5" in q3["refused"]["detail"]
+
+
+def test_the_same_attack_with_means_and_counts(store: Store, anes_csv: Path) -> None:
+    """A mean with its count is a sum: the attack through avg() is refused the same way."""
+    sid = _session(store, anes_csv)
+    means = 'SELECT avg(vote), avg("ClinLR"), avg(popul), count(*) FROM data WHERE '
+    got = [
+        _ask(store, sid, means + f"{TARGET_WHERE} OR age = 20"),
+        _ask(store, sid, means + f"{TARGET_WHERE} OR age = 22"),
+        _ask(store, sid, means + f"{TARGET_WHERE} OR age = 20 OR age = 22"),
+    ]
+    assert [g["ok"] for g in got] == [True, True, False]
+
+
+def test_the_closing_query_is_refused_whichever_comes_last(store: Store, anes_csv: Path) -> None:
+    sid = _session(store, anes_csv)
+    order = [
+        f"{TARGET_WHERE} OR age = 20 OR age = 22",
+        f"{TARGET_WHERE} OR age = 22",
+        f"{TARGET_WHERE} OR age = 20",
+    ]
+    got = [_ask(store, sid, SUMS + w) for w in order]
+    assert [g["ok"] for g in got] == [True, True, False]
+
+
+# --- Seen 1: the pair split over two sessions ----------------------------------------------------
+
+
+def test_a_pair_split_over_two_sessions_is_refused(store: Store, anes_csv: Path) -> None:
+    one, two = _session(store, anes_csv), _session(store, anes_csv)
+    big = _ask(store, one, SUMS + "age = 35")
+    small = _ask(store, two, SUMS + f"age = 35 AND NOT {TARGET_WHERE}")
+    assert big["ok"] and _figures(big)[0] == 32  # type: ignore[index]
+    assert small["ok"] is False and small["refused"]["reason"] == "query_audit"
+    # Within one session the second half is refused as well (issue 11's attack, still closed).
+    assert _ask(store, one, SUMS + f"age = 35 AND NOT {TARGET_WHERE}")["ok"] is False
+
+
+def test_a_pair_split_over_two_processes_is_refused(tmp_path: Path, anes_csv: Path) -> None:
+    """The first half answered by another process (a separate Python), on another session over
+    the same CSV; this process's session asks the second half."""
+    path = tmp_path / "shared.duckdb"
+    with Store(path) as s:
+        first, second = _session(s, anes_csv), _session(s, anes_csv)
+    code = (
+        "import json, sys\n"
+        "from mole_dag.mcp import sessions\n"
+        "from mole_dag.store import Store\n"
+        "with Store(sys.argv[1]) as s:\n"
+        "    print(json.dumps(sessions.local_query(s, sys.argv[2], sys.argv[3])['ok']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path), first, SUMS + "age = 35"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) is True
+    with Store(path) as s:
+        got = _ask(s, second, SUMS + f"age = 35 AND NOT {TARGET_WHERE}")
+    assert got["ok"] is False and got["refused"]["reason"] == "query_audit"
+
+
+def test_a_renamed_copy_of_the_csv_shares_its_audit(
+    store: Store, anes_csv: Path, tmp_path: Path
+) -> None:
+    """The audit is keyed by the data's bytes, not its file name."""
+    copy = tmp_path / "copy" / "renamed.csv"
+    copy.parent.mkdir()
+    copy.write_bytes(anes_csv.read_bytes())
+    assert _ask(store, _session(store, anes_csv), SUMS + "age = 35")["ok"]
+    got = _ask(store, _session(store, copy), SUMS + f"age = 35 AND NOT {TARGET_WHERE}")
+    assert got["ok"] is False and got["refused"]["reason"] == "query_audit"
+
+
+def test_the_refused_attempt_is_listed_by_mole_crossings(store: Store, anes_csv: Path) -> None:
+    sid = _session(store, anes_csv)
+    for w in (f"{TARGET_WHERE} OR age = 20", f"{TARGET_WHERE} OR age = 22"):
+        assert _ask(store, sid, SUMS + w)["ok"]
+    assert not _ask(store, sid, SUMS + f"{TARGET_WHERE} OR age = 20 OR age = 22")["ok"]
+    text = format_listing(sid, listing(store, sid))
+    assert "REFUSED at gate: query_audit" in text
+    assert "age = 20 OR age = 22" in text
+    # The row sets behind the audit are bookkeeping: never printed.
+    assert "bits" not in text and "row_set" not in text
