@@ -14,7 +14,7 @@ from survey_data import no_fold, row_level_markers, survey_csv  # noqa: F401 - f
 from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
-from mole_dag.local_data import gate
+from mole_dag.local_data import audit, gate
 from mole_dag.local_data.crossings import format_listing, gated_query, listing
 from mole_dag.local_data.findings import analyse_local_data
 from mole_dag.output.local_data_section import local_data_section
@@ -47,8 +47,8 @@ HOSTILE_CHOICES: list[tuple[Any, tuple[str, str] | None]] = [
     ),
     # A bucket of 1 (and 2, and 1): the regions under the floor are folded, and their
     # remainder (4 rows) is still under it: suppressed, recorded, the rest leaves. The profile
-    # told the total, so the smallest named region goes too (issue 11): a second refusal,
-    # secondary_suppression, follows this one.
+    # told the total, so the smallest named region goes too (issue 11; since issue 22 the
+    # query audit's): a second refusal, query_audit, follows this one.
     (HypothesisChoice("count_by_group", {"group": "region"}), ("gate", "below_floor")),
     (HypothesisChoice("mean_by_group", {"group": "plan", "value": "income"}), None),
 ]
@@ -148,7 +148,7 @@ def test_hostile_choices_and_statements_are_refused_and_recorded(
     got = listing(store, session)
     choices = [e for _, e in HOSTILE_CHOICES if e]
     at = choices.index(("gate", "below_floor")) + 1
-    choices.insert(at, ("gate", "secondary_suppression"))
+    choices.insert(at, ("gate", "query_audit"))
     expected = choices + [
         ("gate", "below_floor") if r == "below_floor" else ("sqlguard", r)
         for _, r in HOSTILE_SQL
@@ -162,7 +162,7 @@ def test_hostile_choices_and_statements_are_refused_and_recorded(
     assert all(c.min_rows >= 5 for c in got.crossings)
     # A refusal that still let part of an answer out points at that crossing.
     partial = [r for r in got.refusals if r.crossing_id]
-    assert [r.reason for r in partial] == ["below_floor", "secondary_suppression"]
+    assert [r.reason for r in partial] == ["below_floor", "query_audit"]
     assert partial[0].crossing_id == partial[1].crossing_id
 
     # Nothing row-level in any envelope, crossing, refusal, claim, log or output.
@@ -192,6 +192,10 @@ def test_an_envelope_the_exfil_check_stops_is_not_kept(
 
     monkeypatch.setattr(gate, "fold_rows", no_fold)
     monkeypatch.setattr(gate, "fold_sql", no_floor_sql)
+    # The query audit would suppress groups that small itself (a second line): off here.
+    monkeypatch.setattr(
+        audit, "control", lambda rows, groups, a, **_: audit.Controlled(rows, 0, [], [], a)
+    )
     outcome = gated_query(store, session, "SELECT region FROM data GROUP BY region")
     assert outcome.crossing is None and outcome.refused is not None
     assert (outcome.refused.stage, outcome.refused.reason) == ("exfil", "leak_under_floor")

@@ -19,7 +19,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import pytest
 from anes_data import TARGET, TARGET_WHERE, anes_csv  # noqa: F401 - fixture
 
 from mole_dag.core import Unit
