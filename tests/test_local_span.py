@@ -179,6 +179,68 @@ def test_discloses_matches_the_brute_force_on_structured_sets(seed: int) -> None
         assert span.discloses() is brute_discloses(sets, n)
 
 
+def _brute_light(b: np.ndarray, w: list[int], bound: int) -> bool:
+    rows = [[int(v) for v in r] for r in b]
+    full = _rank(rows)
+    for size in range(1, bound + 1):
+        for t in itertools.combinations(range(len(w)), size):
+            if sum(w[i] for i in t) > bound:
+                continue
+            if _rank([[r[c] for c in range(len(w)) if c not in t] for r in rows]) < full:
+                return True
+    return False
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=0, max_value=10**9))
+def test_the_search_matches_the_brute_force_on_any_subspace(seed: int) -> None:
+    """Random small integer bases and weights (not only spans of row sets): every case of the
+    search, (a) to (d), is reached."""
+    rng = random.Random(seed)
+    d, a = rng.randrange(2, 7), 0
+    a = rng.randrange(d + 1, 12)
+    density = rng.choice([0.3, 0.5, 0.7])
+    b = np.array(
+        [
+            [rng.choice([-1, 1, 2]) if rng.random() < density else 0 for _ in range(a)]
+            for _ in range(d)
+        ],
+        dtype=np.int64,
+    )
+    w = [rng.choice([1, 1, 1, 2, 3, 5]) for _ in range(a)]
+    assert _light(b % P, np.array(w), 4) is _brute_light(b, w, 4)
+
+
+# Reduced bases (pivots: the first columns) on which exactly one case of the search finds the
+# light vector: (b) two rows whose shared atoms cancel, leaving two (no coloop: (d) cannot);
+# (c) three rows whose non-pivot parts add up to zero; (d) three rows whose non-pivot parts add
+# up to one coloop atom.
+CASE_B = [[1, 0, 1, 1, 1, 1, 0], [0, 1, 1, 1, 1, 0, 1]]
+CASE_C = [
+    [1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0],
+    [0, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1],
+    [0, 0, 1, -1, -1, -1, -1, -1, -1, -1, -1],
+]
+CASE_D = [
+    [1, 0, 0, 0, 1, 1, 1, 1, 0, 0],
+    [0, 1, 0, 0, -1, -1, 0, 0, 1, 1],
+    [0, 0, 1, 1, 0, 0, -1, -1, -1, -1],
+]
+
+
+@pytest.mark.parametrize("rows", [CASE_B, CASE_C, CASE_D], ids=["pair", "null", "coloop"])
+def test_each_case_of_the_search(rows: list[list[int]]) -> None:
+    b = np.array(rows, dtype=np.int64) % P
+    w = np.ones(b.shape[1], dtype=np.int64)
+    assert _brute_light(np.array(rows), list(w), 4)
+    assert _light(b, w, 4, np.arange(b.shape[0]))
+    # One more row's weight on the atoms that combination keeps, and it is no longer light.
+    heavier = w.copy()
+    heavier[: b.shape[0]] = 2
+    assert not _brute_light(np.array(rows), list(heavier), 4)
+    assert not _light(b, heavier, 4, np.arange(b.shape[0]))
+
+
 def test_the_search_on_weighted_coordinates() -> None:
     # One vector over coordinates weighing 2 and 2: weight 4, light under a bound of 4.
     b = np.array([[1, 1, 0], [0, 0, 1]], dtype=np.int64)
