@@ -123,7 +123,7 @@ def test_other_still_under_the_floor_is_suppressed(small: Dataset) -> None:
     # is the total less those 4 rows, so nothing leaves (before issue 11, X left).
     with pytest.raises(Refused) as got:
         _ask(small, "SELECT tiny, count(*) FROM data GROUP BY tiny")
-    assert (got.value.stage, got.value.reason) == (Stage.GATE, Reason.QUERY_AUDIT)
+    assert (got.value.stage, got.value.reason) == (Stage.GATE, Reason.SECONDARY_SUPPRESSION)
 
 
 def test_ungrouped_statement_under_the_floor_is_refused(small: Dataset) -> None:
@@ -142,7 +142,7 @@ def test_a_figure_resting_on_one_non_null_value_does_not_leave(small: Dataset) -
     # it, B left alone; since issue 22 the query audit says so).
     with pytest.raises(Refused) as whole:
         _ask(small, "SELECT grp, avg(sparse) AS mean FROM data GROUP BY grp")
-    assert whole.value.reason == Reason.QUERY_AUDIT
+    assert whole.value.reason == Reason.SECONDARY_SUPPRESSION
     assert "4242" not in whole.value.detail
     with pytest.raises(Refused) as got:
         _ask(small, "SELECT avg(sparse), count(*) FROM data WHERE grp = 'A'")
@@ -345,7 +345,7 @@ def test_without_the_fold_the_audit_still_keeps_small_groups_in(
     monkeypatch.setattr(gate, "fold_sql", no_floor_sql)
     res = _ask(small, "SELECT grp FROM data GROUP BY grp")
     assert [r["keys"] for r in res.envelope["rows"]] == [["A"], ["B"]]
-    assert [r.reason for r in res.also_suppressed] == [Reason.QUERY_AUDIT]
+    assert [r.reason for r in res.also_suppressed] == [Reason.SECONDARY_SUPPRESSION]
 
 
 def test_exfil_catches_a_gate_that_stops_folding(

@@ -47,8 +47,8 @@ HOSTILE_CHOICES: list[tuple[Any, tuple[str, str] | None]] = [
     ),
     # A bucket of 1 (and 2, and 1): the regions under the floor are folded, and their
     # remainder (4 rows) is still under it: suppressed, recorded, the rest leaves. The profile
-    # told the total, so the smallest named region goes too (issue 11; since issue 22 the
-    # query audit's): a second refusal, query_audit, follows this one.
+    # told the total, so the smallest named region goes too (issue 11; since issue 22 decided
+    # by the query audit): a second refusal, secondary_suppression, follows this one.
     (HypothesisChoice("count_by_group", {"group": "region"}), ("gate", "below_floor")),
     (HypothesisChoice("mean_by_group", {"group": "plan", "value": "income"}), None),
 ]
@@ -148,7 +148,7 @@ def test_hostile_choices_and_statements_are_refused_and_recorded(
     got = listing(store, session)
     choices = [e for _, e in HOSTILE_CHOICES if e]
     at = choices.index(("gate", "below_floor")) + 1
-    choices.insert(at, ("gate", "query_audit"))
+    choices.insert(at, ("gate", "secondary_suppression"))
     expected = choices + [
         ("gate", "below_floor") if r == "below_floor" else ("sqlguard", r)
         for _, r in HOSTILE_SQL
@@ -162,7 +162,7 @@ def test_hostile_choices_and_statements_are_refused_and_recorded(
     assert all(c.min_rows >= 5 for c in got.crossings)
     # A refusal that still let part of an answer out points at that crossing.
     partial = [r for r in got.refusals if r.crossing_id]
-    assert [r.reason for r in partial] == ["below_floor", "query_audit"]
+    assert [r.reason for r in partial] == ["below_floor", "secondary_suppression"]
     assert partial[0].crossing_id == partial[1].crossing_id
 
     # Nothing row-level in any envelope, crossing, refusal, claim, log or output.

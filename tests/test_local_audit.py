@@ -19,7 +19,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from anes_data import TARGET, TARGET_WHERE, anes_csv  # noqa: F401 - fixture
+import pytest
+from anes_data import TARGET, TARGET_WHERE, anes_csv, anes_rows  # noqa: F401 - fixture
 
 from mole_dag.core import Unit
 from mole_dag.local_data.crossings import format_listing, listing
@@ -67,6 +68,7 @@ def _target_values() -> list[int]:
 # --- Seen 1: the three-query attack --------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_three_queries_cannot_recover_one_respondent(store: Store, anes_csv: Path) -> None:
     sid = _session(store, anes_csv)
     q1 = _ask(store, sid, SUMS + f"{TARGET_WHERE} OR age = 20")
@@ -109,6 +111,7 @@ def test_the_closing_query_is_refused_whichever_comes_last(store: Store, anes_cs
 # --- Seen 1: the pair split over two sessions ----------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_a_pair_split_over_two_sessions_is_refused(store: Store, anes_csv: Path) -> None:
     one, two = _session(store, anes_csv), _session(store, anes_csv)
     big = _ask(store, one, SUMS + "age = 35")
@@ -169,3 +172,95 @@ def test_the_refused_attempt_is_listed_by_mole_crossings(store: Store, anes_csv:
     assert "age = 20 OR age = 22" in text
     # The row sets behind the audit are bookkeeping: never printed.
     assert "bits" not in text and "row_set" not in text
+
+
+# --- variations ----------------------------------------------------------------------------------
+
+
+def test_four_queries_cannot_recover_one_respondent(store: Store, anes_csv: Path) -> None:
+    """(t+A) + (t+B) + (t+C) - (t+A+B+C) = 2t."""
+    sid = _session(store, anes_csv)
+    parts = [
+        f"{TARGET_WHERE} OR age = 20",
+        f"{TARGET_WHERE} OR age = 22",
+        f"{TARGET_WHERE} OR age = 25",
+        f"{TARGET_WHERE} OR age = 20 OR age = 22 OR age = 25",
+    ]
+    got = [_ask(store, sid, SUMS + w) for w in parts]
+    assert [g["ok"] for g in got] == [True, True, True, False]
+    assert got[3]["refused"]["reason"] == "query_audit"
+
+
+def test_a_total_less_a_partition_cannot_recover_one_respondent(
+    store: Store, anes_csv: Path
+) -> None:
+    """The total (the profile publishes the count; a total mean gives the sums) less three
+    disjoint answers that cover everyone but the target."""
+    sid = _session(store, anes_csv)
+    assert _ask(store, sid, SUMS + "true")["ok"]
+    assert _ask(store, sid, SUMS + "age < 35")["ok"]
+    assert _ask(store, sid, SUMS + "age > 35")["ok"]
+    last = _ask(store, sid, SUMS + f"age = 35 AND NOT {TARGET_WHERE}")
+    assert last["ok"] is False and last["refused"]["reason"] == "query_audit"
+
+
+def test_a_group_of_three_is_protected_like_one_row(store: Store, anes_csv: Path) -> None:
+    """Not only single rows: a difference resting on 2 to 4 rows is refused too."""
+    incomes = sorted(r["income"] for r in anes_rows() if r["age"] == 35)
+    # The smallest threshold under which 2 to 4 of the 32 fall.
+    cut = next(v for v in sorted(set(incomes)) if 2 <= sum(i <= v for i in incomes) <= 4)
+    n_under = sum(i <= cut for i in incomes)
+    sid = _session(store, anes_csv)
+    assert _ask(store, sid, SUMS + "age = 35")["ok"]
+    got = _ask(store, _session(store, anes_csv), SUMS + f"age = 35 AND income > {cut}")
+    assert 2 <= n_under <= 4
+    assert got["ok"] is False and got["refused"]["reason"] == "query_audit"
+
+
+@pytest.mark.both_backends
+def test_group_by_cells_cannot_tell_one_respondents_vote(store: Store, anes_csv: Path) -> None:
+    """GROUP BY vote over age 35, then (in another session) over age 35 without the target:
+    one cell is the same and the other differs by the target. Suppressing only the differing
+    cell would say which vote the target cast, so the whole second answer is refused."""
+    by_vote = 'SELECT vote, count(*), sum("ClinLR") FROM data WHERE {} GROUP BY vote'
+    first = _ask(store, _session(store, anes_csv), by_vote.format("age = 35"))
+    assert first["ok"] and len(first["envelope"]["rows"]) == 2
+    second = _ask(
+        store, _session(store, anes_csv), by_vote.format(f"age = 35 AND NOT {TARGET_WHERE}")
+    )
+    assert second["ok"] is False and second["refused"]["reason"] == "query_audit"
+
+
+def test_a_crossed_group_by_cannot_isolate_a_cell(store: Store, anes_csv: Path) -> None:
+    """Counts by age decade, then by age decade without the least educated: a decade that loses
+    1 to 4 respondents would be the decade less the rest (here several do)."""
+    bands = "SELECT floor(age / 10), count(*), sum(vote) FROM data {}GROUP BY floor(age / 10)"
+    lost: dict[int, int] = {}
+    for r in anes_rows():
+        if r["educ"] == 1:
+            lost[r["age"] // 10] = lost.get(r["age"] // 10, 0) + 1
+    assert any(0 < v < K for v in lost.values())
+    sid = _session(store, anes_csv)
+    assert _ask(store, sid, bands.format(""))["ok"]
+    got = _ask(store, _session(store, anes_csv), bands.format("WHERE educ <> 1 "))
+    assert got["ok"] is False and got["refused"]["reason"] == "query_audit"
+
+
+def test_ordinary_analysis_still_works(store: Store, anes_csv: Path) -> None:
+    """Totals, means, and several different GROUP BYs over the whole survey are answered."""
+    sid = _session(store, anes_csv)
+    asked = [
+        'SELECT count(*), avg(vote), avg("ClinLR"), avg(popul) FROM data',
+        'SELECT "PID", count(*), avg(vote) FROM data GROUP BY "PID"',
+        'SELECT educ, count(*), avg("ClinLR") FROM data GROUP BY educ',
+        "SELECT vote, count(*), avg(income) FROM data GROUP BY vote",
+        'SELECT "TVnews", count(*), avg("selfLR") FROM data GROUP BY "TVnews"',
+        "SELECT floor(age / 10), count(*), avg(vote) FROM data GROUP BY floor(age / 10)",
+        'SELECT avg("DoleLR"), count(*) FROM data WHERE age >= 60',
+        'SELECT avg("DoleLR"), count(*) FROM data WHERE age < 30',
+        'SELECT "PID", count(*), avg(vote) FROM data GROUP BY "PID"',  # asked again
+        "SELECT avg(vote), count(*) FROM data WHERE educ >= 6",
+    ]
+    for sql in asked:
+        got = _ask(store, sid, sql)
+        assert got["ok"], (sql, got.get("refused"))

@@ -11,10 +11,15 @@ store, for every session and process) and a new answer is judged against all of 
   row sets is what adding and subtracting answers can reach (span.py);
 - an answer is refused when, with it, that span holds a non-zero vector on fewer than the floor's
   rows: one row's values, or a group under the floor;
-- in a GROUP BY answer each shown group is one figure: groups are admitted largest first, and a
-  group whose figures would make a small set derivable is suppressed while the rest leave. That
-  also covers what issue 11 called secondary suppression: the groups shown subtracted from a
-  known total must not leave a remainder under the floor.
+- which groups of a GROUP BY answer leave is decided by the answer alone, with the totals the
+  profile publishes: groups are admitted largest first, and a group that would let a set under
+  the floor be computed (typically: the groups shown subtracted from the known total leave a
+  suppressed remainder under the floor) is suppressed while the rest leave (secondary
+  suppression, as in issue 11). The groups left are then judged against every earlier answer
+  together, and if they would disclose anything the whole answer is refused. Never a group on
+  its own for that: which group would be given up depends on the data (GROUP BY vote over a set,
+  then over the same set without one respondent, differs only in that respondent's vote), so
+  suppressing it alone would tell what the refusal is there to hide.
 
 Spaces. Figures over different column sets tell about different values: `sum(x)` rests on the
 rows where x is set and tells nothing about the rows where it is not. So each column-set key has
@@ -88,7 +93,14 @@ class Audit:
             names = [c for c in columns.split(",") if c]
             return columns if any(missing.get(c, True) for c in names) else ROWS
 
-        return cls(dataset.rows, space_of, lambda key: rowsets.where_set(dataset, key))
+        totals: dict[str, np.ndarray] = {}
+
+        def total(space: str) -> np.ndarray:
+            if space not in totals:
+                totals[space] = rowsets.where_set(dataset, space)
+            return totals[space]
+
+        return cls(dataset.rows, space_of, total)
 
     def space_of(self, columns: str) -> str:
         return self._space_of(columns)
@@ -105,6 +117,10 @@ class Audit:
             self._spaces[space] = span
             self._owned.add(space)
         return span
+
+    def blank(self) -> Audit:
+        """An audit of the same data holding nothing but the spaces' totals."""
+        return Audit(self.rows, self._space_of, self._total, self.floor)
 
     def trial(self) -> Audit:
         out = Audit(self.rows, self._space_of, self._total, self.floor)
@@ -157,24 +173,20 @@ class Controlled:
     audit: Audit  # the audit with them admitted (the record's cache after the answer is stored)
 
 
-_WHY = {
-    Verdict.DISCLOSES: (
-        Reason.QUERY_AUDIT,
-        "with the answers already given over this data (in any session), {what} let a set of "
-        "fewer than {k} rows be computed by adding and subtracting answers",
-    ),
-    Verdict.UNVERIFIED: (
-        Reason.AUDIT_UNVERIFIED,
-        "the audit could not prove exactly how {what_short} combines with the answers already "
-        "given over this data",
-    ),
-}
-
-
-def _refused(verdict: Verdict, tail: str, *, k: int, what: str, what_short: str) -> Refused:
-    reason, text = _WHY[verdict]
+def _refused(verdict: Verdict, k: int) -> Refused:
+    if verdict is Verdict.UNVERIFIED:
+        return Refused(
+            Stage.GATE,
+            Reason.AUDIT_UNVERIFIED,
+            "the audit could not prove exactly how it combines with the answers already given "
+            "over this data; nothing leaves",
+        )
     return Refused(
-        Stage.GATE, reason, text.format(what=what, what_short=what_short, k=k) + "; " + tail
+        Stage.GATE,
+        Reason.QUERY_AUDIT,
+        "with the answers already given over this data (in any session) and the totals the "
+        f"profile publishes, it would let a set of fewer than {k} rows be computed by adding "
+        "and subtracting answers; nothing leaves",
     )
 
 
@@ -205,51 +217,54 @@ def control(
     data. Raises Refused when none may."""
     cells = rowsets.cells(rows, groups, audit.rows)
     figs = [_figures(c, groups.keys, audit) for c in cells]
-    whole = audit.trial()
-    verdict = whole.admit([f for fs in figs for f in fs])
     keep = list(range(len(rows)))
     refusals: list[Refused] = []
-    after = whole
+    # 1. The answer alone, with the published totals: which groups may be shown at all.
+    alone = audit.blank()
+    verdict = alone.trial().admit([f for fs in figs for f in fs])
     if verdict is not Verdict.SAFE:
         if not grouped:
-            raise _refused(verdict, "nothing leaves", k=k, what="it would", what_short="it")
+            raise _refused(verdict, k)
         # Largest groups first: the least information lost for the groups given up. A guess at
         # the cheapest choice, not an optimal one (that is a hard problem in general).
-        after = audit.trial()
         keep, worst = [], Verdict.SAFE
         for i in sorted(range(len(rows)), key=lambda i: (-int(rows[i]["n"]), i)):
-            attempt = after.trial()
+            attempt = alone.trial()
             got = attempt.admit(figs[i])
             if got is Verdict.SAFE:
-                after = attempt
+                alone = attempt
                 keep.append(i)
             elif worst is not Verdict.UNVERIFIED:
                 worst = got
         keep.sort()
+        if worst is Verdict.UNVERIFIED:
+            raise _refused(worst, k)
         dropped = len(rows) - len(keep)
+        what = (
+            "{n} group(s) suppressed: the groups shown, subtracted from the totals the "
+            f"profile publishes, would otherwise leave a set of fewer than {k} rows"
+        )
         if not keep:
-            raise _refused(
-                worst,
-                "nothing leaves",
-                k=k,
-                what="every group of it would",
-                what_short="its groups",
+            raise Refused(
+                Stage.GATE,
+                Reason.SECONDARY_SUPPRESSION,
+                what.format(n="every") + "; nothing leaves",
             )
         refusals.append(
-            _refused(
-                worst,
-                "the rest left",
-                k=k,
-                what=f"{dropped} group(s) of it would",
-                what_short=f"{dropped} group(s) of it",
+            Refused(
+                Stage.GATE, Reason.SECONDARY_SUPPRESSION, what.format(n=dropped) + "; the rest left"
             )
         )
+    # 2. What is left, against every answer already given: all of it, or nothing.
+    after = audit.trial()
+    verdict = after.admit([f for i in keep for f in figs[i]])
+    if verdict is not Verdict.SAFE:
+        raise _refused(verdict, k)
     recorded: list[Figure] = []
     least = 0
     for pos, i in enumerate(keep):
         for key, mask in figs[i]:
-            s = RowSet.of(key, mask)
-            recorded.append(Figure(pos, s))
+            recorded.append(Figure(pos, RowSet.of(key, mask)))
         for key in groups.keys:
             n = int(cells[i][key].sum())
             least = n if not least else min(least, n)
