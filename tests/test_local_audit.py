@@ -122,12 +122,8 @@ def test_a_pair_split_over_two_sessions_is_refused(store: Store, anes_csv: Path)
     assert _ask(store, one, SUMS + f"age = 35 AND NOT {TARGET_WHERE}")["ok"] is False
 
 
-def test_a_pair_split_over_two_processes_is_refused(tmp_path: Path, anes_csv: Path) -> None:
-    """The first half answered by another process (a separate Python), on another session over
-    the same CSV; this process's session asks the second half."""
-    path = tmp_path / "shared.duckdb"
-    with Store(path) as s:
-        first, second = _session(s, anes_csv), _session(s, anes_csv)
+def _in_another_process(path: Path, session: str, sql: str) -> bool:
+    """Ask through MCP local_query from a separate Python process; whether it was answered."""
     code = (
         "import json, sys\n"
         "from mole_dag.mcp import sessions\n"
@@ -136,7 +132,7 @@ def test_a_pair_split_over_two_processes_is_refused(tmp_path: Path, anes_csv: Pa
         "    print(json.dumps(sessions.local_query(s, sys.argv[2], sys.argv[3])['ok']))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code, str(path), first, SUMS + "age = 35"],
+        [sys.executable, "-c", code, str(path), session, sql],
         capture_output=True,
         text=True,
         timeout=300,
@@ -144,9 +140,33 @@ def test_a_pair_split_over_two_processes_is_refused(tmp_path: Path, anes_csv: Pa
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) is True
+    answered = json.loads(done.stdout)
+    assert isinstance(answered, bool)
+    return answered
+
+
+def test_a_pair_split_over_two_processes_is_refused(tmp_path: Path, anes_csv: Path) -> None:
+    """The first half answered by another process (a separate Python), on another session over
+    the same CSV; this process's session asks the second half."""
+    path = tmp_path / "shared.duckdb"
+    with Store(path) as s:
+        first, second = _session(s, anes_csv), _session(s, anes_csv)
+    assert _in_another_process(path, first, SUMS + "age = 35")
     with Store(path) as s:
         got = _ask(s, second, SUMS + f"age = 35 AND NOT {TARGET_WHERE}")
+    assert got["ok"] is False and got["refused"]["reason"] == "query_audit"
+
+
+def test_three_queries_split_over_processes_are_refused(tmp_path: Path, anes_csv: Path) -> None:
+    """This process answers the first (and keeps its audit in memory), another process the
+    second; this process's copy must take in what the other recorded before judging the third."""
+    path = tmp_path / "shared.duckdb"
+    with Store(path) as s:
+        sid = _session(s, anes_csv)
+        assert _ask(s, sid, SUMS + f"{TARGET_WHERE} OR age = 20")["ok"]
+    assert _in_another_process(path, sid, SUMS + f"{TARGET_WHERE} OR age = 22")
+    with Store(path) as s:
+        got = _ask(s, sid, SUMS + f"{TARGET_WHERE} OR age = 20 OR age = 22")
     assert got["ok"] is False and got["refused"]["reason"] == "query_audit"
 
 
@@ -167,9 +187,16 @@ def test_the_refused_attempt_is_listed_by_mole_crossings(store: Store, anes_csv:
     for w in (f"{TARGET_WHERE} OR age = 20", f"{TARGET_WHERE} OR age = 22"):
         assert _ask(store, sid, SUMS + w)["ok"]
     assert not _ask(store, sid, SUMS + f"{TARGET_WHERE} OR age = 20 OR age = 22")["ok"]
+    # Another session on the same data, refused too: counted in this session's listing.
+    other = _session(store, anes_csv)
+    assert not _ask(store, other, SUMS + f"{TARGET_WHERE} OR age = 20 OR age = 22")["ok"]
     text = format_listing(sid, listing(store, sid))
     assert "REFUSED at gate: query_audit" in text
     assert "age = 20 OR age = 22" in text
+    assert (
+        "over this data in 2 session(s); 2 attempt(s) refused as combining with earlier "
+        "answers (1 in this session, 1 in others)"
+    ) in text
     # The row sets behind the audit are bookkeeping: never printed.
     assert "bits" not in text and "row_set" not in text
 

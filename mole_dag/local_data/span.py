@@ -42,7 +42,10 @@ assertion rather than audited incompletely."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
+from collections import OrderedDict
 from enum import Enum
 
 import numpy as np
@@ -116,16 +119,20 @@ def rref(b: np.ndarray, order: np.ndarray | None = None) -> tuple[np.ndarray, np
     are zero on the columns of `order`."""
     b = b.copy() % P
     rows = b.shape[0]
-    cols = np.arange(b.shape[1]) if order is None else order
-    rank = 0
+    cols = np.arange(b.shape[1]) if order is None else np.asarray(order, dtype=I64)
+    rank, pos = 0, 0
     pivots: list[int] = []
-    for col in cols:
-        if rank == rows:
+    while rank < rows and pos < cols.size:
+        # The next column (in order) with a non-zero below the rows already reduced: one
+        # vectorised scan per pivot rather than a Python step per column.
+        below = b[rank:][:, cols[pos:]] != 0
+        reach = below.any(axis=0)
+        if not reach.any():
             break
-        nz = np.flatnonzero(b[rank:, col])
-        if nz.size == 0:
-            continue
-        r = rank + int(nz[0])
+        j = int(np.argmax(reach))
+        col = int(cols[pos + j])
+        pos += j + 1
+        r = rank + int(np.argmax(below[:, j]))
         if r != rank:
             b[[rank, r]] = b[[r, rank]]
         b[rank] = b[rank] * _inv(int(b[rank, col])) % P
@@ -134,7 +141,7 @@ def rref(b: np.ndarray, order: np.ndarray | None = None) -> tuple[np.ndarray, np
         hit = np.flatnonzero(factor)
         if hit.size:
             b[hit] = (b[hit] - np.outer(factor[hit], b[rank]) % P) % P
-        pivots.append(int(col))
+        pivots.append(col)
         rank += 1
     return b, np.array(pivots, dtype=I64), rank
 
@@ -184,8 +191,8 @@ class Span:
 
     def add(self, mask: np.ndarray) -> Added:
         """Add the set of rows where `mask` is true."""
-        x = self._split(mask)
-        self._repivot()
+        x, cut = self._split(mask)
+        self._repivot(cut)
         coeff = x[self.pivot]
         red = (x - _mod_matmul(coeff, self.basis)) % P
         nz = np.flatnonzero(red)
@@ -211,8 +218,9 @@ class Span:
         self.orig = np.vstack([self.orig, x.astype(np.int8)[None, :]])
         return Added.NEW
 
-    def _split(self, mask: np.ndarray) -> np.ndarray:
-        """Refine the atoms so that `mask` is a union of atoms; return it in atom coordinates."""
+    def _split(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Refine the atoms so that `mask` is a union of atoms; return it in atom coordinates,
+        and the atoms that were cut (their old ids, which keep the part outside the mask)."""
         m = self.atoms
         inside = np.bincount(self.atom[mask], minlength=m)
         mixed = np.flatnonzero((inside > 0) & (inside < self.size))
@@ -230,15 +238,17 @@ class Span:
             self.orig = np.hstack([self.orig, self.orig[:, mixed]])
         x = np.zeros(self.atoms, dtype=I64)
         x[np.unique(self.atom[mask])] = 1
-        return x
+        return x, mixed
 
-    def _repivot(self) -> None:
+    def _repivot(self, cut: np.ndarray) -> None:
         """Restore the invariant after atoms shrank: a row whose pivot became small while it
-        still has a non-zero on a big atom is pivoted on its heaviest such atom."""
-        if not self.rank:
+        still has a non-zero on a big atom is pivoted on its heaviest such atom. Only a row
+        whose pivot was cut can be one (a row with a small pivot was zero on every big atom,
+        and the parts of a cut atom copy it)."""
+        if not self.rank or not cut.size:
             return
         big = self.size >= self.floor
-        for i in np.flatnonzero(~big[self.pivot]):
+        for i in np.flatnonzero(np.isin(self.pivot, cut) & ~big[self.pivot]):
             cand = np.flatnonzero((self.basis[i] != 0) & big)
             if cand.size:
                 self._pivot_on(int(i), int(cand[np.argmax(self.size[cand])]))
@@ -340,7 +350,32 @@ def _light(b: np.ndarray, w: np.ndarray, bound: int, piv: np.ndarray | None = No
     return False
 
 
+# Answers already worked out, by block: a block untouched by a new answer is asked about again
+# with every later question, and the answer is a function of the block alone. A guess at the
+# size, flagged as one: enough for the blocks of a few datasets' audits.
+_BLOCKS_KEPT = 4096
+_blocks: OrderedDict[bytes, bool] = OrderedDict()
+_blocks_lock = threading.Lock()
+
+
 def _light_block(b: np.ndarray, w: np.ndarray, bound: int, piv: np.ndarray) -> bool:
+    h = hashlib.blake2b(digest_size=20)
+    for part in (np.array([bound, *b.shape], dtype=I64), b, w.astype(I64), piv):
+        h.update(np.ascontiguousarray(part).tobytes())
+    key = h.digest()
+    with _blocks_lock:
+        known = _blocks.get(key)
+    if known is not None:
+        return known
+    got = _search_block(b, w, bound, piv)
+    with _blocks_lock:
+        _blocks[key] = got
+        while len(_blocks) > _BLOCKS_KEPT:
+            _blocks.popitem(last=False)
+    return got
+
+
+def _search_block(b: np.ndarray, w: np.ndarray, bound: int, piv: np.ndarray) -> bool:
     d = b.shape[0]
     if int(w.sum()) <= bound:
         return True  # every vector of the block lies within it
@@ -385,17 +420,17 @@ def _light_pair(q: np.ndarray, nz: np.ndarray, pw: np.ndarray, qw: np.ndarray, b
     t = csr_matrix(nz.astype(np.float64))
     overlap = (s @ t.T).tocoo()
     own = nz @ qw
-    for i, j, o in zip(overlap.row, overlap.col, overlap.data, strict=True):
-        if i >= j:
+    i, j, o = overlap.row, overlap.col, np.rint(overlap.data).astype(I64)
+    # Pivots and the atoms only one row reaches: a lower bound on the pair's weight.
+    base = pw[i] + pw[j] + own[i] + own[j] - 2 * o
+    for a, b, lower in zip(i, j, base, strict=True):
+        if a >= b or lower > bound:
             continue
-        base = int(pw[i] + pw[j] + own[i] + own[j] - 2 * int(o))  # pivots and the symmetric part
-        if base > bound:
-            continue
-        common = np.flatnonzero(nz[i] & nz[j])
-        ratio = q[i, common] * _inv_all(q[j, common]) % P
-        best = 0
-        for r in np.unique(ratio):
-            best = max(best, int(qw[common][ratio == r].sum()))
-        if base + int(qw[common].sum()) - best <= bound:
+        common = np.flatnonzero(nz[a] & nz[b])
+        ratio = q[a, common] * _inv_all(q[b, common]) % P
+        weights = qw[common]
+        _, group = np.unique(ratio, return_inverse=True)
+        best = int(np.bincount(group, weights=weights).max())
+        if int(lower) + int(weights.sum()) - best <= bound:
             return True
     return False
