@@ -128,10 +128,14 @@ def test_a_dependency_that_holds_only_mod_p_is_not_taken_as_known() -> None:
     span.add(a)
     span.add(b)
     # Pretend the field said c = 2^-1 * (a + b) (it is not): trans gives that combination.
-    coeff = np.zeros(span.rank, dtype=np.int64)
-    x = span._split(c)
-    span.trans = np.eye(span.rank, dtype=np.int64) * pow(2, P - 2, P) % P
-    assert span._dependent(x, coeff + 1) is False
+    x, _ = span._split(c)
+    span.trans[:] = np.eye(span.rank, dtype=np.int64) * pow(2, P - 2, P) % P
+    assert span._dependent(x, np.ones(span.rank, dtype=bool)) is False
+    # A true combination (a itself, coefficient 1) is verified and taken as known.
+    span2 = Span(n, K)
+    span2.add(a)
+    span2.add(b)
+    assert span2.add(a.copy()) is Added.KNOWN
 
 
 @pytest.mark.parametrize("u", [0, 1, P - 1, 3 * pow(7, P - 2, P) % P])

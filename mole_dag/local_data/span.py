@@ -53,7 +53,6 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 P = 2_147_483_647  # 2^31 - 1: a product of two residues fits in int64
-_HALF = 1 << 16
 # Rational reconstruction recovers a/b with |a|, b <= this (the bound that makes it unique).
 _RATREC = math.isqrt(P // 2)
 # The widest supported bound (floor - 1): see the module docstring, case (d).
@@ -66,19 +65,6 @@ class Added(Enum):
     NEW = "new"  # the set widened the span
     KNOWN = "known"  # the set was already in the span (verified over the rationals)
     UNVERIFIED = "unverified"  # dependent mod P but not provably over the rationals
-
-
-def _mod_matmul(c: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """(c @ m) mod P for residues, exact in int64 (m split into 16-bit halves so that no sum of
-    products overflows)."""
-    if c.shape[-1] == 0:
-        shape = (*c.shape[:-1], m.shape[-1])
-        return np.zeros(shape, dtype=I64)
-    assert c.shape[-1] < 1 << 15, "too many basis vectors for exact int64 sums"
-    hi = (c @ (m >> 16)) % P
-    lo = c @ (m & (_HALF - 1))
-    out: np.ndarray = (hi * _HALF + lo) % P
-    return out
 
 
 def _inv(x: int) -> int:
@@ -160,23 +146,62 @@ class Span:
         self.floor = floor
         self.atom = np.zeros(rows, dtype=np.int32)
         self.size = np.array([rows], dtype=I64)
-        self.basis = np.zeros((0, 1), dtype=I64)
         self.pivot = np.zeros(0, dtype=I64)
-        self.orig = np.zeros((0, 1), dtype=np.int8)
-        self.trans = np.zeros((0, 0), dtype=I64)
+        # Buffers with room to grow (rows: basis vectors; columns: atoms), so that adding a set
+        # or cutting an atom writes in place instead of copying the whole matrix.
+        self._b = np.zeros((8, 64), dtype=I64)
+        self._o = np.zeros((8, 64), dtype=np.int8)
+        self._t = np.zeros((8, 8), dtype=I64)
         # Set when a stored set could not be accounted for (see absorb): every later question
         # about this span is answered "disclosing", the safe side.
         self.broken = False
+
+    @property
+    def basis(self) -> np.ndarray:
+        return self._b[: self.rank, : self.atoms]
+
+    @property
+    def orig(self) -> np.ndarray:
+        return self._o[: self.rank, : self.atoms]
+
+    @property
+    def trans(self) -> np.ndarray:
+        return self._t[: self.rank, : self.rank]
+
+    def _room(self, rank: int, atoms: int) -> None:
+        """Make the buffers hold `rank` rows and `atoms` columns (doubling when they grow)."""
+        rows, cols = self._b.shape
+        if rank <= rows and atoms <= cols:
+            return
+        rows, cols = max(rows, rank), max(cols, atoms)
+        if rank > self._b.shape[0]:
+            rows = max(rank, 2 * self._b.shape[0])
+        if atoms > self._b.shape[1]:
+            cols = max(atoms, 2 * self._b.shape[1])
+        r, m = self.rank, self.atoms
+        b = np.zeros((rows, cols), dtype=I64)
+        b[:r, :m] = self._b[:r, :m]
+        o = np.zeros((rows, cols), dtype=np.int8)
+        o[:r, :m] = self._o[:r, :m]
+        t = np.zeros((rows, rows), dtype=I64)
+        t[:r, :r] = self._t[:r, :r]
+        self._b, self._o, self._t = b, o, t
 
     def copy(self) -> Span:
         out = Span.__new__(Span)
         out.rows, out.floor, out.broken = self.rows, self.floor, self.broken
         out.atom = self.atom.copy()
         out.size = self.size.copy()
-        out.basis = self.basis.copy()
         out.pivot = self.pivot.copy()
-        out.orig = self.orig.copy()
-        out.trans = self.trans.copy()
+        r, m = self.rank, self.atoms
+        # Some room for the next answer's rows and cuts.
+        rows, cols = r + 16, m + max(64, m // 8)
+        out._b = np.zeros((rows, cols), dtype=I64)
+        out._b[:r, :m] = self.basis
+        out._o = np.zeros((rows, cols), dtype=np.int8)
+        out._o[:r, :m] = self.orig
+        out._t = np.zeros((rows, rows), dtype=I64)
+        out._t[:r, :r] = self.trans
         return out
 
     @property
@@ -193,29 +218,32 @@ class Span:
         """Add the set of rows where `mask` is true."""
         x, cut = self._split(mask)
         self._repivot(cut)
+        # x is 0/1, so x's combination of the basis rows is the sum of the rows it selects
+        # (each below P, at most 2^15 of them: no overflow).
         coeff = x[self.pivot]
-        red = (x - _mod_matmul(coeff, self.basis)) % P
+        chosen = coeff != 0
+        red = (x - self.basis[chosen].sum(axis=0)) % P
         nz = np.flatnonzero(red)
         if nz.size == 0:
-            return Added.KNOWN if self._dependent(x, coeff) else Added.UNVERIFIED
-        r = self.rank
+            return Added.KNOWN if self._dependent(x, chosen) else Added.UNVERIFIED
+        r, m = self.rank, self.atoms
+        assert r + 1 < 1 << 15, "too many basis vectors for exact int64 sums"
         piv = int(nz[np.argmax(self.size[nz])])  # the heaviest atom (the first, on a tie)
         inv = _inv(int(red[piv]))
         new_row = red * inv % P
         # basis[new] = (x - coeff @ basis) / red[piv] = (e_new - coeff @ trans) @ orig / red[piv]
-        t_new = np.append((-_mod_matmul(coeff, self.trans)) % P, 1) * inv % P
-        trans = np.zeros((r + 1, r + 1), dtype=I64)
-        trans[:r, :r] = self.trans
-        trans[r] = t_new
+        t_new = np.append((-self.trans[chosen].sum(axis=0)) % P, 1) * inv % P
         factor = self.basis[:, piv].copy()
-        basis = np.vstack([self.basis, new_row[None, :]])
+        self._room(r + 1, m)
         hit = np.flatnonzero(factor)
         if hit.size:
-            basis[hit] = (basis[hit] - np.outer(factor[hit], new_row) % P) % P
-            trans[hit] = (trans[hit] - np.outer(factor[hit], t_new) % P) % P
-        self.basis, self.trans = basis, trans
+            b, t = self._b[:r, :m], self._t[:r, : r + 1]
+            b[hit] = (b[hit] - np.outer(factor[hit], new_row) % P) % P
+            t[hit] = (t[hit] - np.outer(factor[hit], t_new) % P) % P
+        self._b[r, :m] = new_row
+        self._t[r, : r + 1] = t_new
+        self._o[r, :m] = x
         self.pivot = np.append(self.pivot, piv)
-        self.orig = np.vstack([self.orig, x.astype(np.int8)[None, :]])
         return Added.NEW
 
     def _split(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -223,6 +251,7 @@ class Span:
         and the atoms that were cut (their old ids, which keep the part outside the mask)."""
         m = self.atoms
         inside = np.bincount(self.atom[mask], minlength=m)
+        whole = (inside > 0) & (inside == self.size)
         mixed = np.flatnonzero((inside > 0) & (inside < self.size))
         if mixed.size:
             remap = np.full(m, -1, dtype=I64)
@@ -231,13 +260,16 @@ class Span:
             target = remap[self.atom[rows]]
             moved = target >= 0
             self.atom[rows[moved]] = target[moved]
+            self._room(self.rank, m + mixed.size)
+            r = self.rank
+            # The new atoms start as copies of the ones they were cut from.
+            self._b[:r, m : m + mixed.size] = self._b[:r, mixed]
+            self._o[:r, m : m + mixed.size] = self._o[:r, mixed]
             self.size = np.concatenate([self.size, inside[mixed]])
             self.size[mixed] -= inside[mixed]
-            # The new atoms start as copies of the ones they were cut from.
-            self.basis = np.hstack([self.basis, self.basis[:, mixed]])
-            self.orig = np.hstack([self.orig, self.orig[:, mixed]])
         x = np.zeros(self.atoms, dtype=I64)
-        x[np.unique(self.atom[mask])] = 1
+        x[:m][whole] = 1
+        x[m:] = 1  # the parts inside the mask of the atoms cut
         return x, mixed
 
     def _repivot(self, cut: np.ndarray) -> None:
@@ -265,10 +297,10 @@ class Span:
             self.trans[hit] = (self.trans[hit] - np.outer(factor[hit], self.trans[i]) % P) % P
         self.pivot[i] = col
 
-    def _dependent(self, x: np.ndarray, coeff: np.ndarray) -> bool:
-        """x = coeff @ basis = (coeff @ trans) @ orig mod P: recover the rational coefficients of
-        the independent sets and verify the combination exactly."""
-        lam = _mod_matmul(coeff, self.trans)
+    def _dependent(self, x: np.ndarray, chosen: np.ndarray) -> bool:
+        """x = the sum of the chosen basis rows = (their trans rows, summed) @ orig mod P:
+        recover the rational coefficients of the independent sets, verify exactly."""
+        lam = self.trans[chosen].sum(axis=0) % P
         fracs = []
         for j in np.flatnonzero(lam):
             got = _ratrec(int(lam[j]))
