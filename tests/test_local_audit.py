@@ -291,3 +291,58 @@ def test_ordinary_analysis_still_works(store: Store, anes_csv: Path) -> None:
     for sql in asked:
         got = _ask(store, sid, sql)
         assert got["ok"], (sql, got.get("refused"))
+
+
+# --- the record: an existing store upgrades, and issue 11's answers count ------------------------
+
+
+@pytest.mark.both_backends
+def test_a_store_from_before_the_audit_upgrades_and_its_answers_count(
+    store_target: str, anes_csv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store at the schema before migration 0015 (with the `crossings` view and a refusal),
+    holding a row set issue 11's overlap control recorded for `age = 35`: opening it applies
+    0015 (the refusal kept, the view back), and the record starts from that row set, so the
+    second half of the pair is refused in a new session."""
+    import shutil
+
+    import numpy as np
+
+    from mole_dag.local_data.connector import Dataset
+    from mole_dag.local_data.rowsets import RowSet
+    from mole_dag.paths import sql_dir
+    from mole_dag.store import utcnow
+
+    old_sql = tmp_path / "sql-before-0015"
+    shutil.copytree(sql_dir(), old_sql)
+    (old_sql / "migrations" / "0015_local_audit.sql").unlink()
+    monkeypatch.setenv("MOLE_SQL_DIR", str(old_sql))
+    with Store(store_target) as old:
+        assert old.schema_version() < 15
+        sid = _session(old, anes_csv)
+        with Dataset.open(anes_csv) as ds:
+            ages = ds.con.execute("SELECT list(age = 35 ORDER BY rowid) FROM data").fetchone()
+            mask = np.array(ages[0], dtype=bool)
+            legacy = RowSet.of("", mask)
+            with old.write() as cur:
+                cur.execute(
+                    "INSERT INTO local_row_sets VALUES ($s, 'x-old', 1, $d, 0, '', $n, $b)",
+                    {"s": sid, "d": ds.sha256, "n": legacy.n, "b": legacy.blob()},
+                )
+                cur.execute(
+                    "INSERT INTO local_refusals (id, session_id, seq, stage, reason, kind, "
+                    "request, detail, created_at) VALUES ('r-old', $s, 2, 'gate', "
+                    "'query_overlap', 'sql', 'q', 'why', $now)",
+                    {"s": sid, "now": utcnow()},
+                )
+    monkeypatch.delenv("MOLE_SQL_DIR")
+    if store_target.startswith("postgresql"):
+        from mole_dag.store import pg
+
+        pg.close_url(store_target)  # the next open prepares the schema again
+    with Store(store_target) as new:
+        assert new.schema_version() >= 15
+        kept = new.rows("SELECT reason FROM crossings WHERE outcome = 'refused'")
+        assert [r["reason"] for r in kept] == ["query_overlap"]
+        got = _ask(new, _session(new, anes_csv), SUMS + f"age = 35 AND NOT {TARGET_WHERE}")
+        assert got["ok"] is False and got["refused"]["reason"] == "query_audit"
