@@ -346,3 +346,84 @@ def test_a_store_from_before_the_audit_upgrades_and_its_answers_count(
         assert [r["reason"] for r in kept] == ["query_overlap"]
         got = _ask(new, _session(new, anes_csv), SUMS + f"age = 35 AND NOT {TARGET_WHERE}")
         assert got["ok"] is False and got["refused"]["reason"] == "query_audit"
+
+
+_HOLD_AFTER_RECORDING = """
+import pathlib, sys, time
+from mole_dag.local_data import audit_log
+from mole_dag.mcp import sessions
+from mole_dag.store import Store
+
+real = audit_log.AuditLog.record
+
+def held(self, *args, **kwargs):
+    real(self, *args, **kwargs)
+    # The answer is recorded but not committed: hold the transaction open until told.
+    print("recorded", flush=True)
+    while not pathlib.Path(sys.argv[4]).exists():
+        time.sleep(0.05)
+
+audit_log.AuditLog.record = held
+with Store(sys.argv[1]) as s:
+    print(sessions.local_query(s, sys.argv[2], sys.argv[3])["ok"], flush=True)
+"""
+
+
+def _waiting_on_a_lock(dsn: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def test_two_processes_cannot_each_pass_half_a_pair_at_once(
+    pg_dsn: str, anes_csv: Path, tmp_path: Path
+) -> None:
+    """PostgreSQL, where writers of different processes run at once: another process has
+    answered the first half and not yet committed. This process's second half must wait for
+    the record's row lock (seen in pg_stat_activity) and then be judged against the first;
+    without the lock it would read the record as it was and answer."""
+    import threading
+
+    with Store(pg_dsn) as s:
+        one, two = _session(s, anes_csv), _session(s, anes_csv)
+        assert _ask(s, one, SUMS + "true")["ok"]  # the record exists before the race
+    go = tmp_path / "go"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_AFTER_RECORDING, pg_dsn, one, SUMS + "age = 35", str(go)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "recorded", (
+            proc.stderr.read() if proc.stderr else ""
+        )
+        got: dict[str, Any] = {}
+
+        def second_half() -> None:
+            with Store(pg_dsn) as s:
+                got["answer"] = _ask(s, two, SUMS + f"age = 35 AND NOT {TARGET_WHERE}")
+
+        asker = threading.Thread(target=second_half)
+        asker.start()
+        waited = 0
+        while not _waiting_on_a_lock(pg_dsn):
+            waited += 1
+            assert waited < 1200, "the second half never waited for the record's lock"
+            asker.join(0.1)
+            assert asker.is_alive(), f"answered without waiting: {got}"
+        go.touch()
+        assert proc.stdout.readline().strip() == "True"
+        asker.join(300)
+        assert not asker.is_alive()
+    finally:
+        go.touch()
+        proc.wait(300)
+    assert got["answer"]["ok"] is False and got["answer"]["refused"]["reason"] == "query_audit"
