@@ -317,7 +317,7 @@ class Dataset:
                 )
             columns = _profile(con, rows)
             if any(c.name.casefold() == "rowid" for c in columns):
-                # The gate's row sets (overlap.py) name rows by DuckDB's rowid, which a column
+                # The audit's row sets (rowsets.py) name rows by DuckDB's rowid, which a column
                 # of that name would hide: better refused than silently mis-bookkept.
                 raise DataError(
                     f"{root} has a column named rowid, a name DuckDB reserves for "
