@@ -128,7 +128,9 @@ def test_total_first_then_groups_cannot_isolate_the_other(store: Store, sid: str
     _assert_no_small_remainder(grouped.crossing.envelope, total)
     # The cell given up to protect the remainder is recorded as a refusal next to the crossing.
     got = listing(store, sid)
-    assert any(r.reason == str(Reason.QUERY_AUDIT) and r.crossing_id for r in got.refusals)
+    assert any(
+        r.reason == str(Reason.SECONDARY_SUPPRESSION) and r.crossing_id for r in got.refusals
+    )
 
 
 def _assert_no_small_remainder(grouped_env: dict[str, Any], total: Any) -> None:

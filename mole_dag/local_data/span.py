@@ -125,7 +125,11 @@ def rref(b: np.ndarray, order: np.ndarray | None = None) -> tuple[np.ndarray, np
         factor = b[:, col].copy()
         factor[rank] = 0
         hit = np.flatnonzero(factor)
-        if hit.size:
+        if hit.size == rows - 1:
+            # Every other row: in place, without gathering them.
+            b -= np.outer(factor, b[rank]) % P
+            b %= P
+        elif hit.size:
             b[hit] = (b[hit] - np.outer(factor[hit], b[rank]) % P) % P
         pivots.append(col)
         rank += 1
@@ -424,25 +428,95 @@ def _search_block(b: np.ndarray, w: np.ndarray, bound: int, piv: np.ndarray) -> 
     # (b) two rows
     if _light_pair(q, nz, pw, qw, bound):
         return True
-    # (c) and (d): the left null space of q, and its widening by one coloop of q
-    qn = q.shape[1]
-    aug = np.hstack([q, np.eye(d, dtype=I64)])
-    red, pivots, rank = rref(aug, np.arange(qn))
-    null = red[rank:, qn:]
-    if null.shape[0] and _light(null, pw, bound):
+    # (c): three or four rows whose non-pivot parts cancel. Each of them has a pivot of weight
+    # <= bound - 2 (three pivots weigh at least 3), so only those rows take part.
+    if _light_null(q, pw, qw, bound, pw <= bound - 2, coloops=False):
         return True
-    if bound - 3 < 1:
-        return False  # (d) needs three pivots and one more atom
+    # (d): three rows whose non-pivot parts add up to one atom y of weight >= 1, so pivots of
+    # weight <= bound - 3 each: y is a coloop of their columns.
+    return bound - 3 >= 1 and _light_null(q, pw, qw, bound, pw <= bound - 3, coloops=True)
+
+
+def _light_null(
+    q: np.ndarray, pw: np.ndarray, qw: np.ndarray, bound: int, rows: np.ndarray, coloops: bool
+) -> bool:
+    """Cases (c) and (d) on the rows selected: c with c.q zero (c), or zero but on one coloop
+    atom y (d), whose pivots weigh <= bound (c) or <= bound - w(y) (d)."""
+    if int(rows.sum()) < 3:
+        return False
+    sub = q[rows]
+    # A row alone on a column (among the rows still in) cannot take part: c.q would not cancel
+    # there. (d) lets one such column be y, so there a row goes only with two of them.
+    keep = _peel(sub != 0, 1 if coloops else 0)
+    if int(keep.sum()) < 3:
+        return False
+    sub, rows = sub[keep], np.flatnonzero(rows)[keep]
+    sub = sub[:, (sub != 0).any(axis=0)]
+    d, qn = sub.shape
+    # The common case, cheaply: rows of full rank have no left null space, and if they keep it
+    # without either of two disjoint halves of the columns, deleting one column (y) cannot
+    # lower it either.
+    if coloops:
+        if _full_row_rank(sub[:, ::2]) and _full_row_rank(sub[:, 1::2]):
+            return False
+    elif _full_row_rank(sub):
+        return False
+    red, pivots, rank = rref(np.hstack([sub, np.eye(d, dtype=I64)]), np.arange(qn))
+    null = red[rank:, qn:]
+    weights = pw[rows]
+    if not coloops:
+        return bool(null.shape[0]) and _light(null, weights, bound)
+    cols_w = qw[(q[rows] != 0).any(axis=0)]
+    assert cols_w.size == qn
     for t in range(rank):
         col = int(pivots[t])
-        if qw[col] > bound - 3:
+        if cols_w[col] > bound - 3:
             continue
         if np.count_nonzero(red[t, :qn]) != 1:
             continue  # not a coloop: another column reaches this row
         widened = np.vstack([null, red[t, qn:][None, :]])
-        if _light(widened, pw, bound - int(qw[col])):
+        if _light(widened, weights, bound - int(cols_w[col])):
             return True
     return False
+
+
+def _full_row_rank(m: np.ndarray) -> bool:
+    """True only if `m` certainly has full row rank: a sketch of it (each column added, with a
+    random coefficient, into one of a few more buckets than rows) has it, and a sketch is m
+    times a matrix, whose product's rank is never above m's. False: unknown (then the exact
+    path runs). Integer sums, no BLAS: a multi-threaded BLAS on a busy machine costs more than
+    the sums."""
+    d, n = m.shape
+    if n < d:
+        return False
+    # Fixed seed: the outcome, not the soundness, depends on it, and a re-run sees the same.
+    rng = np.random.default_rng(d * 1_000_003 + n)
+    width = d + 8
+    bucket = np.asarray(rng.integers(0, width, size=n), dtype=I64)
+    coef = np.asarray(rng.integers(1, 1 << 16, size=n), dtype=I64)
+    order = np.argsort(bucket, kind="stable")
+    # Each term below P, at most 2^17 per bucket: the sums stay under 2^48.
+    assert n < 1 << 17
+    terms = (m[:, order] % P) * coef[order] % P
+    starts = np.searchsorted(bucket[order], np.arange(width))
+    filled = starts < n
+    sketch = np.zeros((d, width), dtype=I64)
+    # Only the buckets that hold columns: reduceat sums each from its start to the next one.
+    sketch[:, filled] = np.add.reduceat(terms, starts[filled], axis=1) % P
+    return bool(rref(sketch)[2] == d)
+
+
+def _peel(nz: np.ndarray, allowed: int) -> np.ndarray:
+    """The rows left after repeatedly dropping every row that is the only one (of those left)
+    on more than `allowed` columns."""
+    keep = np.ones(nz.shape[0], dtype=bool)
+    while keep.sum() >= 3:
+        alone = nz & (nz[keep].sum(axis=0) == 1)[None, :]
+        drop = keep & (alone.sum(axis=1) > allowed)
+        if not drop.any():
+            break
+        keep &= ~drop
+    return keep
 
 
 def _light_pair(q: np.ndarray, nz: np.ndarray, pw: np.ndarray, qw: np.ndarray, bound: int) -> bool:
