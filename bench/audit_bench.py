@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from survey_data import write_survey  # noqa: E402
+from survey_data import RARE_PLANS, RARE_REGIONS, write_survey  # noqa: E402
 
 from mole_dag.core import Unit  # noqa: E402
 from mole_dag.local_data import audit as query_audit  # noqa: E402
@@ -171,11 +171,11 @@ def probe(ds: Dataset, audit: Audit, stream: Iterator[str]) -> dict[str, float]:
     }
 
 
-def cold_start(csv: Path, tmp: Path, seed: int) -> tuple[float, float, float, int]:
+def cold_start(csv: Path, tmp: Path, seed: int) -> tuple[float, float, float, float, int]:
     """Through the recorder on a DuckDB store: ANSWERED answers recorded, then the cache dropped
-    and one more question asked (every recorded set read back and added), then another (with
-    the audit cached: the median of five). Returns (cold wall, cold CPU, warm CPU, row sets
-    recorded), in ms."""
+    and one more question asked (every recorded set read back and added), then five more (with
+    the audit cached), then five with the audit off. Returns (cold wall, cold CPU, warm CPU,
+    warm CPU with the audit off, row sets recorded), in ms; warm figures are medians."""
     from mole_dag.session import create_session
     from mole_dag.store import Store
 
@@ -189,13 +189,34 @@ def cold_start(csv: Path, tmp: Path, seed: int) -> tuple[float, float, float, in
         forget_cached()
         cold_w, cold_c, _ = _timed(lambda: gated_query(store, sid, next(stream)))
         warm = [_timed(lambda: gated_query(store, sid, next(stream)))[1] for _ in range(5)]
-    return cold_w, cold_c, statistics.median(warm), sets
+        original = query_audit.control
+        query_audit.control = _no_audit  # type: ignore[assignment]
+        try:
+            off = [_timed(lambda: gated_query(store, sid, next(stream)))[1] for _ in range(5)]
+        finally:
+            query_audit.control = original  # type: ignore[assignment]
+    return cold_w, cold_c, statistics.median(warm), statistics.median(off), sets
+
+
+def _without_small_groups(csv: Path) -> None:
+    text = csv.read_text("utf-8")
+    for region in set(RARE_REGIONS):
+        text = text.replace(f",{region},", ",north,")
+    for plan in set(RARE_PLANS):
+        text = text.replace(f",{plan},", ",basic,")
+    csv.write_text(text, "utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, action="append", help="data sizes (default both)")
     parser.add_argument("--seed", type=int, default=22)
+    parser.add_argument(
+        "--without-small-groups",
+        action="store_true",
+        help="rewrite the survey's planted regions and plans of 1-4 respondents to big ones "
+        "(north, basic): how many refusals those groups account for",
+    )
     args = parser.parse_args()
     sizes = tuple(args.rows or SIZES)
     print(f"{ANSWERED} answered questions, then {PROBES} probes; medians; seed {args.seed}")
@@ -203,6 +224,8 @@ def main() -> None:
         tmp = Path(tmp_s)
         for rows in sizes:
             csv = write_survey(tmp / f"survey{rows}.csv", rows=rows)
+            if args.without_small_groups:
+                _without_small_groups(csv)
             with Dataset.open(csv) as ds:
                 w, c, built = _timed(lambda ds=ds: build(ds, args.seed))
                 audit, answered, trimmed, refused, stream = built  # type: ignore[misc]
@@ -227,11 +250,12 @@ def main() -> None:
                     f"wall, {got['base_cpu']:.1f} ms CPU (mean {got['base_mean']:.1f}); "
                     f"mean CPU ratio {got['cpu_mean'] / got['base_mean']:.2f}x"
                 )
-            cw, cc, warm, sets = cold_start(csv, tmp, args.seed)
+            cw, cc, warm, off, sets = cold_start(csv, tmp, args.seed)
             print(
                 f"  through the recorder on a store holding them ({sets} row sets): a new "
                 f"process's first question {cw:.0f} ms wall, {cc:.0f} ms CPU (the record read "
-                f"back); the next ones (cached) {warm:.0f} ms CPU, median of 5"
+                f"back); the next ones (cached) {warm:.0f} ms CPU, then with the audit off "
+                f"{off:.0f} ms CPU (medians of 5)"
             )
 
 
