@@ -31,8 +31,9 @@ treated as known: the profile publishes the row count and every column's non-nul
 
 Known limit, by that split: which of a set's rows have a missing value in a column can be
 learned by differencing a count (n) against the column's figures over the same groups; the
-profile already publishes the missing count over all rows. Median is audited as a sum (its row
-set), though an order statistic can also be narrowed by other means."""
+profile already publishes the missing count over all rows. A median and a count(DISTINCT x) are
+audited as sums over their rows (their row sets enter the span), though neither is a sum and each
+can tell more than its rows' total."""
 
 from __future__ import annotations
 

@@ -36,7 +36,11 @@ pivots plus the non-pivot atoms where c.Q is not zero (Q: the non-pivot part). T
       left null space of Q without y, which is (c)'s plus one vector; recurse with bound 3.
 
 Each recursion is on a space of lower dimension or with a lower bound, so it ends; the cost is a
-few eliminations per connected block of U. The search is complete for bounds up to 4 (a floor of
+few eliminations per connected block of U. Cases (c) and (d) take only the rows whose pivots are
+light enough to be part of such a vector, drop rows alone on a column (they cannot cancel
+there), and are skipped when a random sketch of the rows left shows full rank (a product's rank
+never exceeds a factor's, so that shortcut can only say "none", truthfully). Blocks already
+searched are remembered by their content. The search is complete for bounds up to 4 (a floor of
 5, the schema's); a higher floor would need case (d) for two or more atoms, and is refused by an
 assertion rather than audited incompletely."""
 
