@@ -82,6 +82,16 @@ def test_three_queries_cannot_recover_one_respondent(store: Store, anes_csv: Pat
     assert q1["ok"] and q2["ok"] and [a[0] for a in answered[:2] if a] == [7, 10]
     assert q3["ok"] is False
     assert q3["refused"]["stage"] == "gate" and q3["refused"]["reason"] == "query_audit"
+    # What the tool returns carries no row set (they stay in the store, private to the audit).
+    assert set(q1) == {
+        "ok",
+        "crossing_id",
+        "sql",
+        "columns",
+        "envelope",
+        "envelope_sha256",
+        "min_rows",
+    }
     assert "\n" not in q3["refused"]["detail"] and "fewer than 5" in q3["refused"]["detail"]
 
 
