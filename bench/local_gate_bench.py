@@ -2,9 +2,10 @@
 
 Times, as medians over several runs: opening the data (UTF-8 check and hash, load into the
 private DuckDB, profile), and each template end to end through the boundary (render, guard, the
-gate's folded query and its tests, the exfil recount). Issue 11's bookkeeping is shown apart:
-the row-set query (row positions per raw group), and the overlap control against a session
-history of HISTORY earlier row sets (decompressed from their stored blobs, as the recorder does).
+gate's folded query and its tests, the exfil recount). The bookkeeping across queries is shown
+apart: the row-set query (row positions per raw group), and the answer judged by the query audit
+(issue 22) holding HISTORY earlier row sets (decompressed from their stored blobs, as the
+record's reader does). bench/audit_bench.py measures the audit itself as answers pile up.
 Run: `.venv/bin/python bench/local_gate_bench.py` (or `make bench`). Nothing is written outside a
 temporary folder."""
 
@@ -22,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from survey_data import ROWS, write_survey  # noqa: E402
 
-from mole_dag.local_data import boundary, exfil, gate, overlap  # noqa: E402
+from mole_dag.local_data import boundary, exfil, gate, rowsets  # noqa: E402
+from mole_dag.local_data.audit import Audit  # noqa: E402
 from mole_dag.local_data.connector import Dataset  # noqa: E402
 from mole_dag.local_data.hypothesis import render  # noqa: E402
 from mole_dag.local_data.sqlguard import guard  # noqa: E402
@@ -49,26 +51,26 @@ def median_ms(fn: Callable[[], object], runs: int = RUNS) -> float:
     return statistics.median(times)
 
 
-def _history(ds: Dataset, g: object) -> overlap.History:
-    """HISTORY stored row sets shaped like this statement's groups, each with one row moved,
-    so none is equal to a new one and no size filter skips them: the worst case per pair."""
-    groups = overlap.raw_groups(ds, g)  # type: ignore[arg-type]
-    blobs = []
+def _history(ds: Dataset, g: object) -> Audit:
+    """An audit holding HISTORY stored row sets shaped like this statement's groups, each with
+    two rows moved, so none is equal to a new one."""
+    groups = rowsets.raw_groups(ds, g)  # type: ignore[arg-type]
+    audit = Audit.of(ds)
     for i in range(HISTORY):
         _, masks = groups.groups[i % len(groups.groups)]
         key = groups.keys[i % len(groups.keys)]
         mask = masks[key].copy()
         mask[i % ds.rows] = not mask[i % ds.rows]
         mask[(i * 7919 + 1) % ds.rows] = not mask[(i * 7919 + 1) % ds.rows]
-        s = overlap.RowSet.of(key, mask)
-        blobs.append((s.columns, s.n, s.blob()))
-    # Six rows moved is past the floor, so the control keeps everything but compares every pair.
-    return overlap.History(overlap.RowSet.from_blob(c, n, b) for c, n, b in blobs)
+        s = rowsets.RowSet.of(key, mask)
+        stored = rowsets.RowSet.from_blob(s.columns, s.n, s.blob())
+        audit.absorb(stored.columns, stored.mask(ds.rows))
+    return audit
 
 
-def _ask_or_refuse(ds: Dataset, choice: HypothesisChoice, h: overlap.History) -> None:
+def _ask_or_refuse(ds: Dataset, choice: HypothesisChoice, audit: Audit) -> None:
     with contextlib.suppress(boundary.Refused):
-        boundary.ask_template(ds, choice, h)
+        boundary.ask_template(ds, choice, audit.trial())
 
 
 def main() -> None:
@@ -88,7 +90,7 @@ def main() -> None:
                     f"{label:<40} {total:8.1f} ms  (folded query {fold:.1f} ms, "
                     f"exfil check {check:.1f} ms)"
                 )
-                sets = median_ms(lambda g=g: overlap.raw_groups(ds, g))
+                sets = median_ms(lambda g=g: rowsets.raw_groups(ds, g))
                 hist = _history(ds, g)
                 with_history = median_ms(lambda c=choice, h=hist: _ask_or_refuse(ds, c, h))
                 print(

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from survey_data import no_fold, survey_csv  # noqa: F401 - fixture
 
-from mole_dag.local_data import boundary, exfil, gate
+from mole_dag.local_data import audit, boundary, exfil, gate
+from mole_dag.local_data.audit import Audit, Controlled
 from mole_dag.local_data.connector import FLOOR, Dataset
 from mole_dag.local_data.refusal import Reason, Refused, Stage
 from mole_dag.local_data.sqlguard import guard
@@ -95,15 +96,29 @@ def test_small_groups_fold_into_one_unnamed_other(small: Dataset) -> None:
 
 
 def test_other_still_under_the_floor_is_suppressed(small: Dataset) -> None:
-    # D + E = 2 rows: suppressed. A and B alone would give them away by subtraction from the
-    # total (which the profile tells), so B, the smaller, is suppressed too (issue 11).
-    res = _ask(small, "SELECT grp, count(*) FROM data WHERE grp <> 'C' GROUP BY grp")
-    assert [r.get("keys") for r in res.envelope["rows"]] == [["A"]]
-    assert res.envelope["suppressed"] is True and res.envelope["also_suppressed"] == 1
+    # D + E = 2 rows: suppressed. A and B leave: with the total (which the profile tells) they
+    # leave C + D + E, five rows. The remainder could only be isolated with the count of the
+    # WHERE's rows, and the audit refuses that count once A and B are out (issue 22).
+    res = gate.run(
+        small,
+        guard("SELECT grp, count(*) FROM data WHERE grp <> 'C' GROUP BY grp", small),
+        request={"kind": "sql"},
+        audit=Audit.of(small),
+    )
+    assert [r.get("keys") for r in res.envelope["rows"]] == [["A"], ["B"]]
+    assert res.envelope["suppressed"] is True and "also_suppressed" not in res.envelope
     assert res.suppressed is not None and res.suppressed.reason == Reason.BELOW_FLOOR
-    assert [r.reason for r in res.also_suppressed] == [Reason.SECONDARY_SUPPRESSION]
     text = json.dumps(res.envelope)
-    assert '"D"' not in text and '"E"' not in text and '"B"' not in text
+    assert '"D"' not in text and '"E"' not in text
+    assert res.audit is not None
+    with pytest.raises(Refused) as closing:
+        gate.run(
+            small,
+            guard("SELECT count(*) FROM data WHERE grp <> 'C'", small),
+            request={"kind": "sql"},
+            audit=res.audit,
+        )
+    assert (closing.value.stage, closing.value.reason) == (Stage.GATE, Reason.QUERY_AUDIT)
     # tiny: X (17 rows) is the only group over the floor, and Y + Z (4) are under it. X alone
     # is the total less those 4 rows, so nothing leaves (before issue 11, X left).
     with pytest.raises(Refused) as got:
@@ -124,7 +139,7 @@ def test_a_figure_resting_on_one_non_null_value_does_not_leave(small: Dataset) -
     # A has ten rows but one value of `sparse`: folded, and "other" (A, C, D, E) has one value
     # of `sparse` in fifteen rows: suppressed. Only B (six values) could be named, but avg(sparse)
     # over all seven values less B's six would be A's one value: nothing leaves (issue 11; before
-    # it, B left alone).
+    # it, B left alone; since issue 22 the query audit says so).
     with pytest.raises(Refused) as whole:
         _ask(small, "SELECT grp, avg(sparse) AS mean FROM data GROUP BY grp")
     assert whole.value.reason == Reason.SECONDARY_SUPPRESSION
@@ -310,6 +325,29 @@ def test_exfil_withholds_forged_envelopes(small: Dataset, forge, reason: Reason)
         assert value not in got.value.detail
 
 
+def no_audit(rows, groups, audit, *, grouped, k=FLOOR):  # noqa: ANN001, ANN201
+    """The query audit switched off: every row the fold kept leaves, nothing is recorded."""
+    return Controlled(rows, 0, [], [], audit)
+
+
+def test_without_the_fold_the_audit_still_keeps_small_groups_in(
+    small: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defence in depth: with the fold reverted, a group of one row is a set under the floor on
+    its own, and the audit suppresses it before the exfil check is reached."""
+
+    def no_floor_sql(dataset, guarded):  # noqa: ANN001, ANN202
+        key_sql = [e.sql(dialect="duckdb") for _, e in guarded.keys]
+        keys = ", ".join(f'{k} AS "k{i}"' for i, k in enumerate(key_sql))
+        return (f'SELECT {keys}, count(*) AS "__mole_n" FROM data GROUP BY {key_sql[0]}', "b", "n")
+
+    monkeypatch.setattr(gate, "fold_rows", no_fold)
+    monkeypatch.setattr(gate, "fold_sql", no_floor_sql)
+    res = _ask(small, "SELECT grp FROM data GROUP BY grp")
+    assert [r["keys"] for r in res.envelope["rows"]] == [["A"], ["B"]]
+    assert [r.reason for r in res.also_suppressed] == [Reason.SECONDARY_SUPPRESSION]
+
+
 def test_exfil_catches_a_gate_that_stops_folding(
     small: Dataset, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -327,6 +365,8 @@ def test_exfil_catches_a_gate_that_stops_folding(
 
     monkeypatch.setattr(gate, "fold_rows", no_fold)
     monkeypatch.setattr(gate, "fold_sql", no_floor_sql)
+    # The query audit is a second line (it would suppress groups that small): off here too.
+    monkeypatch.setattr(audit, "control", no_audit)
     with pytest.raises(Refused) as got:
         boundary.ask_sql(small, "SELECT grp, count(*) AS n FROM data GROUP BY grp")
     assert got.value.stage == Stage.EXFIL and got.value.reason == Reason.LEAK_UNDER_FLOOR
@@ -339,6 +379,7 @@ def test_exfil_catches_a_gate_that_ignores_null_values(
     """The gate's per-aggregate counts reverted to count(*) only: group A (ten rows, one value
     of `sparse`) would be named with that one value. The exfil check counts independently."""
     monkeypatch.setattr(gate, "supports", lambda guarded: ["count(*)"])
+    monkeypatch.setattr(audit, "control", no_audit)
     with pytest.raises(Refused) as got:
         boundary.ask_sql(small, "SELECT grp, avg(sparse) AS mean FROM data GROUP BY grp")
     assert (got.value.stage, got.value.reason) == (Stage.EXFIL, Reason.LEAK_UNDER_FLOOR)

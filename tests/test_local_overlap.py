@@ -1,7 +1,9 @@
 """Issue 11, the local-data gate across queries: two aggregates that each pass the floor can
 still differ by one row (differencing), and a total minus the named groups can still isolate a
 suppressed "other". Each test replays an attack through the path both `mole research` and MCP
-`local_query` use (crossings.Recorder), in one session, and checks what left.
+`local_query` use (crossings.Recorder), in one session, and checks what left. Since issue 22 the
+query audit (audit.py) refuses these, under the reason `query_audit`; issue 22's own attacks
+(three queries, two sessions) are in test_local_audit.py.
 
 The data: 60 respondents. age 36 has 26 of them, one of whom (the target) is the only one with
 income 1 and educ 3; age 37 has exactly one respondent with educ 5; age 40 and 46 appear once
@@ -81,11 +83,11 @@ def _rows_out(store: Store, session: str) -> list[dict[str, Any]]:
     return [json.loads(c.envelope) for c in listing(store, session).crossings]
 
 
-def _overlap_refusals(store: Store, session: str) -> list[RefusalRow]:
+def _audit_refusals(store: Store, session: str) -> list[RefusalRow]:
     return [
         r
         for r in listing(store, session).refusals
-        if (r.stage, r.reason) == (str(Stage.GATE), str(Reason.QUERY_OVERLAP))
+        if (r.stage, r.reason) == (str(Stage.GATE), str(Reason.QUERY_AUDIT))
     ]
 
 
@@ -104,8 +106,8 @@ def test_differencing_by_and_not_is_refused(store: Store, sid: str) -> None:
     assert first.crossing is not None and _sums(first.crossing.envelope)[0] == 26
     second = gated_query(store, sid, Q36 + " AND NOT (income = 1 AND educ = 3)")
     assert second.crossing is None and second.refused is not None
-    assert (second.refused.stage, second.refused.reason) == (Stage.GATE, Reason.QUERY_OVERLAP)
-    (refusal,) = _overlap_refusals(store, sid)
+    assert (second.refused.stage, second.refused.reason) == (Stage.GATE, Reason.QUERY_AUDIT)
+    (refusal,) = _audit_refusals(store, sid)
     assert "AND NOT" in refusal.request and refusal.detail.strip()
     # The row set is bookkeeping inside the boundary: nothing of it is printed or returned.
     text = format_listing(sid, listing(store, sid))
@@ -134,7 +136,7 @@ def test_total_first_then_groups_cannot_isolate_the_other(store: Store, sid: str
 def _assert_no_small_remainder(grouped_env: dict[str, Any], total: Any) -> None:
     shown = sum(r["n"] for r in grouped_env["rows"])
     if total.crossing is None:
-        assert total.refused.reason == Reason.QUERY_OVERLAP
+        assert total.refused.reason == Reason.QUERY_AUDIT
         return
     n_total = _sums(total.crossing.envelope)[0]
     # What subtraction leaves is either nothing or at least K rows, never party C's 3.
@@ -148,7 +150,7 @@ def test_differencing_by_or_adding_one_row_is_refused(store: Store, sid: str) ->
     assert gated_query(store, sid, Q36).crossing is not None
     second = gated_query(store, sid, Q36 + " OR (age = 37 AND educ = 5)")
     assert second.crossing is None and second.refused is not None
-    assert second.refused.reason == Reason.QUERY_OVERLAP
+    assert second.refused.reason == Reason.QUERY_AUDIT
 
 
 def test_a_range_widened_by_one_row_is_refused(store: Store, sid: str) -> None:
@@ -156,10 +158,13 @@ def test_a_range_widened_by_one_row_is_refused(store: Store, sid: str) -> None:
     assert gated_query(store, sid, base.format(45)).crossing is not None
     wider = gated_query(store, sid, base.format(46))
     assert wider.crossing is None and wider.refused is not None
-    assert wider.refused.reason == Reason.QUERY_OVERLAP
-    # A range that differs by many rows is an ordinary question and still answered (41..44
-    # would not be: age 45 is two respondents).
-    assert gated_query(store, sid, base.format(44).replace("41", "30")).crossing is not None
+    assert wider.refused.reason == Reason.QUERY_AUDIT
+    # A range that differs by many rows is an ordinary question and still answered. Not any
+    # range: with the total (the profile publishes the row count) 30..44 would leave ages 45 and
+    # 46 (three respondents) as its complement, and 41..44 would differ from 41..45 by age 45
+    # (two). 30..42 with 41..45 and the total isolates nothing under five rows.
+    assert gated_query(store, sid, base.format(44).replace("41", "30")).crossing is None
+    assert gated_query(store, sid, base.format(42).replace("41", "30")).crossing is not None
 
 
 def test_two_group_bys_whose_groups_differ_by_one_row(store: Store, sid: str) -> None:
@@ -175,7 +180,7 @@ def test_two_group_bys_whose_groups_differ_by_one_row(store: Store, sid: str) ->
         earlier = {r["n"] for r in first.crossing.envelope["rows"]}
         for row in second.crossing.envelope["rows"]:
             assert all(abs(row["n"] - n) >= K for n in earlier), row
-    assert _overlap_refusals(store, sid)
+    assert _audit_refusals(store, sid)
 
 
 def test_history_is_shared_across_processes_and_with_mcp(tmp_path: Path, anes_csv: Path) -> None:
@@ -189,7 +194,7 @@ def test_history_is_shared_across_processes_and_with_mcp(tmp_path: Path, anes_cs
         assert gated_query(one, session, Q36).crossing is not None
     with Store(path) as two:
         got = sessions.local_query(two, session, Q36 + " AND NOT (income = 1 AND educ = 3)")
-        assert got["ok"] is False and got["refused"]["reason"] == "query_overlap"
+        assert got["ok"] is False and got["refused"]["reason"] == "query_audit"
         # Asking the same question again is no attack: the same rows, the same answer.
         again = sessions.local_query(two, session, Q36)
         assert again["ok"] is True
@@ -217,15 +222,30 @@ def test_a_column_named_rowid_is_refused_at_attach(tmp_path: Path) -> None:
         Dataset.open(p)
 
 
-def test_a_trimmed_answer_reverifies_against_the_history_before_it(store: Store, sid: str) -> None:
+def test_a_trimmed_answer_reverifies_against_the_audit_before_it(store: Store, sid: str) -> None:
     from mole_dag.local_data.findings import reverify
 
+    # The difference of the two halves of age 36 would be the target; since issue 22 the audit
+    # sees that the total (published by the profile) less the group "not 36" is "36", so neither
+    # group of this split may leave once the 25 are answered: the whole answer is refused.
     gated_query(store, sid, Q36 + " AND NOT (income = 1 AND educ = 3)")  # 25 rows
-    # age = 36 is those 25 and the target: that group is suppressed, the other one leaves.
-    grouped = gated_query(
+    split = gated_query(
         store, sid, "SELECT age = 36 AS a36, sum(vote), count(*) FROM data GROUP BY age = 36"
     )
+    assert split.crossing is None and split.refused is not None
+    assert split.refused.reason == Reason.QUERY_AUDIT
+    # Income 1 is the target alone (folded, then suppressed under the floor); the total less the
+    # four incomes shown would be that one respondent, so the smallest of them is given up too.
+    grouped = gated_query(
+        store, sid, "SELECT income, sum(vote), count(*) FROM data GROUP BY income"
+    )
     assert grouped.crossing is not None
-    assert [r["keys"] for r in grouped.crossing.envelope["rows"]] == [[False]]
-    assert [r.reason for r in grouped.crossing.partials] == [Reason.QUERY_OVERLAP]
+    shown = [r["n"] for r in grouped.crossing.envelope["rows"]]
+    assert len(shown) == 3 and grouped.crossing.envelope["also_suppressed"] == 1
+    assert [r.reason for r in grouped.crossing.partials] == [
+        Reason.BELOW_FLOOR,
+        Reason.SECONDARY_SUPPRESSION,
+    ]
+    # A later answer does not change how this one is re-run: against the audit before it.
+    assert gated_query(store, sid, "SELECT educ, count(*) FROM data GROUP BY educ").crossing
     assert reverify(store, grouped.crossing_id) == (True, "re-run reproduces the envelope exactly")

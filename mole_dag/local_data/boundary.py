@@ -4,15 +4,16 @@
     SQL text        ->                      sqlguard -> gate -> exfil check -> Crossing
 
 No store here: recording is crossings.py's job, so this module can be tested, benchmarked and
-used by the toolkit without a session. The session's earlier answers reach the gate as an
-`overlap.History` (without one, a request is judged as the first of a fresh session)."""
+used by the toolkit without a session. The answers already given over the data reach the gate
+as an `audit.Audit` (without one, a request is judged as the first over the data)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from mole_dag.local_data import exfil, gate, hypothesis, overlap
+from mole_dag.local_data import exfil, gate, hypothesis
+from mole_dag.local_data.audit import Audit, Figure
 from mole_dag.local_data.connector import FLOOR, Dataset
 from mole_dag.local_data.refusal import Refused
 from mole_dag.local_data.sqlguard import Guarded, guard
@@ -34,11 +35,13 @@ class Crossing:
     min_rows: int
     # Set when part of the answer was suppressed under the floor (the rest left).
     partial: Refused | None = None
-    # Further suppressions in the same answer (overlap control, secondary suppression).
+    # Further suppressions in the same answer (the query audit).
     also_suppressed: tuple[Refused, ...] = ()
     # The rows each figure rests on. Private to the boundary: stored by the recorder, never in
     # the envelope, never shown (repr=False keeps it out of logs and tracebacks too).
-    row_sets: tuple[overlap.Recorded, ...] = field(default=(), repr=False, compare=False)
+    figures: tuple[Figure, ...] = field(default=(), repr=False, compare=False)
+    # The audit with those figures admitted: the record's once the recorder has stored them.
+    audit: Audit | None = field(default=None, repr=False, compare=False)
 
     @property
     def partials(self) -> list[Refused]:
@@ -54,14 +57,13 @@ def _crossing(
     envelope: dict[str, Any],
     min_rows: int,
     result: gate.GateResult | None = None,
-    row_sets: list[overlap.Recorded] | None = None,
 ) -> Crossing:
     text = gate.canonical_json(envelope)
     partial = result.suppressed if result is not None else None
     more = tuple(result.also_suppressed) if result is not None else ()
     if partial is None and more:
         partial, more = more[0], more[1:]
-    sets = tuple(result.row_sets if result is not None else row_sets or [])
+    figures = tuple(result.figures) if result is not None else ()
     return Crossing(
         kind,
         template,
@@ -74,7 +76,8 @@ def _crossing(
         min_rows,
         partial,
         more,
-        sets,
+        figures,
+        result.audit if result is not None else None,
     )
 
 
@@ -88,7 +91,9 @@ def _checked(dataset: Dataset, guarded: Guarded, envelope: dict[str, Any]) -> No
 
 def profile_crossing(dataset: Dataset, view: ProfileView) -> Crossing:
     """The profile itself leaves (to whichever mind picks hypotheses), so it is a crossing
-    too. Names, types, counts and null rates over all rows; no values."""
+    too. Names, types, counts and null rates over all rows; no values.
+    Its figures (the row count and each column's non-null count) are the totals every space of
+    the query audit starts from, so it adds nothing to the audit's record."""
     envelope = {
         "dataset": dataset.sha256[:12],
         "file": view.file,
@@ -114,12 +119,11 @@ def profile_crossing(dataset: Dataset, view: ProfileView) -> Crossing:
         None,
         envelope,
         view.rows,
-        row_sets=overlap.profile_sets(dataset),
     )
 
 
 def ask_template(
-    dataset: Dataset, choice: HypothesisChoice, history: overlap.History | None = None
+    dataset: Dataset, choice: HypothesisChoice, audit: Audit | None = None
 ) -> Crossing:
     """Raises Refused (hypothesis, sqlguard, gate or exfil) or returns what may leave."""
     rendered = hypothesis.render(choice, dataset)
@@ -137,7 +141,7 @@ def ask_template(
         request=request,
         tests=rendered.tests,
         extra=rendered.extra,
-        history=history,
+        audit=audit,
     )
     _checked(dataset, guarded, result.envelope)
     return _crossing(
@@ -152,10 +156,10 @@ def ask_template(
     )
 
 
-def ask_sql(dataset: Dataset, sql: str, history: overlap.History | None = None) -> Crossing:
+def ask_sql(dataset: Dataset, sql: str, audit: Audit | None = None) -> Crossing:
     """A statement written by someone else (toolkit mode: a coding agent's own model)."""
     guarded = guard(sql, dataset)
-    result = gate.run(dataset, guarded, request={"kind": "sql"}, history=history)
+    result = gate.run(dataset, guarded, request={"kind": "sql"}, audit=audit)
     _checked(dataset, guarded, result.envelope)
     return _crossing(
         "sql",

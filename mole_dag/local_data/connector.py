@@ -90,7 +90,7 @@ def _simple_type(duckdb_type: str) -> str:
     return "other"
 
 
-def _check_file(path: Path, hasher: Any) -> None:
+def _check_file(path: Path, *hashers: Any) -> None:
     """Readable, non-empty, UTF-8. Hashes the bytes as it reads them."""
     try:
         size = path.stat().st_size
@@ -104,7 +104,8 @@ def _check_file(path: Path, hasher: Any) -> None:
     try:
         with path.open("rb") as fh:
             while block := fh.read(READ_BLOCK):
-                hasher.update(block)
+                for hasher in hashers:
+                    hasher.update(block)
                 try:
                     decoder.decode(block)
                 except UnicodeDecodeError as err:
@@ -150,6 +151,13 @@ def _duckdb_csv_error(path: Path | str, exc: duckdb.Error, delim: str | None = N
     else:
         what = f"it could not be read as CSV ({type(exc).__name__})"
     return DataError(f"{path}{where}: {what}; fix the file or attach another")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def _files(path: Path) -> list[Path]:
@@ -252,15 +260,22 @@ class Dataset:
     rows: int
     columns: list[ColumnProfile]
     con: duckdb.DuckDBPyConnection = field(repr=False)
+    # The hash of the bytes without the file names (see open()): the query audit's key.
+    content_sha256: str = ""
 
     @classmethod
     def open(cls, path: str | Path) -> Dataset:
         root = Path(path).expanduser().resolve()
         files = _files(root)
         hasher = hashlib.sha256()
+        # The rows alone, without the file names: the key of the query audit (audit_log.py), so
+        # that a renamed copy of the same data shares its record of what was answered. Each
+        # file's size first, so that where one file ends and the next begins is part of it.
+        content = hashlib.sha256()
         for f in files:
             hasher.update(f.name.encode("utf-8") + b"\0")
-            _check_file(f, hasher)
+            content.update(_size(f).to_bytes(8, "big"))
+            _check_file(f, hasher, content)
         con = duckdb.connect(":memory:")
         try:
             sniffed = [(f, *_sniff(con, f)) for f in files]
@@ -302,7 +317,7 @@ class Dataset:
                 )
             columns = _profile(con, rows)
             if any(c.name.casefold() == "rowid" for c in columns):
-                # The gate's row sets (overlap.py) name rows by DuckDB's rowid, which a column
+                # The audit's row sets (rowsets.py) name rows by DuckDB's rowid, which a column
                 # of that name would hide: better refused than silently mis-bookkept.
                 raise DataError(
                     f"{root} has a column named rowid, a name DuckDB reserves for "
@@ -311,7 +326,16 @@ class Dataset:
         except BaseException:
             con.close()
             raise
-        return cls(root, root.name, files, hasher.hexdigest(), rows, columns, con)
+        return cls(
+            root,
+            root.name,
+            files,
+            hasher.hexdigest(),
+            rows,
+            columns,
+            con,
+            content_sha256=content.hexdigest(),
+        )
 
     def close(self) -> None:
         with contextlib.suppress(duckdb.Error):

@@ -2,11 +2,11 @@
 
 Every request goes through `Recorder.ask_*`, which runs the boundary and writes, in one
 transaction, either the crossing (session, template, columns, rendered SQL, envelope) or the
-refusal (stage, reason, what was asked, why). The same transaction reads the row sets of the
-session's earlier crossings (the gate's history, overlap.py) and stores the new crossing's, so
-two processes of one session (the research run, an MCP server) cannot each answer one half of a
-differencing pair. `mole crossings <session>` prints these rows: what
-it shows is what left, byte for byte in canonical JSON."""
+refusal (stage, reason, what was asked, why). The same transaction locks the data's query audit
+(audit_log.py: every answer given over the same data, by any session or process), judges the
+request against it and records the new crossing's row sets there, so no two processes or
+sessions can each answer one half of a combination. `mole crossings <session>` prints these
+rows: what it shows is what left, byte for byte in canonical JSON, and every refused attempt."""
 
 from __future__ import annotations
 
@@ -16,14 +16,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from mole_dag.core import stable_id
-from mole_dag.local_data import boundary, overlap
+from mole_dag.local_data import boundary
+from mole_dag.local_data.audit import Audit
+from mole_dag.local_data.audit_log import AuditLog
 from mole_dag.local_data.boundary import Crossing
 from mole_dag.local_data.connector import FLOOR, DataError, Dataset
 from mole_dag.local_data.gate import canonical_json
 from mole_dag.local_data.refusal import Refused, Stage
 from mole_dag.skills.view import HypothesisChoice, ProfileView
 from mole_dag.store import Store, q, utcnow
-from mole_dag.store.records import CrossingRow, LocalDatasetRow, RefusalRow, SessionRow, scalar
+from mole_dag.store.records import (
+    AuditSummaryRow,
+    CrossingRow,
+    LocalDatasetRow,
+    RefusalRow,
+    SessionRow,
+    scalar,
+)
 
 MAX_REQUEST_CHARS = 2000
 
@@ -62,20 +71,6 @@ class Recorder:
     def _write_crossing(self, cur: Any, c: Crossing) -> str:
         seq = self._seq(cur)
         cid = stable_id(self.session_id, "crossing", str(seq), c.envelope_sha256, prefix="x-")
-        for rec in c.row_sets:
-            cur.execute(
-                q("local_row_set_insert"),
-                {
-                    "session_id": self.session_id,
-                    "crossing_id": cid,
-                    "seq": seq,
-                    "dataset_sha256": self.dataset.sha256,
-                    "cell": rec.cell,
-                    "columns": rec.rows.columns,
-                    "n": rec.rows.n,
-                    "bits": rec.rows.blob(),
-                },
-            )
         cur.execute(
             q("local_crossing_insert"),
             {
@@ -134,21 +129,23 @@ class Recorder:
         c = boundary.profile_crossing(self.dataset, view)
         return self.store.transact(lambda cur: self._write_crossing(cur, c))
 
-    def history(self, cur: Any) -> overlap.History:
-        return overlap.History.load(cur, self.session_id, self.dataset.sha256)
-
     def _record(
         self,
         kind: str,
         request: str,
-        run: Callable[[overlap.History], Crossing],
+        run: Callable[[Audit], Crossing],
         also: Callable[[Any, str, Crossing], None] | None,
     ) -> Outcome:
+        log = AuditLog(self.store, self.dataset)
+        done: list[tuple[Any, Audit]] = []
+
         def tx(cur: Any) -> Outcome:
-            # Read the history, answer and record in one transaction: the history the gate saw
-            # is the one the new row sets are added to.
+            # Lock the data's audit, answer and record in one transaction: the audit the gate
+            # judged against is the one the new row sets are added to.
+            done.clear()
+            opened = log.open(cur, self.session_id)
             try:
-                crossing = run(self.history(cur))
+                crossing = run(opened.audit)
             except Refused as refused:
                 # An envelope the exfil check stopped is not kept, not even here: only its hash.
                 self._write_refusal(
@@ -160,13 +157,19 @@ class Recorder:
                 )
                 return Outcome(None, None, refused)
             cid = self._write_crossing(cur, crossing)
+            after = crossing.audit if crossing.audit is not None else opened.audit.trial()
+            log.record(cur, opened, self.session_id, cid, crossing.figures, after)
+            done.append((opened, after))
             for partial in crossing.partials:
                 self._write_refusal(cur, partial, kind=kind, request=request, crossing_id=cid)
             if also is not None:
                 also(cur, cid, crossing)
             return Outcome(crossing, cid, crossing.partial)
 
-        return self.store.transact(tx)
+        out = self.store.transact(tx)
+        for opened, after in done:
+            log.committed(opened, after)
+        return out
 
     def ask_template(
         self, choice: HypothesisChoice, also: Callable[[Any, str, Crossing], None] | None = None
@@ -212,6 +215,8 @@ class Listing:
     dataset: LocalDatasetRow | None
     crossings: list[CrossingRow]
     refusals: list[RefusalRow]
+    # The query audit of the session's data, over every session (None before its first query).
+    audit: AuditSummaryRow | None = None
 
 
 def listing(store: Store, session_id: str) -> Listing:
@@ -220,6 +225,7 @@ def listing(store: Store, session_id: str) -> Listing:
         store.one(LocalDatasetRow, q("local_dataset_get"), params),
         store.many(CrossingRow, q("local_crossings_list"), params),
         store.many(RefusalRow, q("local_refusals_list"), params),
+        store.one(AuditSummaryRow, q("local_audit_summary"), params),
     )
 
 
@@ -259,6 +265,15 @@ def format_listing(session_id: str, got: Listing) -> str:
     out.append(
         f"{len(got.crossings)} crossing(s), {len(got.refusals)} refusal(s); floor {FLOOR} rows"
     )
+    a = got.audit
+    if a is not None:
+        # Counts only: the row sets behind them never leave the store.
+        elsewhere = a.refused - a.refused_here
+        out.append(
+            f"audit   {a.answered} figure(s) answered over this data in {a.sessions} "
+            f"session(s); {a.refused} attempt(s) refused as combining with earlier answers "
+            f"({a.refused_here} in this session, {elsewhere} in others)"
+        )
     events: list[CrossingRow | RefusalRow] = sorted(
         [*got.crossings, *got.refusals], key=lambda r: r.seq
     )

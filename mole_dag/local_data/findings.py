@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mole_dag.local_data.boundary import Crossing
     from mole_dag.local_data.connector import Dataset
 
-# The boundary, its SQL guard (sqlglot), the overlap control (numpy) and the connector are
+# The boundary, its SQL guard (sqlglot), the query audit (numpy, scipy) and the connector are
 # imported inside the functions that use them: a session without local data, which is most of
 # them, must not load them (issue 12).
 
@@ -334,7 +334,8 @@ def _choose(
 def reverify(store: Any, crossing_id: str) -> tuple[bool, str]:
     """Re-run a crossing's request against the session's data and compare envelope hashes: the
     local equivalent of finding a quote in its page again."""
-    from mole_dag.local_data import boundary, hypothesis, overlap
+    from mole_dag.local_data import boundary, hypothesis
+    from mole_dag.local_data.audit_log import AuditLog
     from mole_dag.local_data.connector import DataError
     from mole_dag.local_data.crossings import open_session_data
     from mole_dag.store.records import CrossingRow
@@ -349,10 +350,9 @@ def reverify(store: Any, crossing_id: str) -> tuple[bool, str]:
     with ds:
         if ds.sha256 != row.dataset_sha256:
             return False, "the data changed since the crossing (its hash differs)"
-        # The gate judged the crossing against the session's answers before it; so does the
-        # re-run, or an answer trimmed by overlap control would not reproduce.
-        with store.read() as cur:
-            history = overlap.History.load(cur, row.session_id, ds.sha256, before_seq=row.seq)
+        # The gate judged the crossing against every answer given over the data before it; so
+        # does the re-run, or an answer trimmed by the audit would not reproduce.
+        audit = AuditLog(store, ds).before(crossing_id)
         try:
             if row.kind == "profile":
                 view = ds.view("", hypothesis.CATALOGUE, MAX_HYPOTHESES)
@@ -363,10 +363,10 @@ def reverify(store: Any, crossing_id: str) -> tuple[bool, str]:
                 again = boundary.ask_template(
                     ds,
                     HypothesisChoice(req["template"], req["columns"], req.get("buckets")),
-                    history,
+                    audit,
                 )
             else:
-                again = boundary.ask_sql(ds, row.sql or "", history)
+                again = boundary.ask_sql(ds, row.sql or "", audit)
         except Refused as r:
             return False, f"refused on re-run: {r.reason}"
     if again.envelope_sha256 == row.envelope_sha256:

@@ -31,7 +31,8 @@ from typing import Any
 import duckdb
 from sqlglot import exp
 
-from mole_dag.local_data import overlap, stats
+from mole_dag.local_data import audit as query_audit
+from mole_dag.local_data import rowsets, stats
 from mole_dag.local_data.connector import FLOOR, TABLE, Dataset, ident
 from mole_dag.local_data.refusal import Reason, Refused, Stage
 from mole_dag.local_data.sqlguard import AGGREGATES, Guarded
@@ -59,10 +60,12 @@ class GateResult:
     # A remainder under the floor that was dropped: recorded as a refusal next to the crossing.
     suppressed: Refused | None = None
     samples_sql: list[str] = field(default_factory=list)
-    # Further groups suppressed by overlap control or secondary suppression (overlap.py).
+    # Further groups suppressed by the query audit (audit.py).
     also_suppressed: list[Refused] = field(default_factory=list)
     # The row sets the figures rest on: private, stored with the crossing, never in the envelope.
-    row_sets: list[overlap.Recorded] = field(default_factory=list, repr=False)
+    figures: list[query_audit.Figure] = field(default_factory=list, repr=False)
+    # The audit with those figures admitted (the record's, once the crossing is stored).
+    audit: query_audit.Audit | None = field(default=None, repr=False)
 
 
 def plain(value: Any) -> Any:
@@ -218,9 +221,9 @@ def run(
     request: dict[str, Any],
     tests: TestSpec | None = None,
     extra: dict[str, Any] | None = None,
-    history: overlap.History | None = None,
+    audit: query_audit.Audit | None = None,
 ) -> GateResult:
-    """`history`: the row sets of the session's earlier answers (none: a fresh session)."""
+    """`audit`: every answer already given over the data (none: judged as the first)."""
     executed, big, _ = fold_sql(dataset, guarded)
     rows, suppressed, least = fold_rows(guarded, _execute(dataset, executed))
     if not rows:
@@ -229,12 +232,12 @@ def run(
             Reason.BELOW_FLOOR,
             f"every figure rests on fewer than {FLOOR} rows; nothing leaves",
         )
-    # The floor across queries: groups whose rows nearly repeat an earlier answer's, and groups
-    # whose absence would let a suppressed remainder be recovered, are suppressed too.
-    controlled = overlap.control(
+    # The floor across queries: groups that, with the answers already given over this data,
+    # would let a set under the floor be computed by adding and subtracting are suppressed.
+    controlled = query_audit.control(
         rows,
-        overlap.raw_groups(dataset, guarded),
-        history if history is not None else overlap.History(),
+        rowsets.raw_groups(dataset, guarded),
+        audit if audit is not None else query_audit.Audit.of(dataset),
         grouped=bool(guarded.keys),
     )
     rows_before = rows
@@ -274,7 +277,14 @@ def run(
             "(still under the floor after folding); the rest left",
         )
     return GateResult(
-        envelope, executed, min_rows, refusal, samples_sql, controlled.refusals, controlled.recorded
+        envelope,
+        executed,
+        min_rows,
+        refusal,
+        samples_sql,
+        controlled.refusals,
+        controlled.figures,
+        controlled.audit,
     )
 
 

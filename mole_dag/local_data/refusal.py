@@ -1,6 +1,6 @@
 """Why the boundary refused something. A fixed vocabulary mirrored by a CHECK constraint in
-sql/migrations/0004_local_data.sql (widened by 0010_local_row_sets.sql), so a refusal can be
-counted by reason and a reason the code can name is one the schema accepts.
+sql/migrations/0004_local_data.sql (widened by 0010_local_row_sets.sql and 0015_local_audit.sql),
+so a refusal can be counted by reason and a reason the code can name is one the schema accepts.
 
 A refusal's detail names columns and constructs, never a value from the data: it is recorded and
 shown, and must be as safe to print as an envelope."""
@@ -44,9 +44,13 @@ class Reason(StrEnum):
     # gate: running it
     BELOW_FLOOR = "below_floor"
     EXECUTION_ERROR = "execution_error"
-    # gate, across the session's answers (overlap.py; the schema learns them in migration 0010)
+    # gate, across answers: issue 11's pairwise overlap control (migration 0010). No longer
+    # written: the audit below subsumes both; kept so that older refusals still read.
     QUERY_OVERLAP = "query_overlap"
     SECONDARY_SUPPRESSION = "secondary_suppression"
+    # gate, the query audit over every answer given on the data (audit.py; migration 0015)
+    QUERY_AUDIT = "query_audit"
+    AUDIT_UNVERIFIED = "audit_unverified"
     # exfil: the envelope, checked against the rows it came from
     LEAK_UNDER_FLOOR = "leak_under_floor"
     LEAK_COUNT_MISMATCH = "leak_count_mismatch"

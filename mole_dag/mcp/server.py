@@ -457,9 +457,12 @@ def local_profile(session: SessionArg) -> dict[str, Any]:
     description=(
         "For a session started with data: run one aggregate SELECT over the table `data` through "
         "the local-data boundary (SQL guard, k >= 5 gate: groups under 5 rows are folded into an "
-        "unnamed other or suppressed, withheld columns refused, exfil check). Returns the envelope "
-        "that may leave, or the refusal with its stage and reason; either is recorded and listed "
-        f"by `mole crossings`. Cap: sql at most {sessions.MAX_SQL_CHARS:,} characters."
+        "unnamed other or suppressed, withheld columns refused, exfil check), and the query audit: "
+        "an answer that, with the answers already given over the same data in any session, would "
+        "let a set of fewer than 5 rows be computed by adding and subtracting answers is refused "
+        "(query_audit). Returns the envelope that may leave, or the refusal with its stage and "
+        "reason; either is recorded and listed by `mole crossings`. Cap: sql at most "
+        f"{sessions.MAX_SQL_CHARS:,} characters."
     )
 )
 def local_query(

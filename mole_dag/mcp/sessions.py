@@ -234,7 +234,7 @@ def local_query(store: Store, session_id: str, sql: str) -> dict[str, Any]:
             "detail": c.partial.detail,
         }
     if c.also_suppressed:
-        # Overlap control and secondary suppression (issue 11), each recorded as a refusal.
+        # Groups the query audit suppressed (issue 22), each recorded as a refusal.
         out["also_suppressed"] = [
             {"stage": str(r.stage), "reason": str(r.reason), "detail": r.detail}
             for r in c.also_suppressed

@@ -56,7 +56,7 @@ def _rows_table(env: dict[str, Any]) -> list[str]:
         out.append(
             f"{more} further group{'s were' if more > 1 else ' was'} suppressed so that "
             f"no figure over fewer than {FLOOR} rows can be recovered from this table "
-            "and other answers (a total, or an earlier answer of this session)."
+            "and the totals the data's profile publishes."
         )
     return out
 

@@ -317,12 +317,35 @@ class CrossingRow:
 
 
 @dataclass(frozen=True)
-class RowSetRow:
-    """The rows an earlier crossing rested on, as a packed bit mask (`local_row_sets_history`)."""
+class AuditHeadRow:
+    """A dataset's query audit: how many row sets it has recorded (`local_audit_head_get`)."""
 
+    data_sha256: str
+    audit_id: str
+    row_count: int
+    answered: int
+
+
+@dataclass(frozen=True)
+class AuditSetRow:
+    """The rows one answered figure rested on, as a compressed packed bit mask
+    (`local_audit_sets_range`). Internal to the boundary: never shown."""
+
+    seq: int
     columns: str
     n: int
     bits: bytes
+
+
+@dataclass(frozen=True)
+class AuditSummaryRow:
+    """What the audit of a session's data holds, over every session (`local_audit_summary`)."""
+
+    data_sha256: str
+    answered: int
+    sessions: int
+    refused: int
+    refused_here: int
 
 
 @dataclass(frozen=True)

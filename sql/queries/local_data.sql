@@ -56,14 +56,65 @@ SELECT id FROM sub_questions WHERE id = $id;
 -- name: max_round
 SELECT coalesce(max(round), 1) FROM sub_questions WHERE session_id = $session_id;
 
--- name: local_row_set_insert
-INSERT INTO local_row_sets (session_id, crossing_id, seq, dataset_sha256, cell, columns, n, bits)
-VALUES ($session_id, $crossing_id, $seq, $dataset_sha256, $cell, $columns, $n, $bits);
 
--- name: local_row_sets_history
--- The row sets of a session's earlier crossings over the same data (all of them, or those
--- before a given crossing when one is re-run).
-SELECT r.columns, r.n, r.bits
-FROM local_row_sets r
-WHERE r.session_id = $session_id AND r.dataset_sha256 = $dataset_sha256 AND r.seq < $before_seq
-ORDER BY r.seq, r.cell, r.columns;
+-- The query audit (issue 22; migration 0015): every answered figure's rows, per dataset.
+
+-- name: local_audit_head_create
+INSERT INTO local_audits (data_sha256, audit_id, row_count, answered, created_at, updated_at)
+VALUES ($data_sha256, $audit_id, $row_count, 0, $now, $now)
+ON CONFLICT (data_sha256) DO NOTHING;
+
+-- name: local_audit_head_get
+SELECT data_sha256, audit_id, row_count, answered FROM local_audits
+WHERE data_sha256 = $data_sha256;
+
+-- name: local_audit_head_advance
+UPDATE local_audits SET answered = $answered, updated_at = $now
+WHERE data_sha256 = $data_sha256 AND answered = $before;
+
+-- name: local_audit_sets_range
+-- The recorded sets from one position to another, in the order they were answered.
+SELECT seq, columns, n, bits FROM local_audit_sets
+WHERE data_sha256 = $data_sha256 AND seq >= $start AND seq < $stop
+ORDER BY seq;
+
+-- name: local_audit_set_insert
+INSERT INTO local_audit_sets (data_sha256, seq, session_id, crossing_id, columns, n, bits)
+VALUES ($data_sha256, $seq, $session_id, $crossing_id, $columns, $n, $bits);
+
+-- name: local_audit_crossing_start
+-- Where a crossing's sets begin in the record: the audit it was judged against is what precedes.
+SELECT min(seq) FROM local_audit_sets WHERE crossing_id = $crossing_id;
+
+-- name: local_audit_session_add
+INSERT INTO local_audit_sessions (session_id, data_sha256) VALUES ($session_id, $data_sha256)
+ON CONFLICT (session_id) DO NOTHING;
+
+-- name: local_audit_summary
+-- For `mole crossings`: what the audit holds for this session's data, over every session.
+SELECT a.data_sha256, a.answered,
+       (SELECT count(*) FROM local_audit_sessions s WHERE s.data_sha256 = a.data_sha256)
+           AS sessions,
+       (SELECT count(*) FROM local_refusals r
+        JOIN local_audit_sessions s ON s.session_id = r.session_id
+        WHERE s.data_sha256 = a.data_sha256
+          AND r.reason IN ('query_audit', 'audit_unverified')) AS refused,
+       (SELECT count(*) FROM local_refusals r
+        WHERE r.session_id = $session_id
+          AND r.reason IN ('query_audit', 'audit_unverified')) AS refused_here
+FROM local_audits a
+JOIN local_audit_sessions m ON m.data_sha256 = a.data_sha256
+WHERE m.session_id = $session_id;
+
+-- name: local_audit_seed_legacy
+-- A record started on data that issue 11's per-session overlap control already answered on
+-- (local_row_sets, keyed by the hash with file names): its sets, groups only (a union of groups
+-- adds nothing to a span), become the record's first.
+INSERT INTO local_audit_sets (data_sha256, seq, session_id, crossing_id, columns, n, bits)
+SELECT $data_sha256, CAST(row_number() OVER (ORDER BY session_id, seq, cell, columns) - 1 AS INTEGER),
+       session_id, crossing_id, columns, n, bits
+FROM local_row_sets
+WHERE dataset_sha256 = $legacy_sha256 AND cell >= 0;
+
+-- name: local_audit_count
+SELECT count(*) FROM local_audit_sets WHERE data_sha256 = $data_sha256;
