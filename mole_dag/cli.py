@@ -278,8 +278,15 @@ def _dagster_instance():  # noqa: ANN202
 def cmd_research(args: argparse.Namespace) -> int:
     from mole_dag.launch import LaunchError, check_launch
     from mole_dag.session import create_session
+    from mole_dag.store import StoreError, check_target
 
-    # Validate everything before writing anything.
+    # Validate everything before writing anything: the store first, since checking the launch
+    # caches the corpus index in the data folder (an unusable store is then one line, and a
+    # damaged one gets nothing created beside it).
+    try:
+        check_target(default_store_path())
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
     try:
         launch = check_launch(
             args.question,
@@ -363,13 +370,56 @@ def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool
         raise KeyboardInterrupt
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        return _drive_rounds(sid, skills, first, quiet, print_report, got_signal)
-    except (KeyboardInterrupt, Interrupted):
-        return _interrupted(sid, got_signal)
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+    with _SignalLog() as arrived:
+        try:
+            return _drive_rounds(sid, skills, first, quiet, print_report, got_signal)
+        except (KeyboardInterrupt, Interrupted):
+            return _interrupted(sid, got_signal or arrived.names())
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+
+class _SignalLog:
+    """Which signals arrived, whoever handled them. Dagster's step machinery replaces the
+    SIGINT and SIGTERM handlers while a step runs (it maps SIGTERM onto SIGINT's handler and
+    raises its own interrupt), so our handler may never see the signal; the interpreter's
+    wakeup descriptor still receives the number of every signal that has a Python handler,
+    before any handler runs. Main thread only (signals are delivered there); elsewhere it
+    records nothing."""
+
+    def __enter__(self) -> _SignalLog:
+        self._fds: tuple[int, int] | None = None
+        self._previous = -1
+        self._seen: list[int] = []
+        with contextlib.suppress(ValueError, OSError):
+            r, w = os.pipe()
+            os.set_blocking(r, False)
+            os.set_blocking(w, False)
+            self._previous = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+            self._fds = (r, w)
+        return self
+
+    def names(self) -> list[str]:
+        if self._fds is not None:
+            with contextlib.suppress(BlockingIOError, OSError):
+                self._seen.extend(os.read(self._fds[0], 512))
+        names = []
+        for num in self._seen:
+            with contextlib.suppress(ValueError):
+                sig = signal.Signals(num)
+                if sig in (signal.SIGINT, signal.SIGTERM) and sig.name not in names:
+                    names.append(sig.name)
+        return names
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fds is None:
+            return
+        with contextlib.suppress(ValueError, OSError):
+            signal.set_wakeup_fd(self._previous)
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _drive_rounds(
@@ -456,8 +506,8 @@ def _interrupted(sid: str, got_signal: list[str]) -> int:
     from mole_dag.core import SessionStatus
 
     # Dagster's step machinery may take the signal before our handler does (it turns it into
-    # an interrupt of its own): then which signal it was is unknown, and the line says so
-    # rather than naming one.
+    # an interrupt of its own); _SignalLog still saw which one it was. Unknown only when no
+    # signal arrived at all (an interrupt raised by other means): then the line names none.
     name = got_signal[0] if got_signal else "a signal"
     # Ignore a second signal while the status is written: the line below must get out.
     for s in (signal.SIGINT, signal.SIGTERM):
@@ -544,6 +594,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from mole_dag.store.records import SessionRow
     from mole_dag.store.recovery import owner_alive, owner_tag, recover_store
 
+    _resumable_id(args.session)
     store = _open_store()
     try:
         # Recovery runs at a process's first writing open; run it again here, so a driver that
@@ -579,6 +630,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 {"status": str(back), "now": now, "session_id": args.session},
             )
             cur.execute(q("session_driver_set"), {"driver": "cli", "session_id": args.session})
+            cur.execute(q("session_clear_stop_reason"), {"now": now, "session_id": args.session})
             # Ours from this transaction on: the next store open must not see the dead owner
             # and mark it interrupted again.
             cur.execute(
@@ -604,6 +656,30 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return _drive(
         args.session, skills, first=first, quiet=args.quiet, print_report=not args.no_report_print
     )
+
+
+def _resumable_id(sid: str) -> None:
+    """Refuse an id the store does not hold before opening it for writing: a writing open
+    migrates, recovers and checkpoints, and a typo must leave the store as it was (or not
+    create one). A store older than this mole's schema cannot be read without migrating it,
+    so that one is left to the writing open."""
+    from mole_dag.store import Store, StoreError, StoreOutdated, q
+
+    try:
+        store = Store(
+            default_store_path(),
+            on_wait=lambda m: print(f"mole: {m}", file=sys.stderr),
+            read_only=True,
+        )
+    except StoreOutdated:
+        return
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        if store.row(q("session_get"), {"session_id": sid}) is None:
+            raise CliError(f"no session {sid!r}; `mole sessions` lists them")
+    finally:
+        store.close()
 
 
 def _cassette_and_record(args: argparse.Namespace, provider: str) -> None:

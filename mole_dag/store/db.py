@@ -59,6 +59,10 @@ class StoreMissing(StoreError):
     """A read-only open found no file: reading must never create a store."""
 
 
+class StoreOutdated(StoreError):
+    """A read-only open found a store older than this mole's schema (a writer migrates it)."""
+
+
 class StoreCorrupt(StoreError):
     """The file is there but is not a readable store (truncated, overwritten, not DuckDB)."""
 
@@ -95,6 +99,47 @@ def check_file(path: Path) -> None:
     if len(head) < _HEADER_BYTES:
         raise _corrupt(path, f"{size:,} bytes, too short to be a DuckDB database")
     if head[8:12] != b"DUCK":
+        raise _corrupt(path, "not a DuckDB database file")
+
+
+def visibly_not_duckdb(path: Path) -> bool:
+    """Whether a file a writer is about to open is certainly not a DuckDB database: bytes of its
+    own where DuckDB's magic belongs. A file of zeros or shorter than the magic may be a store
+    another process is creating this instant (see _HEADER_BYTES), so it is left to DuckDB."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(12)
+    except OSError:
+        return False
+    return len(head) == 12 and head[8:12] != b"DUCK" and any(head)
+
+
+def check_target(target: str | os.PathLike[str]) -> None:
+    """Refuse, without creating anything, a store path a writing command could not use: a
+    folder that cannot be made or written, a file that is not writable or visibly not a store.
+    Run before a command writes anything else (`mole research` caches its corpus index in the
+    data folder), so such a store is one line and leaves nothing behind. A postgresql:// URL
+    is the server's to judge."""
+    if isinstance(target, str) and target.startswith(_POSTGRES_SCHEMES):
+        return
+    path = Path(target).expanduser().resolve()
+    if path.is_dir():
+        raise StoreError(f"the store {path} is a folder, not a DuckDB file; pass --db with a file")
+    # The nearest folder that exists: the store's folder, or where it would be made.
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise StoreError(
+            f"cannot create the store folder {path.parent}: {folder} is not a folder; "
+            "set MOLE_DB or --db to a writable path"
+        )
+    exists = path.exists()
+    if not os.access(folder, os.W_OK | os.X_OK) or (exists and not os.access(path, os.W_OK)):
+        raise StoreError(
+            f"the store {path} is not writable; set MOLE_DB or --db to a writable path"
+        )
+    if exists and visibly_not_duckdb(path):
         raise _corrupt(path, "not a DuckDB database file")
 
 
@@ -579,6 +624,10 @@ class Store:
             raise StoreError(
                 f"the store {self.path} is not writable; set MOLE_DB or --db to a writable path"
             )
+        if exists and visibly_not_duckdb(self.path):
+            # Refused before the hand-over lock file is made beside it: nothing is created next
+            # to a file that is not a store.
+            raise _corrupt(self.path, "not a DuckDB database file")
 
     def _once(self, done: set[tuple[int, int, str]], fn: Callable[[], None]) -> None:
         """Run `fn` unless this process already did for this file. Under the file's write lock,
@@ -634,7 +683,7 @@ class Store:
             ) from None
         want = max((m.version for m in migrate.discover()), default=0)
         if int(have) < want:
-            raise StoreError(
+            raise StoreOutdated(
                 f"the store {self.path} is at schema version {have}, older than "
                 f"this mole's {want}; run `mole research` once to upgrade it"
             )

@@ -3,6 +3,10 @@
 -- name: session_set_status
 UPDATE sessions SET status = $status, updated_at = $now WHERE id = $session_id;
 
+-- name: session_clear_stop_reason
+-- A resumed session is no longer stopped: why it stopped last time would read as its outcome.
+UPDATE sessions SET stop_reason = NULL, updated_at = $now WHERE id = $session_id;
+
 -- name: session_next_round
 UPDATE sessions SET rounds = rounds + 1, status = 'running', updated_at = $now
 WHERE id = $session_id;
