@@ -124,6 +124,20 @@ class SubQuestionRow:
 
 
 @dataclass(frozen=True)
+class RoundStateRow:
+    """The round a session is in (`round_state`): whether its plan was written, and whether it
+    finished (its scores were). A round planned and not finished was stopped part-way."""
+
+    rounds: int
+    planned: bool
+    done: bool
+
+    @property
+    def unfinished(self) -> bool:
+        return self.rounds > 0 and not self.done
+
+
+@dataclass(frozen=True)
 class SubQuestionClaimsRow:
     """A sub-question with how many claims answer it: what the planner sees of it
     (`digest_sub_questions`)."""

@@ -565,3 +565,27 @@ SELECT unnest($id), unnest($session_id), unnest($claim_id), unnest($source_id), 
 INSERT INTO dead_ends (id, session_id, sub_question_id, lead_id, url, cause, detail, created_at)
 SELECT unnest($id), $session_id, unnest($sub_question_id::VARCHAR[]), unnest($lead_id::VARCHAR[]),
        unnest($url::VARCHAR[]), unnest($cause), unnest($detail::VARCHAR[]), $now;
+
+-- rounds -----------------------------------------------------------------------------------
+
+-- name: round_mark_planned
+-- In the transaction that writes the round's sub-questions and leads (mole_dag.planner.plan).
+INSERT INTO session_rounds (session_id, round, planned_at) VALUES ($session_id, $round, $now)
+ON CONFLICT (session_id, round) DO UPDATE SET planned_at = excluded.planned_at;
+
+-- name: round_mark_done
+-- In the transaction that writes the session's scores, the round's last stage: the round the
+-- session is in is finished (a no-op after the report, whose scoring finds it already done).
+UPDATE session_rounds SET done_at = $now
+WHERE session_id = $session_id AND done_at IS NULL AND planned_at IS NOT NULL
+  AND round = (SELECT rounds FROM sessions WHERE id = $session_id);
+
+-- name: round_state
+-- The round being run, whether its plan was written and whether it finished.
+SELECT s.rounds,
+       coalesce(bool_or(r.planned_at IS NOT NULL), false) AS planned,
+       coalesce(bool_or(r.done_at IS NOT NULL), false) AS done
+FROM sessions s
+LEFT JOIN session_rounds r ON r.session_id = s.id AND r.round = s.rounds
+WHERE s.id = $session_id
+GROUP BY s.rounds;
