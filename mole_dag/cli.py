@@ -35,6 +35,9 @@ from mole_dag.sanitize import escape_controls
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
+# How long to wait for another process opening the same Dagster instance (milliseconds when it
+# exists, seconds when it is being created). A guess, flagged as one.
+INSTANCE_LOCK_WAIT_S = 300.0
 
 
 class CliError(Exception):
@@ -272,7 +275,21 @@ def _dagster_instance():  # noqa: ANN202
     if not (home / "dagster.yaml").exists():
         raise CliError(f"DAGSTER_HOME={home} has no dagster.yaml; unset it to use the project's")
     os.chdir(home)
-    return dg.DagsterInstance.get()
+    from filelock import FileLock, Timeout
+
+    # Dagster creates its SQLite storage (runs, event log index, schedules) when an instance is
+    # first opened, and two processes doing that at once race to CREATE TABLE: one crashed
+    # with "table secondary_indexes already exists", its session left `created` with escrow
+    # held (issue 22). Opening an instance is therefore serialised per instance folder; later
+    # openings find the tables made and hold the lock for a moment.
+    try:
+        with FileLock(home / ".mole-instance.lock", timeout=INSTANCE_LOCK_WAIT_S):
+            return dg.DagsterInstance.get()
+    except Timeout:
+        raise CliError(
+            f"the Dagster instance {home} is being opened by another process that has not "
+            f"finished in {INSTANCE_LOCK_WAIT_S:.0f}s; try again"
+        ) from None
 
 
 def cmd_research(args: argparse.Namespace) -> int:
