@@ -12,11 +12,15 @@ from assets.jobs import research_report, research_round
 from assets.maintenance import reground_job, reground_schedule, regrounding
 from assets.models import MODEL_ASSETS
 from assets.research import ALL_ASSETS
+from mole_dag.redaction import install_log_redaction
 from mole_dag.resources import BudgetResource, StoreResource
 
 
 def build_definitions(executor: dg.ExecutorDefinition) -> dg.Definitions:
     """The project's assets, checks, jobs, schedule, sensor and resources, run by `executor`."""
+    # Every process that loads the definitions (the UI, the daemon, a run's or a dask worker's)
+    # masks secrets in its log records before Dagster stores them.
+    install_log_redaction()
     store = StoreResource()
     return dg.Definitions(
         assets=[*ALL_ASSETS, regrounding, *MODEL_ASSETS],

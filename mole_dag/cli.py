@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mole_dag.paths import dagster_home, default_store_path
+from mole_dag.redaction import redact
 from mole_dag.sanitize import escape_controls
 
 EXIT_USAGE = 2
@@ -188,8 +189,10 @@ class _EscapingFormatter(logging.Formatter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from mole_dag.redaction import install_log_redaction
     from mole_dag.store.db import StoreError
 
+    install_log_redaction()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.db:
@@ -221,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # StoreError too: a damaged store can show only when a query reaches the lost block,
         # after the command has opened it.
         # Messages quote paths, ids and questions as given: controls shown as escapes.
-        print(f"mole {args.command}: {escape_controls(str(exc))}", file=sys.stderr)
+        print(f"mole {args.command}: {escape_controls(redact(str(exc)))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `mole show ... | head`: the reader left, nothing to report
         with contextlib.suppress(OSError):
@@ -767,7 +770,7 @@ def _report_failure(result: Any, sid: str, command: str = "research") -> None:
             cause = err.cause or err
             print(
                 escape_controls(
-                    f"mole {command}: step {ev.step_key} failed: {cause.message.strip()}"
+                    redact(f"mole {command}: step {ev.step_key} failed: {cause.message.strip()}")
                 ),
                 file=sys.stderr,
             )
