@@ -825,24 +825,44 @@ class Store:
         wrote the row first."""
         return isinstance(exc, duckdb.Error) and _is_conflict(exc)
 
+    # Attempts after the connection was lost before the transaction committed (Postgres: a
+    # server restart). A DuckDB file has no connection to lose.
+    _RECONNECTS = 0
+
+    @staticmethod
+    def _connection_lost(exc: BaseException) -> bool:
+        return False
+
+    def _reconnect_delay(self, attempt: int) -> float:
+        return 0.0
+
     def transact(
         self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int | None = None
     ) -> T:
         """Run `fn` in a write transaction, retrying it with backoff when another transaction
-        won the row (`_lost_race`)."""
+        won the row (`_lost_race`), or when the connection was lost before it committed
+        (`_connection_lost`: nothing of it was written, so running it again writes it once)."""
         retries = self._RETRIES if retries is None else retries
         delay = 0.005
-        for attempt in range(retries + 1):
+        raced = lost = 0
+        while True:
             try:
                 with self.write() as cur:
                     return fn(cur)
             except Exception as exc:
                 # Inside an outer transaction a retry cannot help: the outer one is aborted.
-                if not self._lost_race(exc) or attempt == retries or self._tx_conn() is not None:
+                if self._tx_conn() is not None:
                     raise
-                time.sleep(delay + random.uniform(0, delay))
-                delay = min(delay * 2, 0.1)
-        raise AssertionError("unreachable")
+                if self._lost_race(exc) and raced < retries:
+                    raced += 1
+                    time.sleep(delay + random.uniform(0, delay))
+                    delay = min(delay * 2, 0.1)
+                    continue
+                if self._connection_lost(exc) and lost < self._RECONNECTS:
+                    lost += 1
+                    time.sleep(self._reconnect_delay(lost))
+                    continue
+                raise
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -81,8 +81,10 @@ class CallRow:
     tool: str
     reserved: int
     actual: int | None
+    overrun: int
     status: CallStatus
     expires_at: datetime
+    completed_at: datetime | None
     assumed: bool
 
 
