@@ -211,3 +211,63 @@ def test_stop_in_any_stage_then_resume_ends_as_if_never_stopped(
     # uninterrupted run, plus that one.
     got = Counter(r.skill for r in server.received)
     assert got == uninterrupted.skills + Counter({skill: 1})
+
+
+# -- the round marks, in process, on both backends --------------------------------------------
+
+
+@pytest.mark.both_backends
+def test_a_round_stopped_part_way_is_finished_not_planned_again(
+    store: Store, mini_corpus: Path
+) -> None:
+    from mole_dag.context import Run
+    from mole_dag.core import Unit
+    from mole_dag.driver import next_step, resume_point
+    from mole_dag.executor import execute_leads
+    from mole_dag.mining.mine import mine_claims
+    from mole_dag.planner import plan_round
+    from mole_dag.planner.plan import round_state
+    from mole_dag.session import create_session
+    from mole_dag.skillsets.extractive import ExtractiveSkills
+    from mole_dag.store import q, utcnow
+    from mole_dag.store.records import RoundStateRow
+    from mole_dag.verifier.confidence import score_session
+    from mole_dag.verifier.graph import build_edges
+
+    bal = create_session(store, QUESTION, Unit.TOKENS, 100_000, corpus=str(mini_corpus))
+    sid = bal.session_id
+    run = Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None)
+
+    def plans() -> int:
+        return int(
+            store.scalar(
+                "SELECT count(*) FROM tool_calls WHERE session_id = $s AND stage = 'sub_questions'",
+                {"s": sid},
+            )
+        )
+
+    assert round_state(run) == RoundStateRow(0, False, False)
+    assert resume_point(run) == next_step(run) == "round"
+    first = plan_round(run)
+    assert first.round == 1 and first.sub_questions_added > 0
+    assert round_state(run) == RoundStateRow(1, True, False)
+    # Stopped after its plan was written: the round is finished, never planned again.
+    assert resume_point(run) == next_step(run) == "round"
+    again = plan_round(run)
+    assert (again.round, again.sub_questions_added, again.leads_added) == (1, 0, 0)
+    assert plans() == 1
+    execute_leads(run)
+    mine_claims(run)
+    build_edges(run)
+    score_session(run)
+    assert round_state(run) == RoundStateRow(1, True, True)
+    # Stopped while planning round 2 (the counter moved, no plan written): round 2 is planned,
+    # not a round 3 after an empty round 2.
+    store.transact(
+        lambda cur: cur.execute(q("session_next_round"), {"session_id": sid, "now": utcnow()})
+    )
+    assert round_state(run) == RoundStateRow(2, False, False)
+    assert resume_point(run) == next_step(run) == "round"
+    second = plan_round(run)
+    assert second.round == 2 and run.session().rounds == 2
+    assert round_state(run) == RoundStateRow(2, True, False) and plans() == 2
