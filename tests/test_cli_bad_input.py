@@ -346,3 +346,19 @@ def test_an_unwritable_store_folder_is_one_line(
         home.chmod(0o700)
     assert "is not writable" in err
     assert list(home.iterdir()) == []
+
+
+def test_checking_a_store_file_never_drops_this_process_lock(tmp_path: Path) -> None:
+    """The check that a file is a store reads its first bytes; closing that descriptor would
+    drop DuckDB's fcntl lock on the file if this process has it open, and let another process
+    open it beside us (the lost write of issue 14). So it is skipped while the file is open."""
+    from mole_dag.store import check_target
+
+    db = tmp_path / "s.duckdb"
+    Store(db).close()
+    other = [sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()"]
+    with Store(db) as st, st.read():  # this process holds the file, and DuckDB's lock on it
+        Store(db)  # a second handle: its writability check
+        check_target(db)  # the CLI's check before a launch
+        got = subprocess.run([*other, str(db)], capture_output=True, text=True, timeout=120)
+    assert got.returncode != 0 and "lock" in got.stderr.lower(), got.stderr

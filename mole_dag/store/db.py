@@ -114,6 +114,11 @@ def visibly_not_duckdb(path: Path) -> bool:
     return len(head) == 12 and head[8:12] != b"DUCK" and any(head)
 
 
+def _refuse_if_not_duckdb(path: Path) -> None:
+    if visibly_not_duckdb(path):
+        raise _corrupt(path, "not a DuckDB database file")
+
+
 def check_target(target: str | os.PathLike[str]) -> None:
     """Refuse, without creating anything, a store path a writing command could not use: a
     folder that cannot be made or written, a file that is not writable or visibly not a store.
@@ -139,8 +144,10 @@ def check_target(target: str | os.PathLike[str]) -> None:
         raise StoreError(
             f"the store {path} is not writable; set MOLE_DB or --db to a writable path"
         )
-    if exists and visibly_not_duckdb(path):
-        raise _corrupt(path, "not a DuckDB database file")
+    if exists:
+        # Not while this process has the file open (closing our descriptor would drop DuckDB's
+        # lock on it): it is a store then.
+        _file_for(path).unless_open(lambda: _refuse_if_not_duckdb(path))
 
 
 def _is_corruption(exc: BaseException) -> bool:
@@ -624,10 +631,12 @@ class Store:
             raise StoreError(
                 f"the store {self.path} is not writable; set MOLE_DB or --db to a writable path"
             )
-        if exists and visibly_not_duckdb(self.path):
-            # Refused before the hand-over lock file is made beside it: nothing is created next
-            # to a file that is not a store.
-            raise _corrupt(self.path, "not a DuckDB database file")
+        # Refused before the hand-over lock file is made beside it: nothing is created next to
+        # a file that is not a store. Only while this process does not have the file open:
+        # reading it through a descriptor of our own and closing that would drop DuckDB's lock
+        # on it (see _File.unless_open), and a file open here is a store anyway.
+        if exists:
+            self._file.unless_open(lambda: _refuse_if_not_duckdb(self.path))
 
     def _once(self, done: set[tuple[int, int, str]], fn: Callable[[], None]) -> None:
         """Run `fn` unless this process already did for this file. Under the file's write lock,

@@ -31,7 +31,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from mole_dag.store import migrate
 from mole_dag.store.db import Store, StoreBusy, StoreError
 from mole_dag.store.dialect import DialectError, to_postgres
-from mole_dag.store.records import Params
+from mole_dag.store.records import Params, scalar
 
 R = TypeVar("R")
 
@@ -338,7 +338,7 @@ class PgStore(Store):
             cur.execute("BEGIN")
             # The transaction's id, before any work: if the connection is lost while it
             # commits, the server can still say whether it did (_commit_outcome).
-            txid = int(conn.execute("SELECT txid_current()").fetchone()[0])  # type: ignore[index]
+            txid = scalar(cur, int, "SELECT txid_current()")  # type: ignore[arg-type]
             self._db.tx.cur = cur
             try:
                 yield cur
@@ -355,7 +355,7 @@ class PgStore(Store):
                     raise
                 # The COMMIT was sent and its answer lost: the work may be written or not.
                 # Running it again could write it twice, so ask the server which it was.
-                outcome = self._commit_outcome(txid)
+                outcome = self._commit_outcome(txid) if txid is not None else None
                 if outcome == "aborted":
                     raise  # nothing was written: transact runs it again
                 if outcome != "committed":
@@ -378,10 +378,11 @@ class PgStore(Store):
         while True:
             with suppress(psycopg.OperationalError):
                 with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
-                    row = conn.execute("SELECT txid_status(%s)", (txid,)).fetchone()
-                status = row[0] if row else None
+                    cur = PgCursor(conn)
+                    sql = "SELECT txid_status($txid)"
+                    status = scalar(cur, str, sql, {"txid": txid})  # type: ignore[arg-type]
                 if status != "in progress":  # its backend has not yet noticed it is gone
-                    return str(status) if status else None
+                    return status
             if time.monotonic() + delay > deadline:
                 return None
             time.sleep(delay)
