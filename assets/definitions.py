@@ -12,6 +12,7 @@ from assets.jobs import research_report, research_round
 from assets.maintenance import reground_job, reground_schedule, regrounding
 from assets.models import MODEL_ASSETS
 from assets.research import ALL_ASSETS
+from mole_dag.redaction import install_log_redaction
 from mole_dag.resources import BudgetResource, StoreResource
 
 
@@ -22,6 +23,9 @@ def build_definitions(
     `drive_in_process`: a UI session's rounds run one after another inside one
     `research_session` run (assets/driver.py); False queues a run per round and report, so
     that each step goes to `executor` (the scale-out profile)."""
+    # Every process that loads the definitions (the UI, the daemon, a run's or a dask worker's)
+    # masks secrets in its log records before Dagster stores them.
+    install_log_redaction()
     store = StoreResource()
     return dg.Definitions(
         assets=[*ALL_ASSETS, regrounding, *MODEL_ASSETS],

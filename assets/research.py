@@ -16,6 +16,7 @@ from mole_dag.output.finish import finish_session
 from mole_dag.output.report import STAGE as REPORT_STAGE
 from mole_dag.planner import plan_round
 from mole_dag.planner.plan import STAGE as PLAN_STAGE
+from mole_dag.redaction import redact_known
 from mole_dag.resources import BudgetResource, StoreResource, make_run
 from mole_dag.session import SessionMissing, ensure_session, recover, session_exists
 from mole_dag.stage_metadata import (
@@ -76,7 +77,7 @@ def session(
     rec = recover(run)
     return dg.MaterializeResult(
         metadata={
-            "question": run.session().question,
+            "question": redact_known(run.session().question),
             **fields_of(rec, "reservations_expired", "leases_requeued"),
             # This materialisation stays the latest one shown after the session finishes, so its
             # status is named for when it was taken; the report asset carries the final status.

@@ -33,10 +33,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mole_dag.paths import dagster_home, default_store_path
+from mole_dag.redaction import redact
 from mole_dag.sanitize import escape_controls
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
+# How long to wait for another process opening the same Dagster instance (milliseconds when it
+# exists, seconds when it is being created). A guess, flagged as one.
+INSTANCE_LOCK_WAIT_S = 300.0
 
 
 class CliError(Exception):
@@ -206,8 +210,10 @@ class _EscapingFormatter(logging.Formatter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from mole_dag.redaction import install_log_redaction
     from mole_dag.store.db import StoreError
 
+    install_log_redaction()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.db:
@@ -241,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # StoreError too: a damaged store can show only when a query reaches the lost block,
         # after the command has opened it.
         # Messages quote paths, ids and questions as given: controls shown as escapes.
-        print(f"mole {args.command}: {escape_controls(str(exc))}", file=sys.stderr)
+        print(f"mole {args.command}: {escape_controls(redact(str(exc)))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `mole show ... | head`: the reader left, nothing to report
         with contextlib.suppress(OSError):
@@ -295,14 +301,35 @@ def _dagster_instance():  # noqa: ANN202
     if not (home / "dagster.yaml").exists():
         raise CliError(f"DAGSTER_HOME={home} has no dagster.yaml; unset it to use the project's")
     os.chdir(home)
-    return dg.DagsterInstance.get()
+    from filelock import FileLock, Timeout
+
+    # Dagster creates its SQLite storage (runs, event log index, schedules) when an instance is
+    # first opened, and two processes doing that at once race to CREATE TABLE: one crashed
+    # with "table secondary_indexes already exists", its session left `created` with escrow
+    # held (issue 22). Opening an instance is therefore serialised per instance folder; later
+    # openings find the tables made and hold the lock for a moment.
+    try:
+        with FileLock(home / ".mole-instance.lock", timeout=INSTANCE_LOCK_WAIT_S):
+            return dg.DagsterInstance.get()
+    except Timeout:
+        raise CliError(
+            f"the Dagster instance {home} is being opened by another process that has not "
+            f"finished in {INSTANCE_LOCK_WAIT_S:.0f}s; try again"
+        ) from None
 
 
 def cmd_research(args: argparse.Namespace) -> int:
     from mole_dag.launch import LaunchError, check_launch
     from mole_dag.session import create_session
+    from mole_dag.store import StoreError, check_target
 
-    # Validate everything before writing anything.
+    # Validate everything before writing anything: the store first, since checking the launch
+    # caches the corpus index in the data folder (an unusable store is then one line, and a
+    # damaged one gets nothing created beside it).
+    try:
+        check_target(default_store_path())
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
     try:
         _parallel_flag(args)
         launch = check_launch(
@@ -387,13 +414,56 @@ def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool
         raise KeyboardInterrupt
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        return _drive_rounds(sid, skills, first, quiet, print_report, got_signal)
-    except (KeyboardInterrupt, Interrupted):
-        return _interrupted(sid, got_signal)
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+    with _SignalLog() as arrived:
+        try:
+            return _drive_rounds(sid, skills, first, quiet, print_report, got_signal)
+        except (KeyboardInterrupt, Interrupted):
+            return _interrupted(sid, got_signal or arrived.names())
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+
+class _SignalLog:
+    """Which signals arrived, whoever handled them. Dagster's step machinery replaces the
+    SIGINT and SIGTERM handlers while a step runs (it maps SIGTERM onto SIGINT's handler and
+    raises its own interrupt), so our handler may never see the signal; the interpreter's
+    wakeup descriptor still receives the number of every signal that has a Python handler,
+    before any handler runs. Main thread only (signals are delivered there); elsewhere it
+    records nothing."""
+
+    def __enter__(self) -> _SignalLog:
+        self._fds: tuple[int, int] | None = None
+        self._previous = -1
+        self._seen: list[int] = []
+        with contextlib.suppress(ValueError, OSError):
+            r, w = os.pipe()
+            os.set_blocking(r, False)
+            os.set_blocking(w, False)
+            self._previous = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+            self._fds = (r, w)
+        return self
+
+    def names(self) -> list[str]:
+        if self._fds is not None:
+            with contextlib.suppress(BlockingIOError, OSError):
+                self._seen.extend(os.read(self._fds[0], 512))
+        names = []
+        for num in self._seen:
+            with contextlib.suppress(ValueError):
+                sig = signal.Signals(num)
+                if sig in (signal.SIGINT, signal.SIGTERM) and sig.name not in names:
+                    names.append(sig.name)
+        return names
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fds is None:
+            return
+        with contextlib.suppress(ValueError, OSError):
+            signal.set_wakeup_fd(self._previous)
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _drive_rounds(
@@ -500,8 +570,8 @@ def _interrupted(sid: str, got_signal: list[str]) -> int:
     from mole_dag.core import SessionStatus
 
     # Dagster's step machinery may take the signal before our handler does (it turns it into
-    # an interrupt of its own): then which signal it was is unknown, and the line says so
-    # rather than naming one.
+    # an interrupt of its own); _SignalLog still saw which one it was. Unknown only when no
+    # signal arrived at all (an interrupt raised by other means): then the line names none.
     name = got_signal[0] if got_signal else "a signal"
     # Ignore a second signal while the status is written: the line below must get out.
     for s in (signal.SIGINT, signal.SIGTERM):
@@ -601,6 +671,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         _parallel_flag(args)
     except LaunchError as exc:
         raise CliError(str(exc)) from None
+    _resumable_id(args.session)
     store = _open_store()
     try:
         # Recovery runs at a process's first writing open; run it again here, so a driver that
@@ -636,6 +707,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 {"status": str(back), "now": now, "session_id": args.session},
             )
             cur.execute(q("session_driver_set"), {"driver": "cli", "session_id": args.session})
+            cur.execute(q("session_clear_stop_reason"), {"now": now, "session_id": args.session})
             # Ours from this transaction on: the next store open must not see the dead owner
             # and mark it interrupted again.
             cur.execute(
@@ -672,6 +744,30 @@ def _parallel_flag(args: argparse.Namespace) -> None:
     got = check_parallel(args.parallel)  # without the flag: the setting, checked
     if args.parallel is not None:
         os.environ[ENV] = str(got)
+
+
+def _resumable_id(sid: str) -> None:
+    """Refuse an id the store does not hold before opening it for writing: a writing open
+    migrates, recovers and checkpoints, and a typo must leave the store as it was (or not
+    create one). A store older than this mole's schema cannot be read without migrating it,
+    so that one is left to the writing open."""
+    from mole_dag.store import Store, StoreError, StoreOutdated, q
+
+    try:
+        store = Store(
+            default_store_path(),
+            on_wait=lambda m: print(f"mole: {m}", file=sys.stderr),
+            read_only=True,
+        )
+    except StoreOutdated:
+        return
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        if store.row(q("session_get"), {"session_id": sid}) is None:
+            raise CliError(f"no session {sid!r}; `mole sessions` lists them")
+    finally:
+        store.close()
 
 
 def _cassette_and_record(args: argparse.Namespace, provider: str) -> None:
@@ -742,7 +838,7 @@ def _report_failure(result: Any, sid: str, command: str = "research") -> None:
             cause = err.cause or err
             print(
                 escape_controls(
-                    f"mole {command}: step {ev.step_key} failed: {cause.message.strip()}"
+                    redact(f"mole {command}: step {ev.step_key} failed: {cause.message.strip()}")
                 ),
                 file=sys.stderr,
             )

@@ -22,6 +22,7 @@ from mole_dag.local_data.findings import LocalResult, analyse_local_data
 from mole_dag.mining.mine import MineResult, mine_claims
 from mole_dag.output.finish import FinishResult, finish_session
 from mole_dag.planner import PlanResult, plan_round
+from mole_dag.planner.plan import round_state
 from mole_dag.session import recover
 from mole_dag.store import q
 from mole_dag.verifier.confidence import score_session
@@ -62,6 +63,18 @@ def should_run_another_round(run: Run) -> bool:
     return run.ledger.balance(run.session_id).available > 0
 
 
+def _after_rounds(run: Run) -> Step:
+    """Between rounds or inside one: a round stopped part-way (its plan not written, or its
+    scores not) is finished first, whatever the round cap or the budget say (a stage that
+    cannot pay stops for budget by itself, as it would have); then another round if one is
+    due; else the report. The same decision for a drive and for `mole resume`, so a resumed
+    session does what an uninterrupted one would have done next."""
+    sess = run.session()
+    if sess.rounds == 0 or round_state(run).unfinished:
+        return "round"
+    return "round" if should_run_another_round(run) else "report"
+
+
 def next_step(run: Run) -> Step | None:
     """What a session needs next: "round", "report", or None (finished, or not startable)."""
     sess = run.session()
@@ -69,25 +82,19 @@ def next_step(run: Run) -> Step | None:
         return None
     if sess.status == SessionStatus.REPORTING:
         return "report"
-    if sess.rounds == 0 or should_run_another_round(run):
-        return "round"
-    return "report"
+    return _after_rounds(run)
 
 
 def resume_point(run: Run) -> Step:
-    """Where an interrupted session picks up: the report if it had reached it; a round if work
-    was left half done (pending leads, fetched sources not yet mined) or another round is due;
-    else the report."""
+    """Where an interrupted session picks up, derived from what the store holds: the report
+    if it had reached it (the escrow released); the round it was stopped in (a round with no
+    plan written plans again; one planned runs its pending leads, mines what was fetched and
+    not mined, adjudicates and scores what was not: mole_dag.planner.plan_round and the
+    stages each take up only what is left); else what the drive would have run next."""
     sess = run.session()
     if sess.escrow_released or sess.status == SessionStatus.REPORTING:
         return "report"
-    if sess.rounds == 0:
-        return "round"
-    pending = int(run.store.scalar(q("pending_leads_count"), {"session_id": run.session_id}) or 0)
-    unmined = run.store.named("unmined_lead_sources", {"session_id": run.session_id})
-    if (pending or unmined) and run.ledger.balance(run.session_id).available > 0:
-        return "round"
-    return "round" if should_run_another_round(run) else "report"
+    return _after_rounds(run)
 
 
 @dataclass

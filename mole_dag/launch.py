@@ -72,6 +72,23 @@ def check_session_id(session_id: str, flag: str = "--") -> str:
     return session_id
 
 
+def check_text(text: str, what: str) -> str:
+    """Text that will be stored must be UTF-8. A command line in another encoding (or bytes
+    that are not text) reaches Python as lone surrogates, which no store can hold: refuse it
+    here, naming the first bad byte, rather than fail in the store's driver."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
+        code = ord(bad)
+        byte = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+        raise LaunchError(
+            f"{what} is not valid UTF-8 text ({byte} at character {exc.start + 1}); "
+            "pass it in UTF-8"
+        ) from None
+    return text
+
+
 def check_budget(usd: str | None, tokens: str | None, flag: str = "--") -> tuple[Unit, int]:
     """Exactly one of usd and tokens, no default; finite, positive and at most the ceiling.
     USD becomes integer micro-dollars. The one budget check: the command line, mole-mcp, the
@@ -223,6 +240,7 @@ def check_launch(
     question = " ".join(question.split())
     if not question:
         raise LaunchError("the question is empty; ask something, in quotes")
+    check_text(question, "the question")
     unit, total = check_budget(usd, tokens, flag)
     if session_id is not None:
         check_session_id(session_id, flag)

@@ -95,7 +95,10 @@ def dagster_home() -> Path:
     wanted = dagster_yaml().read_text(encoding="utf-8")
     target = home / "dagster.yaml"
     if not target.is_file() or target.read_text(encoding="utf-8") != wanted:
-        target.write_text(wanted, encoding="utf-8")
+        # Whole or not at all: another process may be reading it this instant.
+        part = home / f".dagster.yaml.{os.getpid()}"
+        part.write_text(wanted, encoding="utf-8")
+        os.replace(part, target)
     return home
 
 

@@ -454,3 +454,29 @@ class SimulatedModel:
                 model=body.get("model", ""),
             ),
         )
+
+
+class HeldModel(SimulatedModel):
+    """A simulated model that holds the `nth` request of one skill until the test says so, so
+    a test can stop the client with that call in flight, in a stage it chose, without guessing
+    a time. `arrived` is set when the held request comes in; the answer (and the usage the
+    provider bills) is computed only once `release` is set, as a provider that answers after
+    its client went away would. Every other request is answered at once."""
+
+    def __init__(self, skill: str, nth: int = 1, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hold_skill, self.hold_nth = skill, nth
+        self.seen = 0
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, got: Received) -> Reply:
+        if got.skill == self.hold_skill:
+            with self._lock:
+                self.seen += 1
+                held = self.seen == self.hold_nth
+            if held:
+                self.arrived.set()
+                # Bounded only so a broken test cannot hang the server thread forever.
+                self.release.wait(timeout=600)
+        return super().__call__(got)

@@ -137,6 +137,14 @@ class PgServer:
             return self._proc.poll() is None
         return _alive(self.pid)
 
+    def restart(self) -> None:
+        """Stop the server (fast shutdown: every open connection is cut) and start it again on
+        the same port and data, as an operator's restart does (issue 22: a session must live
+        through one). Returns once it accepts connections again."""
+        self.stop(remove=False)
+        again = _start_server(self.bindir, self.root, self.port, self.user, _run_as(), False)
+        self.pid, self._proc = again.pid, again._proc
+
     def stop(self, *, remove: bool = True) -> None:
         """Stop the server (fast shutdown: open sessions are cut off) and wait until its process
         is gone; then remove its folder. Safe to call twice."""

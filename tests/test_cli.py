@@ -256,4 +256,5 @@ def test_store_path_that_is_a_directory_is_refused(
     code = main(["--db", str(tmp_path), "research", "q?", "--usd", "1"])
     assert code == 2
     err = capsys.readouterr().err.strip()
-    assert "cannot open the store" in err and len(err.splitlines()) == 1
+    # Refused before anything is written (issue 22: the store is checked before the launch).
+    assert "is a folder, not a DuckDB file" in err and len(err.splitlines()) == 1

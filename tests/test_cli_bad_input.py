@@ -5,6 +5,8 @@ check (mole_dag.launch.check_budget) serves the CLI, mole-mcp and the Dagster la
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -279,3 +281,114 @@ def test_a_bad_parallel_in_the_config_file_is_refused_in_one_line(
     err = _one_line_exit_2(["--db", str(db), "research", "q?", "--usd", "0.5"], capsys)
     assert f'"parallel" in {cfg} must be a whole number' in err and "got 'lots'" in err
     assert not db.exists()
+
+
+# -- issue 22: the smaller promises -----------------------------------------------------------
+
+MOLE = str(Path(sys.executable).parent / "mole")
+
+
+def test_a_question_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    # Bytes on the command line, as a shell in another encoding passes them.
+    db = tmp_path / "data" / "mole.duckdb"
+    res = subprocess.run(
+        [MOLE, "--db", str(db), "research", b"tea \xff\xfe and sleep?", "--usd", "0.5"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MOLE_HOME": str(tmp_path / "data")},
+        timeout=120,
+    )
+    err = res.stderr.strip()
+    assert res.returncode == 2, err
+    assert err.splitlines() == [
+        "mole research: the question is not valid UTF-8 text (byte 0xff at character 5); "
+        "pass it in UTF-8"
+    ], err
+    assert not (tmp_path / "data").exists()
+
+
+def test_resume_of_an_unknown_id_leaves_the_store_as_it_was(
+    good_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "copy.duckdb"
+    db.write_bytes(good_store.read_bytes())
+    before = _sha(db)
+    err = _one_line_exit_2(["--db", str(db), "resume", "nope"], capsys)
+    assert err == "mole resume: no session 'nope'; `mole sessions` lists them"
+    assert _sha(db) == before
+    assert not Path(f"{db}.wal").exists()
+    # No store at all: none is made for a session that cannot be in it.
+    missing = tmp_path / "none" / "mole.duckdb"
+    err = _one_line_exit_2(["--db", str(missing), "resume", "nope"], capsys)
+    assert "no store at" in err
+    assert not missing.parent.exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["research", "What is tea?", "--usd", "0.5"], ["resume", "s1"], ["sessions"], ["show", "s1"]],
+    ids=lambda a: a[0],
+)
+def test_a_corrupt_store_gets_nothing_created_beside_it(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = home / "mole.duckdb"
+    db.write_bytes(bytes(range(256)) * 80)  # 20 KiB that are not a DuckDB file
+    before = _sha(db)
+    err = _one_line_exit_2(["--db", str(db), *argv], capsys)
+    assert f"{db} is not a readable mole store" in err
+    assert _sha(db) == before
+    assert sorted(p.name for p in home.iterdir()) == ["mole.duckdb"]
+
+
+def test_an_unusable_store_folder_is_one_line(tmp_path: Path) -> None:
+    # The data folder (store and corpus index cache) lies under a file: nothing can be made
+    # there, whoever runs the command (root included). A fresh process: the corpus index is
+    # cached per process, and a first use is what tries to write it.
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    res = subprocess.run(
+        [MOLE, "research", "What is tea?", "--usd", "0.5"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MOLE_HOME": str(blocker / "home")},
+        timeout=120,
+    )
+    err = res.stderr.strip()
+    assert res.returncode == 2, err
+    assert len(err.splitlines()) == 1 and "cannot create the store folder" in err, err
+
+
+def test_an_unwritable_store_folder_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root can write anywhere; the permission check cannot be exercised")
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(0o500)
+    monkeypatch.setenv("MOLE_HOME", str(home))
+    try:
+        err = _one_line_exit_2(["research", "What is tea?", "--usd", "0.5"], capsys)
+    finally:
+        home.chmod(0o700)
+    assert "is not writable" in err
+    assert list(home.iterdir()) == []
+
+
+def test_checking_a_store_file_never_drops_this_process_lock(tmp_path: Path) -> None:
+    """The check that a file is a store reads its first bytes; closing that descriptor would
+    drop DuckDB's fcntl lock on the file if this process has it open, and let another process
+    open it beside us (the lost write of issue 14). So it is skipped while the file is open."""
+    from mole_dag.store import check_target
+
+    db = tmp_path / "s.duckdb"
+    Store(db).close()
+    other = [sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()"]
+    with Store(db) as st, st.read():  # this process holds the file, and DuckDB's lock on it
+        Store(db)  # a second handle: its writability check
+        check_target(db)  # the CLI's check before a launch
+        got = subprocess.run([*other, str(db)], capture_output=True, text=True, timeout=120)
+    assert got.returncode != 0 and "lock" in got.stderr.lower(), got.stderr

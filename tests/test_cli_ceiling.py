@@ -183,3 +183,35 @@ def test_budget_too_small_for_the_first_call(
         assert bal.status == "exhausted" and bal.spent == 0 and bal.held == 0
     finally:
         store.close()
+
+
+def test_after_a_planner_overrun_stderr_counts_the_dead_ends_the_report_counts(
+    dagster_home: Path,
+    openai_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Issue 22: the planner overran, so every lead's search was refused (a dead end each); the
+    # progress line said "0 dead ends" while the report said how many there were.
+    import re
+
+    corpus = Path(__file__).parent / "fixtures" / "model_corpus"
+    model = SimulatedModel(output_factor=2.0)
+    with ModelServer(model) as server:
+        _research(server, corpus, "0.50", "s-over-dead", monkeypatch)
+    _out, err = capsys.readouterr()
+    store = Store(default_store_path())
+    try:
+        stored = int(
+            store.scalar("SELECT count(*) FROM dead_ends WHERE session_id = 's-over-dead'")
+        )
+        markdown = store.scalar(
+            "SELECT markdown FROM reports WHERE session_id = 's-over-dead' "
+            "ORDER BY created_at DESC LIMIT 1"
+        )
+    finally:
+        store.close()
+    said = sum(int(n) for n in re.findall(r"(\d+) dead ends?\b", err))
+    reported = re.search(r"dead ends: (\d+)", markdown)
+    assert stored > 0 and reported is not None, markdown
+    assert said == int(reported.group(1)) == stored, err

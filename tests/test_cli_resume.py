@@ -134,6 +134,10 @@ def test_sigkill_mid_mining_then_resume(
         assert store.scalar("SELECT count(*) FROM claims WHERE session_id = 's-kill'") > 0
     finally:
         store.close()
+    # Issue 22: done, it no longer says "the process driving it stopped without finishing".
+    assert cli.main(["show", "s-kill"]) == 0
+    shown = capsys.readouterr().out
+    assert "status    done" in shown and "stopped " not in shown, shown
     print(f"SIGKILL + resume took {time.monotonic() - started:.1f}s", file=sys.__stderr__)
 
 

@@ -218,7 +218,8 @@ def reordered_call_get(monkeypatch: pytest.MonkeyPatch) -> None:
     # eighth, assumed no longer tenth.
     table = _reordered(
         "call_get",
-        "assumed, status, actual, reserved, expires_at, tool, stage, role, session_id, id",
+        "assumed, completed_at, status, actual, overrun, reserved, expires_at, tool, stage, "
+        "role, session_id, id",
     )
     monkeypatch.setattr(queries_mod, "load_queries", lambda directory=None: table)
 
@@ -226,7 +227,7 @@ def reordered_call_get(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_ledger_settles_the_right_amounts_with_call_get_reordered(
     store: Store, reordered_call_get: None
 ) -> None:
-    assert q("call_get").startswith("SELECT assumed, status")
+    assert q("call_get").startswith("SELECT assumed, completed_at, status")
     ledger = Ledger(store)
     sid = ledger.create_session("q?", Unit.TOKENS, 10_000).session_id
     # Settled within its reservation: the hold is returned, the actual spent.

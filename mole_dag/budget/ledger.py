@@ -328,6 +328,10 @@ class Ledger:
         expires = now + (ttl or self.ttl)
 
         def tx(cur: duckdb.DuckDBPyConnection) -> bool:
+            # Exactly once by call id: a transaction run again because its connection was lost
+            # (Store.transact on Postgres) finds its own row if the first run was written.
+            if fetch_one(cur, CallRow, q("call_get"), {"id": rid}) is not None:
+                return True
             # The UPDATE's affected-row count: 0 when the check in its WHERE refused the hold.
             changed = scalar(
                 cur,
@@ -398,6 +402,10 @@ class Ledger:
             if row is None:
                 raise LedgerError(f"no reservation {reservation.id}")
             reserved, status, assumed = row.reserved, row.status, row.assumed
+            if status == CallStatus.SETTLED and not assumed and row.completed_at == now:
+                # This settlement, written by a run of this transaction whose commit was not
+                # heard: exactly once by call id (and the settlement's own time).
+                return Settlement(reservation.id, actual, actual - row.overrun, row.overrun)
             if status == CallStatus.SETTLED and assumed:
                 # Recovery settled it at its reservation while this caller was still alive
                 # (a call that outlived its expiry): the real usage replaces the assumption.
@@ -465,6 +473,8 @@ class Ledger:
             if row is None:
                 raise LedgerError(f"no reservation {reservation.id}")
             status = row.status
+            if status == CallStatus.RELEASED and row.completed_at == now:
+                return  # this release, already written by an earlier run of this transaction
             if status == CallStatus.EXPIRED or (status == CallStatus.SETTLED and row.assumed):
                 # Already swept, or already settled at its reservation by recovery: a caller
                 # that comes back to say "failed" cannot prove the provider did not charge.

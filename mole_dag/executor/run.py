@@ -187,6 +187,9 @@ class _Writer:
             store_dead_end(
                 cur, sid, o.dead, sub_question_id=lease.sub_question_id, lead_id=lease.lead_id
             )
+            # Counted like the dead ends a search returned: the progress line and the report
+            # read the same table.
+            n_dead += 1
         leases.finish_in(cur, lease, o.status)
         return n_src, n_chunks, n_dead
 

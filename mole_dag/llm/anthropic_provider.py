@@ -15,6 +15,7 @@ from typing import Any
 import anthropic
 import httpx2
 
+from mole_dag import redaction
 from mole_dag.budget import Usage
 from mole_dag.llm.cassette import CassetteError
 from mole_dag.llm.provider import (
@@ -23,6 +24,7 @@ from mole_dag.llm.provider import (
     EmptyOutput,
     ProviderRejected,
     Tier,
+    mask_output,
     redact,
     utf8_token_bound,
 )
@@ -61,6 +63,7 @@ class AnthropicProvider:
         self.models = {**DEFAULT_MODELS, **dict(models or {})}
         self.policy, self.sleep = policy, sleep
         self._secret = api_key
+        redaction.remember(api_key)
         http_client = (
             httpx2.Client(transport=transport, timeout=timeout_s) if transport is not None else None
         )
@@ -142,5 +145,8 @@ class AnthropicProvider:
         if not text.strip():
             raise EmptyOutput(provider=NAME, model=model, usage=usage, stop_reason=msg.stop_reason)
         return Completion(
-            text=text, usage=usage, model=model, truncated=msg.stop_reason == "max_tokens"
+            text=mask_output(text, self._secret),
+            usage=usage,
+            model=model,
+            truncated=msg.stop_reason == "max_tokens",
         )

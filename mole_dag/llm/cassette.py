@@ -8,9 +8,12 @@ benchmarks: it checks the provider, not a stand-in for it.
 A cassette is JSON lines. The first line describes what was recorded (provider kind, tier
 models, base URL path) so a replay builds the same provider and sends the same requests; each
 further line is one exchange: the request's method, target and body, and the response's status,
-a few headers and its body. Request headers are never written: they carry the API key.
+a few headers and its body. Request headers are never written: they carry the API key. What
+is written passes through mole_dag.redaction first (a server can echo the key in an error body,
+an answer or a response header), and the file is created readable by its owner only (0600).
 
-Replay matches a request by method, target and the exact body bytes. Several recorded answers
+Replay matches a request by method, target and the exact body bytes (with the secrets it
+knows masked, as they were when it was recorded). Several recorded answers
 to the same request (a 429, then the retry's 200) are served in recorded order. A request the
 cassette does not hold is an error naming the fix (re-record), never a guess."""
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import threading
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -26,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from mole_dag import redaction
 
 FORMAT = 1
 # Response headers worth keeping: what the client reads (type, retry hints) and what helps a
@@ -57,6 +63,19 @@ class Exchange:
 
 def _key(method: str, target: str, body: bytes) -> str:
     return f"{method.upper()} {target} {hashlib.sha256(body).hexdigest()}"
+
+
+def _masked(data: bytes, *, request: bool = False) -> bytes:
+    """`data` with every secret masked, when it is text (a body that is not UTF-8 is kept as it
+    is: base64 in the file, and no key is written in it by a JSON API). A request is a prompt
+    quoting pages, and its bytes are what a replay matches on: only the known secrets are
+    masked there (redaction.redact_known), never a page's words that look like a credential."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    clean = redaction.redact_known(text) if request else redaction.redact(text)
+    return data if clean == text else clean.encode("utf-8")
 
 
 def _encode_body(data: bytes) -> dict[str, str]:
@@ -124,6 +143,7 @@ class Cassette:
     # -- replay and record ------------------------------------------------------------------
 
     def answer(self, method: str, target: str, body: bytes) -> Exchange:
+        body = _masked(body, request=True)
         with self._lock:
             q = self._queues.get(_key(method, target, body))
             if not q:
@@ -143,11 +163,15 @@ class Cassette:
     def append(self, ex: Exchange) -> None:
         line = json.dumps(
             {
-                "request": {"method": ex.method, "target": ex.target, **_encode_body(ex.body)},
+                "request": {
+                    "method": ex.method,
+                    "target": redaction.redact(ex.target),
+                    **_encode_body(_masked(ex.body, request=True)),
+                },
                 "response": {
                     "status": ex.status,
-                    "headers": ex.headers,
-                    **_encode_body(ex.response),
+                    "headers": {k: redaction.redact(v) for k, v in ex.headers.items()},
+                    **_encode_body(_masked(ex.response)),
                 },
             },
             ensure_ascii=False,
@@ -156,9 +180,14 @@ class Cassette:
         with _locks[str(self.path.resolve())]:
             if not self.path.exists() or self.path.stat().st_size == 0:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                head = json.dumps({"mole_cassette": FORMAT, **self.meta}, sort_keys=True)
+                head = json.dumps(
+                    {"mole_cassette": FORMAT, **redaction.redact_all(self.meta)}, sort_keys=True
+                )
                 line = head + "\n" + line
-            with self.path.open("a", encoding="utf-8") as f:
+            # Created for its owner alone: whatever a redaction missed is not shared with every
+            # account on the machine.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
 
     def transport(self, http: ModuleType, inner: Any | None = None) -> Any:

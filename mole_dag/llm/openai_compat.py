@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from mole_dag import redaction
 from mole_dag.budget import Usage
 from mole_dag.core import json_object
 from mole_dag.llm.provider import (
@@ -24,6 +25,7 @@ from mole_dag.llm.provider import (
     EmptyOutput,
     ProviderRejected,
     Tier,
+    mask_output,
     redact,
     utf8_token_bound,
 )
@@ -86,6 +88,7 @@ class OpenAICompatProvider:
         self.limit_field = "max_tokens"
         self.policy, self.sleep = policy, sleep
         self._secret = api_key
+        redaction.remember(api_key)
         headers = {"content-type": "application/json"}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
@@ -95,9 +98,11 @@ class OpenAICompatProvider:
             timeout=timeout_s,
             transport=transport,
         )
+        # How messages name the server: without a password its URL may carry.
+        self._shown = redact(str(self._client.base_url), api_key)
 
     def __repr__(self) -> str:  # never the key
-        return f"OpenAICompatProvider(base_url={str(self._client.base_url)!r})"
+        return f"OpenAICompatProvider(base_url={self._shown!r})"
 
     def model_for(self, tier: Tier) -> str:
         return self.models[tier]
@@ -157,7 +162,7 @@ class OpenAICompatProvider:
                 else ""
             )
             raise ProviderRejected(
-                f"{self._client.base_url} refused the call (HTTP {status}){hint}: {detail}",
+                f"{self._shown} refused the call (HTTP {status}){hint}: {detail}",
                 provider=NAME,
                 model=model,
                 status=status,
@@ -166,7 +171,7 @@ class OpenAICompatProvider:
             data = resp.json()
         except ValueError:
             raise ProviderRejected(
-                f"{self._client.base_url} answered HTTP {status} with a body "
+                f"{self._shown} answered HTTP {status} with a body "
                 f"that is not JSON: {detail[:120]!r}",
                 provider=NAME,
                 model=model,
@@ -218,7 +223,7 @@ class OpenAICompatProvider:
                 usage_reported=reported,
             )
         return Completion(
-            text=text,
+            text=mask_output(text, self._secret),
             usage=usage,
             model=model,
             truncated=finish == "length",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from mole_dag import redaction
 from mole_dag.budget import PaidCallFailed, Usage
 
 
@@ -165,8 +166,16 @@ class EmptyOutput(ModelCallFailed, PaidCallFailed):
 
 def redact(text: str, *secrets: str | None) -> str:
     """Remove secrets from text that may reach a log or an exception (a server that echoes the
-    request back in an error body would otherwise put the key in our logs)."""
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, "[redacted]")
+    request back in an error body would otherwise put the key in our logs): `secrets`, every
+    secret the process knows of and the shapes of credentials (mole_dag.redaction)."""
+    return redaction.redact(text, secrets)
+
+
+def mask_output(text: str, *secrets: str | None) -> str:
+    """A model's answer with the known secrets masked (a server that echoes the key in its
+    answer must not put it into the store). Only exact known values: the answer quotes pages,
+    and a quote must stay byte for byte what the page says."""
+    for value in [*secrets, *redaction.known_secrets()]:
+        if value and len(value) >= 4 and value in text:
+            text = text.replace(value, redaction.MASK)
     return text

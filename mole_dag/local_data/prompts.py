@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mole_dag.llm.jsonout import parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
-from mole_dag.skills.prompting import flat
+from mole_dag.skills.prompting import flat, label
 from mole_dag.skills.view import HypothesisChoice, ProfileView
 
 HYPOTHESIZE_SYSTEM = """\
@@ -26,10 +26,10 @@ def hypothesize_call(view: ProfileView) -> Call:
     cols = []
     for c in view.columns:
         if c.withheld:
-            cols.append(f"- {flat(c.name, 80)}: withheld ({flat(c.withheld, 80)})")
+            cols.append(f"- {label(c.name, 80)}: withheld ({label(c.withheld, 80)})")
         else:
             cols.append(
-                f"- {flat(c.name, 80)}: {c.type}, roles {', '.join(c.roles) or 'none'}, "
+                f"- {label(c.name, 80)}: {c.type}, roles {', '.join(c.roles) or 'none'}, "
                 f"{c.distinct} distinct, {c.null_rate:.0%} empty"
             )
     temps = [
@@ -40,7 +40,7 @@ def hypothesize_call(view: ProfileView) -> Call:
     ]
     user = (
         f"Question: {flat(view.question, 600)}\n"
-        f"Table: {flat(view.file, 120)}, {view.rows} rows\n"
+        f"Table: {label(view.file, 120)}, {view.rows} rows\n"
         "Columns:\n" + "\n".join(cols) + "\n"
         "Templates:\n" + "\n".join(temps) + "\n"
         f"Choose at most {view.max_choices}."

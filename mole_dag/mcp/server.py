@@ -476,6 +476,9 @@ def local_query(
 
 
 def main() -> None:
+    from mole_dag.redaction import install_log_redaction
+
+    install_log_redaction()
     server.run("stdio")
 
 

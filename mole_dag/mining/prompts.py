@@ -5,7 +5,7 @@ from __future__ import annotations
 from mole_dag.core import MAX_CLAIM_CHARS, ClaimDraft
 from mole_dag.llm.jsonout import parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
-from mole_dag.skills.prompting import MAX_SUB_QUESTION_CHARS, flat
+from mole_dag.skills.prompting import MAX_SUB_QUESTION_CHARS, fenced, flat, label
 from mole_dag.skills.protocol import MineRequest
 
 MINE_MAX_TOKENS = 1200
@@ -41,8 +41,8 @@ def mine_call(req: MineRequest) -> Call:
     user = (
         f"Question: {flat(req.question, 1000)}\n"
         f"Sub-question: {flat(req.sub_question, MAX_SUB_QUESTION_CHARS)}\n"
-        f"Source title: {flat(req.title, 300) or '(none)'}\n"
-        f"<passage>\n{req.chunk}\n</passage>"
+        f"Source title: {label(req.title, 300) or '(none)'}\n" + fenced(req.chunk)
+        # The page's text, in a fence it cannot close (skills/prompting.py).
     )
     return Call(
         Tier.CHEAP,

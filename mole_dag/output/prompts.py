@@ -7,7 +7,7 @@ import re
 from mole_dag.llm.jsonout import first_object, parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
 from mole_dag.sanitize import strip_controls
-from mole_dag.skills.prompting import MAX_SUB_QUESTION_CHARS, flat
+from mole_dag.skills.prompting import MAX_SUB_QUESTION_CHARS, flat, quoted
 from mole_dag.skills.protocol import BoundSentence, WriteRequest, WrittenAnswer
 
 WRITE_MAX_TOKENS = 700
@@ -63,7 +63,8 @@ def write_call(req: WriteRequest) -> Call:
         # a bracketed number invites the model to write citations, which it must not. The
         # report itself shows the quote with its markers escaped, never deleted.
         text = _REF_MARK.sub("", flat(f.text, MAX_WRITE_QUOTE_CHARS))
-        lines.append(f"{f.number}. ({'; '.join(flags)}) \u201c{text}\u201d")
+        # In curly quotes that nothing inside can close (skills/prompting.py).
+        lines.append(f"{f.number}. ({'; '.join(flags)}) {quoted(text)}")
     if not req.findings:
         lines += ["", "Findings: (none)"]
     return Call(

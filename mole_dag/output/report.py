@@ -33,6 +33,7 @@ from mole_dag.output.citations import cite
 from mole_dag.output.extractive import MADE_WITHOUT_MODEL, write_body
 from mole_dag.output.local_data_section import local_data_section
 from mole_dag.paths import reports_dir
+from mole_dag.redaction import redact_known
 from mole_dag.sanitize import one_line, strip_controls
 from mole_dag.skills.protocol import FindingForWriter, WriteRequest, WrittenAnswer
 from mole_dag.store import q, utcnow
@@ -714,6 +715,9 @@ def write_report(
         answered=written.answered or not findings,
         why=why,
     )
+    # A known secret (a key a server echoed into a page or an answer) is never written: only
+    # exact known values and URL passwords are masked, so a source's words stay its words.
+    markdown = redact_known(markdown)
     now = utcnow()
     report_id = stable_id(sid, now.isoformat(), prefix="r-")
     directory = out_dir or reports_dir()

@@ -16,7 +16,7 @@ from mole_dag.paths import demo_corpus
 from mole_dag.planner.extractive import BROAD_TOPICS, is_wide
 from mole_dag.skills.protocol import Digest, Metered, PlannedQuestion
 from mole_dag.store import q, utcnow
-from mole_dag.store.records import SessionRow, SubQuestionClaimsRow, scalar
+from mole_dag.store.records import RoundStateRow, SessionRow, SubQuestionClaimsRow, scalar
 
 STAGE = "sub_questions"
 
@@ -102,6 +102,11 @@ def budget_too_small(exc: BudgetExhausted, total: int) -> str:
     )
 
 
+def round_state(run: Run) -> RoundStateRow:
+    got = run.store.one(RoundStateRow, q("round_state"), {"session_id": run.session_id})
+    return got if got is not None else RoundStateRow(0, False, False)
+
+
 def plan_round(run: Run) -> PlanResult:
     store, sid = run.store, run.session_id
     sess = run.session()
@@ -112,12 +117,26 @@ def plan_round(run: Run) -> PlanResult:
         run.progress(f"session is {sess.status}: no new round planned")
         return PlanResult(sess.rounds, 0, 0, pending, 0)
     now = utcnow()
+    state = round_state(run)
+    if state.unfinished and state.planned:
+        # Stopped after its plan was written (mole resume, or the round's job run again): the
+        # round goes on with the leads it planned; planning again would pay twice.
+        pending = int(store.scalar(q("pending_leads_count"), {"session_id": sid}) or 0)
+        run.progress(
+            f"round {state.rounds}: planned before the stop; continuing with {pending} "
+            f"pending lead{'s' if pending != 1 else ''}"
+        )
+        return PlanResult(state.rounds, 0, 0, pending, 0)
+    if state.unfinished:
+        # Stopped while planning (the call in flight was charged): plan the same round again.
+        round_no = state.rounds
+    else:
 
-    def next_round(cur: Any) -> int:
-        cur.execute(q("session_next_round"), {"session_id": sid, "now": now})
-        return scalar(cur, int, q("session_rounds"), {"session_id": sid}) or 0
+        def next_round(cur: Any) -> int:
+            cur.execute(q("session_next_round"), {"session_id": sid, "now": now})
+            return scalar(cur, int, q("session_rounds"), {"session_id": sid}) or 0
 
-    round_no = store.transact(next_round)
+        round_no = store.transact(next_round)
     # A model-free planner's call is free: its row is written with the round's sub-questions
     # and leads, in one transaction (issue 12). A paid one still reserves first.
     with run.ledger.free_calls(sid) as free:
@@ -185,6 +204,8 @@ def _plan(
     added_sq, added_leads = len(subs), len(leads)
 
     def write(cur: Any) -> None:
+        # The round's plan is written: from here a stop resumes the round, not its planning.
+        cur.execute(q("round_mark_planned"), {"session_id": sid, "round": round_no, "now": now})
         if subs:
             cur.execute(
                 q("sub_question_insert_many"),
@@ -216,8 +237,7 @@ def _plan(
                 },
             )
 
-    if subs or len(free):
-        free.write_with(write, store)
+    free.write_with(write, store)
     pending = int(store.scalar(q("pending_leads_count"), {"session_id": sid}) or 0)
     run.progress(plan_progress(round_no, added_sq, added_leads, pending))
     return PlanResult(round_no, added_sq, added_leads, pending, planned.cost)

@@ -59,6 +59,10 @@ class StoreMissing(StoreError):
     """A read-only open found no file: reading must never create a store."""
 
 
+class StoreOutdated(StoreError):
+    """A read-only open found a store older than this mole's schema (a writer migrates it)."""
+
+
 class StoreCorrupt(StoreError):
     """The file is there but is not a readable store (truncated, overwritten, not DuckDB)."""
 
@@ -96,6 +100,54 @@ def check_file(path: Path) -> None:
         raise _corrupt(path, f"{size:,} bytes, too short to be a DuckDB database")
     if head[8:12] != b"DUCK":
         raise _corrupt(path, "not a DuckDB database file")
+
+
+def visibly_not_duckdb(path: Path) -> bool:
+    """Whether a file a writer is about to open is certainly not a DuckDB database: bytes of its
+    own where DuckDB's magic belongs. A file of zeros or shorter than the magic may be a store
+    another process is creating this instant (see _HEADER_BYTES), so it is left to DuckDB."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(12)
+    except OSError:
+        return False
+    return len(head) == 12 and head[8:12] != b"DUCK" and any(head)
+
+
+def _refuse_if_not_duckdb(path: Path) -> None:
+    if visibly_not_duckdb(path):
+        raise _corrupt(path, "not a DuckDB database file")
+
+
+def check_target(target: str | os.PathLike[str]) -> None:
+    """Refuse, without creating anything, a store path a writing command could not use: a
+    folder that cannot be made or written, a file that is not writable or visibly not a store.
+    Run before a command writes anything else (`mole research` caches its corpus index in the
+    data folder), so such a store is one line and leaves nothing behind. A postgresql:// URL
+    is the server's to judge."""
+    if isinstance(target, str) and target.startswith(_POSTGRES_SCHEMES):
+        return
+    path = Path(target).expanduser().resolve()
+    if path.is_dir():
+        raise StoreError(f"the store {path} is a folder, not a DuckDB file; pass --db with a file")
+    # The nearest folder that exists: the store's folder, or where it would be made.
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise StoreError(
+            f"cannot create the store folder {path.parent}: {folder} is not a folder; "
+            "set MOLE_DB or --db to a writable path"
+        )
+    exists = path.exists()
+    if not os.access(folder, os.W_OK | os.X_OK) or (exists and not os.access(path, os.W_OK)):
+        raise StoreError(
+            f"the store {path} is not writable; set MOLE_DB or --db to a writable path"
+        )
+    if exists:
+        # Not while this process has the file open (closing our descriptor would drop DuckDB's
+        # lock on it): it is a store then.
+        _file_for(path).unless_open(lambda: _refuse_if_not_duckdb(path))
 
 
 def _is_corruption(exc: BaseException) -> bool:
@@ -579,6 +631,12 @@ class Store:
             raise StoreError(
                 f"the store {self.path} is not writable; set MOLE_DB or --db to a writable path"
             )
+        # Refused before the hand-over lock file is made beside it: nothing is created next to
+        # a file that is not a store. Only while this process does not have the file open:
+        # reading it through a descriptor of our own and closing that would drop DuckDB's lock
+        # on it (see _File.unless_open), and a file open here is a store anyway.
+        if exists:
+            self._file.unless_open(lambda: _refuse_if_not_duckdb(self.path))
 
     def _once(self, done: set[tuple[int, int, str]], fn: Callable[[], None]) -> None:
         """Run `fn` unless this process already did for this file. Under the file's write lock,
@@ -634,7 +692,7 @@ class Store:
             ) from None
         want = max((m.version for m in migrate.discover()), default=0)
         if int(have) < want:
-            raise StoreError(
+            raise StoreOutdated(
                 f"the store {self.path} is at schema version {have}, older than "
                 f"this mole's {want}; run `mole research` once to upgrade it"
             )
@@ -776,24 +834,44 @@ class Store:
         wrote the row first."""
         return isinstance(exc, duckdb.Error) and _is_conflict(exc)
 
+    # Attempts after the connection was lost before the transaction committed (Postgres: a
+    # server restart). A DuckDB file has no connection to lose.
+    _RECONNECTS = 0
+
+    @staticmethod
+    def _connection_lost(exc: BaseException) -> bool:
+        return False
+
+    def _reconnect_delay(self, attempt: int) -> float:
+        return 0.0
+
     def transact(
         self, fn: Callable[[duckdb.DuckDBPyConnection], T], retries: int | None = None
     ) -> T:
         """Run `fn` in a write transaction, retrying it with backoff when another transaction
-        won the row (`_lost_race`)."""
+        won the row (`_lost_race`), or when the connection was lost before it committed
+        (`_connection_lost`: nothing of it was written, so running it again writes it once)."""
         retries = self._RETRIES if retries is None else retries
         delay = 0.005
-        for attempt in range(retries + 1):
+        raced = lost = 0
+        while True:
             try:
                 with self.write() as cur:
                     return fn(cur)
             except Exception as exc:
                 # Inside an outer transaction a retry cannot help: the outer one is aborted.
-                if not self._lost_race(exc) or attempt == retries or self._tx_conn() is not None:
+                if self._tx_conn() is not None:
                     raise
-                time.sleep(delay + random.uniform(0, delay))
-                delay = min(delay * 2, 0.1)
-        raise AssertionError("unreachable")
+                if self._lost_race(exc) and raced < retries:
+                    raced += 1
+                    time.sleep(delay + random.uniform(0, delay))
+                    delay = min(delay * 2, 0.1)
+                    continue
+                if self._connection_lost(exc) and lost < self._RECONNECTS:
+                    lost += 1
+                    time.sleep(self._reconnect_delay(lost))
+                    continue
+                raise
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from mole_dag.core import DeadEnd, stable_id
+from mole_dag.redaction import redact, redact_known
 from mole_dag.store.db import utcnow
 from mole_dag.store.queries import q
 
@@ -28,9 +29,11 @@ def store_dead_end(
             "session_id": session_id,
             "sub_question_id": sub_question_id,
             "lead_id": lead_id,
-            "url": dead.url,
+            # A detail is an exception's message (a search API's URL with its key as a
+            # parameter, a server's error body): no secret in it is stored.
+            "url": redact_known(dead.url) if dead.url else dead.url,
             "cause": str(dead.cause),
-            "detail": (dead.detail or "")[:500] or None,
+            "detail": redact(dead.detail or "")[:500] or None,
             "now": utcnow(),
         },
     )

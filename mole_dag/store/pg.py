@@ -15,10 +15,11 @@ written for a single writer, and a stage's transactions are short."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -30,7 +31,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from mole_dag.store import migrate
 from mole_dag.store.db import Store, StoreBusy, StoreError
 from mole_dag.store.dialect import DialectError, to_postgres
-from mole_dag.store.records import Params
+from mole_dag.store.records import Params, scalar
+
+R = TypeVar("R")
 
 # Connections per URL per process. A run's stages use a handful of threads; more connections
 # than that only queue on the process's write lock. A guess, flagged as one.
@@ -153,6 +156,10 @@ class _Database:
                     max_size=POOL_MAX,
                     kwargs={"autocommit": True},
                     configure=_configure,
+                    # Checked before it is handed out: after a server restart the idle
+                    # connections are dead, and the first statement on one failed the session
+                    # (issue 22). A dead one is dropped and another made.
+                    check=ConnectionPool.check_connection,
                     timeout=timeout_s,
                     open=True,
                     name="mole-store",
@@ -201,6 +208,25 @@ def _one_line(exc: BaseException) -> str:
 
 def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected)
+
+
+class StoreUnreachable(StoreError):
+    """No connection to the server could be had (it is down, or restarting)."""
+
+
+# SQLSTATEs that mean the server went away, not that the statement was wrong: the connection
+# exceptions (class 08) and the server shutting down or not yet accepting connections. A
+# client-side failure ("server closed the connection unexpectedly") carries no SQLSTATE.
+_GONE_STATES = ("57P01", "57P02", "57P03")
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    if isinstance(exc, StoreUnreachable):
+        return True
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = getattr(exc, "sqlstate", None)
+    return state is None or state.startswith("08") or state in _GONE_STATES
 
 
 class PgStore(Store):
@@ -276,7 +302,7 @@ class PgStore(Store):
                 f"{self.lock_wait_s:.0f}s (server down or every connection busy); check MOLE_DB"
             ) from None
         except psycopg.OperationalError as exc:
-            raise StoreError(
+            raise StoreUnreachable(
                 f"cannot use the store {self.path}: {_one_line(exc)}; check the server, or "
                 "MOLE_DB / --db"
             ) from None
@@ -310,6 +336,9 @@ class PgStore(Store):
         with self._db.write_lock, self._connection() as conn:
             cur = PgCursor(conn)
             cur.execute("BEGIN")
+            # The transaction's id, before any work: if the connection is lost while it
+            # commits, the server can still say whether it did (_commit_outcome).
+            txid = scalar(cur, int, "SELECT txid_current()")  # type: ignore[arg-type]
             self._db.tx.cur = cur
             try:
                 yield cur
@@ -319,11 +348,45 @@ class PgStore(Store):
                     cur.execute("ROLLBACK")
                 raise
             self._db.tx.cur = None
-            cur.execute("COMMIT")
+            try:
+                cur.execute("COMMIT")
+            except psycopg.Error as exc:
+                if not _connection_lost(exc):
+                    raise
+                # The COMMIT was sent and its answer lost: the work may be written or not.
+                # Running it again could write it twice, so ask the server which it was.
+                outcome = self._commit_outcome(txid) if txid is not None else None
+                if outcome == "aborted":
+                    raise  # nothing was written: transact runs it again
+                if outcome != "committed":
+                    raise StoreError(
+                        f"the connection to the store {self.path} was lost while a "
+                        "transaction committed, and whether it did could not be learned "
+                        f"({outcome or 'the server did not answer'}); check the server, then "
+                        "`mole resume` the session"
+                    ) from None
             self.commits += 1
             from mole_dag.store import db as _db
 
             _db._count_commit()
+
+    def _commit_outcome(self, txid: int) -> str | None:
+        """What became of transaction `txid` ('committed', 'aborted'), asked on a connection
+        of its own while the server comes back; None if it cannot be learned in time."""
+        deadline = time.monotonic() + self.lock_wait_s
+        delay = 0.1
+        while True:
+            with suppress(psycopg.OperationalError):
+                with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
+                    cur = PgCursor(conn)
+                    sql = "SELECT txid_status($txid)"
+                    status = scalar(cur, str, sql, {"txid": txid})  # type: ignore[arg-type]
+                if status != "in progress":  # its backend has not yet noticed it is gone
+                    return status
+            if time.monotonic() + delay > deadline:
+                return None
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
     # Serialization failures and deadlocks: another machine's transaction won the row.
     _RETRIES = 50
@@ -331,6 +394,45 @@ class PgStore(Store):
     @staticmethod
     def _lost_race(exc: BaseException) -> bool:
         return _is_retryable(exc)
+
+    # A lost connection (a server restart, a network blip): the pool hands out only checked
+    # connections, so a retry waits for the server (up to lock_wait_s per attempt) and runs on a
+    # new one. Bounded: about 20 s of backoff over the attempts, beside the pool's own wait.
+    _RECONNECTS = 8
+
+    @staticmethod
+    def _connection_lost(exc: BaseException) -> bool:
+        return _connection_lost(exc)
+
+    def _reconnect_delay(self, attempt: int) -> float:
+        return float(min(0.2 * 2 ** (attempt - 1), 5.0))
+
+    def _reading(self, fn: Callable[[], R]) -> R:
+        """A read outside a transaction, run again on a new connection if the one it had was
+        lost (a read has no effect to repeat)."""
+        if self._tx_conn() is not None:
+            return fn()
+        lost = 0
+        while True:
+            try:
+                return fn()
+            except Exception as exc:
+                if not _connection_lost(exc) or lost >= self._RECONNECTS:
+                    raise
+                lost += 1
+                time.sleep(self._reconnect_delay(lost))
+
+    def rows(self, sql: str, params: Params = None) -> list[dict[str, Any]]:
+        return self._reading(lambda: Store.rows(self, sql, params))
+
+    def scalar(self, sql: str, params: Params = None) -> Any:
+        return self._reading(lambda: Store.scalar(self, sql, params))
+
+    def one(self, cls: type[R], sql: str, params: Params = None) -> R | None:
+        return self._reading(lambda: Store.one(self, cls, sql, params))
+
+    def many(self, cls: type[R], sql: str, params: Params = None) -> list[R]:
+        return self._reading(lambda: Store.many(self, cls, sql, params))
 
     @contextmanager
     def read(self) -> Iterator[Any]:

@@ -81,8 +81,10 @@ class CallRow:
     tool: str
     reserved: int
     actual: int | None
+    overrun: int
     status: CallStatus
     expires_at: datetime
+    completed_at: datetime | None
     assumed: bool
 
 
@@ -121,6 +123,20 @@ class SubQuestionRow:
 
     id: str
     text: str
+
+
+@dataclass(frozen=True)
+class RoundStateRow:
+    """The round a session is in (`round_state`): whether its plan was written, and whether it
+    finished (its scores were). A round planned and not finished was stopped part-way."""
+
+    rounds: int
+    planned: bool
+    done: bool
+
+    @property
+    def unfinished(self) -> bool:
+        return self.rounds > 0 and not self.done
 
 
 @dataclass(frozen=True)

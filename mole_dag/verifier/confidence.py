@@ -182,6 +182,9 @@ def score_session(run: Run) -> list[Score]:
 
     def write(cur: Any) -> None:
         cur.execute(q("scores_clear"), {"session_id": sid})
+        # Scoring is a round's last stage: with its scores written, the round is finished (a
+        # stop before this resumes the round; mole_dag.driver).
+        cur.execute(q("round_mark_done"), {"session_id": sid, "now": now})
         if rows:
             # One statement for the session's scores, not one per claim (issue 12).
             cur.execute(

@@ -8,7 +8,7 @@ import re
 from mole_dag.core import MAX_CLAIM_CHARS
 from mole_dag.llm.jsonout import first_object, parse_items, string_field
 from mole_dag.llm.provider import Call, Message, Tier
-from mole_dag.skills.prompting import MAX_RATIONALE_CHARS, flat
+from mole_dag.skills.prompting import MAX_RATIONALE_CHARS, fenced, flat, label
 from mole_dag.skills.protocol import GROUND_VERDICTS, GroundRequest, GroundVerdict, Verdict
 
 JUDGE_BASE_TOKENS = 48
@@ -60,7 +60,7 @@ def judge_user(pairs: list[tuple[str, str]]) -> str:
     refs: list[tuple[int, int]] = []
     for a, b in pairs:
         ids = []
-        for text in (flat(a, MAX_CLAIM_CHARS), flat(b, MAX_CLAIM_CHARS)):
+        for text in (label(a, MAX_CLAIM_CHARS), label(b, MAX_CLAIM_CHARS)):
             ids.append(number.setdefault(text, len(number) + 1))
         refs.append((ids[0], ids[1]))
     claims = "\n".join(f"C{n}: {text}" for text, n in number.items())
@@ -115,8 +115,9 @@ def parse_judge(text: str, n_pairs: int) -> list[Verdict]:
 
 def ground_call(req: GroundRequest) -> Call:
     user = (
-        f"Claim: {flat(req.claim, MAX_CLAIM_CHARS)}\n"
-        f"<passage>\n{req.passage[:MAX_PASSAGE_CHARS]}\n</passage>"
+        f"Claim: {label(req.claim, MAX_CLAIM_CHARS)}\n"
+        # The re-read text, in a fence it cannot close (skills/prompting.py).
+        + fenced(req.passage[:MAX_PASSAGE_CHARS])
     )
     return Call(
         Tier.CHEAP,

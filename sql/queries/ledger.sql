@@ -24,7 +24,8 @@ INSERT INTO tool_calls (id, session_id, role, stage, tool, reserved, status, not
 VALUES ($id, $session_id, $role, $stage, $tool, $amount, 'reserved', $note, $now, $expires_at, $owner);
 
 -- name: call_get
-SELECT id, session_id, role, stage, tool, reserved, actual, status, expires_at, assumed
+SELECT id, session_id, role, stage, tool, reserved, actual, overrun, status, expires_at,
+       completed_at, assumed
 FROM tool_calls WHERE id = $id;
 
 -- name: session_charge

@@ -3,6 +3,10 @@
 -- name: session_set_status
 UPDATE sessions SET status = $status, updated_at = $now WHERE id = $session_id;
 
+-- name: session_clear_stop_reason
+-- A resumed session is no longer stopped: why it stopped last time would read as its outcome.
+UPDATE sessions SET stop_reason = NULL, updated_at = $now WHERE id = $session_id;
+
 -- name: session_next_round
 UPDATE sessions SET rounds = rounds + 1, status = 'running', updated_at = $now
 WHERE id = $session_id;
@@ -586,3 +590,26 @@ FROM dead_ends
 WHERE session_id = $session_id AND starts_with(cause, 'pdf_')
 GROUP BY url, cause
 ORDER BY url, cause;
+-- rounds -----------------------------------------------------------------------------------
+
+-- name: round_mark_planned
+-- In the transaction that writes the round's sub-questions and leads (mole_dag.planner.plan).
+INSERT INTO session_rounds (session_id, round, planned_at) VALUES ($session_id, $round, $now)
+ON CONFLICT (session_id, round) DO UPDATE SET planned_at = excluded.planned_at;
+
+-- name: round_mark_done
+-- In the transaction that writes the session's scores, the round's last stage: the round the
+-- session is in is finished (a no-op after the report, whose scoring finds it already done).
+UPDATE session_rounds SET done_at = $now
+WHERE session_id = $session_id AND done_at IS NULL AND planned_at IS NOT NULL
+  AND round = (SELECT rounds FROM sessions WHERE id = $session_id);
+
+-- name: round_state
+-- The round being run, whether its plan was written and whether it finished.
+SELECT s.rounds,
+       coalesce(bool_or(r.planned_at IS NOT NULL), false) AS planned,
+       coalesce(bool_or(r.done_at IS NOT NULL), false) AS done
+FROM sessions s
+LEFT JOIN session_rounds r ON r.session_id = s.id AND r.round = s.rounds
+WHERE s.id = $session_id
+GROUP BY s.rounds;

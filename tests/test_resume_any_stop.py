@@ -1,0 +1,273 @@
+"""Issue 22, "resume from any stop": a `mole research` process stopped (SIGKILL or SIGTERM)
+with a paid call in flight in each stage (planning, mining, adjudication, grounding), then
+`mole resume`, ends `done` with the same findings as an uninterrupted run of the same session,
+and no call the simulated provider answered goes uncharged.
+
+The stop lands in the stage deterministically: the simulated model holds the chosen request
+(tests/model_server.py HeldModel) until the process has been signalled, so no test guesses how
+long a stage takes. Every process is a real `mole` command in its own data folder and Dagster
+instance; the uninterrupted run is made once per test process, the same way."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from mole_dag.budget import Ledger
+from mole_dag.paths import PROJECT_ROOT
+from mole_dag.store import Store
+from tests.model_server import HeldModel, ModelServer, SimulatedModel
+from tests.test_cli_ceiling import QUESTION, real_spend
+
+MOLE = str(Path(sys.executable).parent / "mole")
+CORPUS = Path(__file__).parent / "fixtures" / "model_corpus"
+SID = "s-stop"
+# Generous: a session takes about half a minute on a loaded two-core machine.
+WAIT_S = 600
+
+# stage -> (the skill whose request is held, which one of them, the call's ledger stage, where
+# `mole resume` says it picks up)
+STAGES = {
+    "planning": ("plan", 1, "sub_questions", "round"),
+    "mining": ("mine", 2, "mined_claims", "round"),
+    "adjudication": ("judge", 1, "claim_edges", "round"),
+    "grounding": ("ground", 1, "grounding", "report"),
+    # The second round's plan: the round counter has moved, the first round is finished.
+    "planning-round-2": ("plan", 2, "sub_questions", "round"),
+}
+CASES = [
+    (stage, sig)
+    for stage in STAGES
+    for sig in ("SIGKILL", "SIGTERM")
+    if stage != "planning-round-2" or sig == "SIGKILL"
+]
+
+
+def _env(home: Path, base_url: str) -> dict[str, str]:
+    """A process environment of its own: data folder, Dagster instance, config, provider."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MOLE_", "DAGSTER_", "ANTHROPIC_", "OPENAI_"))
+    }
+    dagster = home / "dagster"
+    dagster.mkdir(parents=True, exist_ok=True)
+    shutil.copy(PROJECT_ROOT / "dagster.yaml", dagster / "dagster.yaml")
+    env.update(
+        MOLE_HOME=str(home),
+        DAGSTER_HOME=str(dagster),
+        MOLE_CONFIG=str(home / "config.json"),
+        XDG_CONFIG_HOME=str(home / "xdg-config"),
+        OPENAI_API_KEY="sk-test-any-stop",
+        OPENAI_BASE_URL=f"{base_url}/v1",
+    )
+    return env
+
+
+def _research(env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            MOLE,
+            "research",
+            QUESTION,
+            "--usd",
+            "0.50",
+            "--corpus",
+            str(CORPUS),
+            "--provider",
+            "openai",
+            "--session-id",
+            SID,
+            "--no-report-print",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _findings(home: Path) -> str:
+    """The report from its answer to its sources: what the session found, cited. (The header
+    carries the time it was written and the Spend section what it cost; neither is a finding.)"""
+    store = Store(home / "mole.duckdb", read_only=True)
+    try:
+        md = store.scalar(
+            "SELECT markdown FROM reports WHERE session_id = ? ORDER BY created_at DESC LIMIT 1",
+            [SID],
+        )
+    finally:
+        store.close()
+    assert md, "no report"
+    body = md[md.index("## Answer") : md.index("## Spend")]
+    assert "## Sources" in body
+    return body
+
+
+@dataclass(frozen=True)
+class Baseline:
+    findings: str
+    skills: Counter[str]
+    claims: int
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
+    home = tmp_path_factory.mktemp("uninterrupted")
+    with ModelServer(SimulatedModel()) as server:
+        proc = _research(_env(home, server.url))
+        _out, err = proc.communicate(timeout=WAIT_S)
+        assert proc.returncode == 0, err
+    skills = Counter(r.skill for r in server.received)
+    # Each stage under test makes its calls in an uninterrupted run (two rounds, so two plans).
+    assert skills["plan"] == 2 and skills["judge"] and skills["ground"] and skills["mine"] > 2
+    store = Store(home / "mole.duckdb", read_only=True)
+    try:
+        claims = int(store.scalar("SELECT count(*) FROM claims WHERE session_id = ?", [SID]))
+    finally:
+        store.close()
+    return Baseline(_findings(home), skills, claims)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("stage", "sig"), CASES, ids=[f"{s}-{g}" for s, g in CASES])
+def test_stop_in_any_stage_then_resume_ends_as_if_never_stopped(
+    stage: str, sig: str, uninterrupted: Baseline, tmp_path: Path
+) -> None:
+    skill, nth, ledger_stage, picks_up = STAGES[stage]
+    home = tmp_path / "home"
+    model = HeldModel(skill, nth)
+    with ModelServer(model) as server:
+        env = _env(home, server.url)
+        proc = _research(env)
+        try:
+            assert model.arrived.wait(WAIT_S), f"no {skill} request #{nth} arrived"
+            proc.send_signal(getattr(signal, sig))
+            _out, err = proc.communicate(timeout=WAIT_S)
+        finally:
+            # The held request is answered only now, after its client stopped: the provider
+            # bills it all the same (HeldModel logs its usage).
+            model.release.set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if sig == "SIGKILL":
+            assert proc.returncode == -signal.SIGKILL
+        else:
+            # README: SIGTERM exits 143 and names itself, with the command that continues.
+            assert proc.returncode == 143, err
+            tail = [
+                ln for ln in err.splitlines() if not ln.startswith(("  · ", "round ", "report"))
+            ]
+            assert tail[-1] == f"mole: interrupted by SIGTERM; continue with `mole resume {SID}`"
+            assert "Traceback" not in err
+        resumed = subprocess.run(
+            [MOLE, "resume", SID, "--no-report-print"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=WAIT_S,
+        )
+    assert resumed.returncode == 0, resumed.stderr
+    next_step = re.search(r"; next: (\w+)", resumed.stderr)
+    assert next_step is not None and next_step.group(1) == picks_up, resumed.stderr
+
+    store = Store(home / "mole.duckdb", read_only=True)
+    try:
+        ledger = Ledger(store)
+        check = ledger.verify(SID)
+        assert check.ok, check.explain()
+        bal = ledger.balance(SID)
+        assert bal.status == "done" and bal.held == 0
+        # No call the provider answered went uncharged: one ledger row per request it got,
+        # and at least what it billed charged (the stopped call at its whole reservation).
+        model_calls = int(
+            store.scalar(
+                "SELECT count(*) FROM tool_calls WHERE session_id = ? AND tool LIKE 'openai:%'",
+                [SID],
+            )
+        )
+        assert model_calls == len(server.received)
+        assert bal.charged >= real_spend(model)
+        assumed = store.rows("SELECT stage FROM tool_calls WHERE session_id = ? AND assumed", [SID])
+        assert [r["stage"] for r in assumed] == [ledger_stage]
+        # Done: why it stopped earlier is no longer the session's story (`mole show`).
+        assert store.scalar("SELECT stop_reason FROM sessions WHERE id = ?", [SID]) is None
+        claims = int(store.scalar("SELECT count(*) FROM claims WHERE session_id = ?", [SID]))
+    finally:
+        store.close()
+    assert claims == uninterrupted.claims
+    assert _findings(home) == uninterrupted.findings
+    # Nothing was done twice but the call that was stopped: the same requests as the
+    # uninterrupted run, plus that one.
+    got = Counter(r.skill for r in server.received)
+    assert got == uninterrupted.skills + Counter({skill: 1})
+
+
+# -- the round marks, in process, on both backends --------------------------------------------
+
+
+@pytest.mark.both_backends
+def test_a_round_stopped_part_way_is_finished_not_planned_again(
+    store: Store, mini_corpus: Path
+) -> None:
+    from mole_dag.context import Run
+    from mole_dag.core import Unit
+    from mole_dag.driver import next_step, resume_point
+    from mole_dag.executor import execute_leads
+    from mole_dag.mining.mine import mine_claims
+    from mole_dag.planner import plan_round
+    from mole_dag.planner.plan import round_state
+    from mole_dag.session import create_session
+    from mole_dag.skillsets.extractive import ExtractiveSkills
+    from mole_dag.store import q, utcnow
+    from mole_dag.store.records import RoundStateRow
+    from mole_dag.verifier.confidence import score_session
+    from mole_dag.verifier.graph import build_edges
+
+    bal = create_session(store, QUESTION, Unit.TOKENS, 100_000, corpus=str(mini_corpus))
+    sid = bal.session_id
+    run = Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None)
+
+    def plans() -> int:
+        return int(
+            store.scalar(
+                "SELECT count(*) FROM tool_calls WHERE session_id = $s AND stage = 'sub_questions'",
+                {"s": sid},
+            )
+        )
+
+    assert round_state(run) == RoundStateRow(0, False, False)
+    assert resume_point(run) == next_step(run) == "round"
+    first = plan_round(run)
+    assert first.round == 1 and first.sub_questions_added > 0
+    assert round_state(run) == RoundStateRow(1, True, False)
+    # Stopped after its plan was written: the round is finished, never planned again.
+    assert resume_point(run) == next_step(run) == "round"
+    again = plan_round(run)
+    assert (again.round, again.sub_questions_added, again.leads_added) == (1, 0, 0)
+    assert plans() == 1
+    execute_leads(run)
+    mine_claims(run)
+    build_edges(run)
+    score_session(run)
+    assert round_state(run) == RoundStateRow(1, True, True)
+    # Stopped while planning round 2 (the counter moved, no plan written): round 2 is planned,
+    # not a round 3 after an empty round 2.
+    store.transact(
+        lambda cur: cur.execute(q("session_next_round"), {"session_id": sid, "now": utcnow()})
+    )
+    assert round_state(run) == RoundStateRow(2, False, False)
+    assert resume_point(run) == next_step(run) == "round"
+    second = plan_round(run)
+    assert second.round == 2 and run.session().rounds == 2
+    assert round_state(run) == RoundStateRow(2, True, False) and plans() == 2
