@@ -325,7 +325,9 @@ def test_a_store_from_before_the_audit_upgrades_and_its_answers_count(
 
     old_sql = tmp_path / "sql-before-0015"
     shutil.copytree(sql_dir(), old_sql)
-    (old_sql / "migrations" / "0015_local_audit.sql").unlink()
+    for later in (old_sql / "migrations").glob("*.sql"):
+        if int(later.name[:4]) >= 15:  # 0015 and every migration after it
+            later.unlink()
     monkeypatch.setenv("MOLE_SQL_DIR", str(old_sql))
     with Store(store_target) as old:
         assert old.schema_version() < 15

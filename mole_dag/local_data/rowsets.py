@@ -23,7 +23,7 @@ from sqlglot import exp
 from mole_dag.local_data.connector import TABLE, Dataset, ident
 from mole_dag.local_data.refusal import Reason, Refused, Stage
 from mole_dag.local_data.sqlguard import AGGREGATES, Guarded
-from mole_dag.store.records import fetch_all_named
+from mole_dag.store.records import fetch_all_named, scalar
 
 ROWS = ""  # the column-set key of the rows themselves
 
@@ -87,11 +87,10 @@ def masks(rows: int, id_lists: Sequence[Any]) -> list[np.ndarray]:
 
 def where_set(dataset: Dataset, key: str) -> np.ndarray:
     """The rows on which every column of `key` is set: a space's total (audit.py)."""
-    got = dataset.con.execute(
-        f"SELECT list(rowid) FILTER (WHERE {condition(key)}) FROM {TABLE}"
-    ).fetchone()
-    assert got is not None
-    return masks(dataset.rows, [got[0]])[0]
+    got = scalar(
+        dataset.con, list, f"SELECT list(rowid) FILTER (WHERE {condition(key)}) FROM {TABLE}"
+    )
+    return masks(dataset.rows, [got or []])[0]
 
 
 @dataclass
