@@ -70,13 +70,13 @@ bench: $(STAMP)
 
 # QA benchmark over ../shared/qa-dev (skips when absent): ~20 min, sessions one at a time.
 # Extra flags: make qa QA_ARGS="--only D01 D05 --repeat 2 --record"
-qa: $(STAMP)
+qa: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/python bench/qa.py $(QA_ARGS)
 
 # PDF answer benchmark over ../shared/qa-pdf-dev (skips when absent; the web path needs
 # pdftotext): both paths, ~30-40 min each on two busy cores. Extra flags:
 # make qa-pdf QA_PDF_ARGS="--paths local --only Q01 Q26 --record"
-qa-pdf: $(STAMP)
+qa-pdf: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/python bench/qa_pdf.py $(QA_PDF_ARGS)
 
 clean:

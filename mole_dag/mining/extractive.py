@@ -30,16 +30,34 @@ MIN_MINE_RELEVANCE = 0.08
 MIN_MINE_RELEVANCE_UNWEIGHTED = 0.25
 HEADING_WORDS = 12
 _TERMINAL = frozenset('.!?…"”’)»')
+# Words a finished English sentence does not end on: a paper's sentence that runs into a display
+# equation or a code listing ("... is given by", "... can be computed via", "... using the")
+# stops at one, and what it says is in the display, not in the text. A guess, flagged as one.
+_UNFINISHED = frozenset(
+    "a an the of by via to for with from in into on at as and or than that which where whose "
+    "is are was were be been its their our his her this these those".split()
+)
 
 
-def _lone_line(sentence: str, sentences_in_block: int) -> bool:
+def _lone_line(sentence: str, worded_in_block: int) -> bool:
     """A short block of one unpunctuated line is a heading, a caption or a menu entry in any
     language (extraction keeps each heading its own block): the furniture filter's word lists
-    are English, this shape is not. At most HEADING_WORDS words, a guess flagged as one."""
+    are English, this shape is not. Only sentences with a letter count, since a numbered heading
+    ("4.3. Choosing the model") splits into its number and its title. At most HEADING_WORDS
+    words, a guess flagged as one."""
     return (
-        sentences_in_block == 1
+        worded_in_block == 1
         and len(sentence.split()) <= HEADING_WORDS
         and sentence.rstrip()[-1:] not in _TERMINAL
+    )
+
+
+def _cut_off(sentence: str) -> bool:
+    """A sentence with no end mark whose last word is a function word: cut off before a display
+    (an equation, a listing) that the text does not hold."""
+    words = sentence.split()
+    return (
+        bool(words) and sentence.rstrip()[-1:] not in _TERMINAL and words[-1].lower() in _UNFINISHED
     )
 
 
@@ -56,7 +74,7 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
     if req.sub_question.strip() and req.sub_question.strip() != req.question.strip():
         queries.append(Query.of(req.sub_question, stats))
     scored: list[tuple[float, int, str]] = []
-    per_block = Counter(s.block for s in page.sentences)
+    worded = Counter(s.block for s in page.sentences if any(ch.isalpha() for ch in s.text))
     for s in page.sentences:
         sentence = s.text
         n_words = len(sentence.split())
@@ -66,7 +84,9 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
             continue
         if sentence.rstrip()[-1:] in {":", ",", ";"} or sentence.lstrip().startswith("#"):
             continue
-        if non_claim_reason(sentence) or _lone_line(sentence, per_block[s.block]):
+        if non_claim_reason(sentence) or _lone_line(sentence, worded[s.block]):
+            continue
+        if _cut_off(sentence):
             continue
         around = page.around(s.start, s.end, CONTEXT_WINDOW)
         rel = max(score(qq, stats, sentence, around, req.title).value for qq in queries)

@@ -81,6 +81,16 @@ _SOCIAL = re.compile(
     re.I,
 )
 _BREADCRUMB = re.compile(r"\s[\u00bb\u203a>/|]\s")
+# A table of contents line: a title and a page number joined by a dot leader ("2 Methods . . . .
+# . 7", "Methods ........ 7"). Five dots or more, spaced or not: an ellipsis has three, and a
+# sequence written "x1, . . . , xn" three as well. A guess, flagged as one.
+_LEADER = re.compile(r"(?:\.\s?){5,}")
+# A paper's front matter: its keyword and classification lines. A guess, flagged as one.
+_FRONT_MATTER = re.compile(
+    r"\A(?:key ?words|index terms|jel classification|(?:ams|msc) (?:subject )?classification)"
+    r"\s*:",
+    re.I,
+)
 _DOWNLOAD = re.compile(r"\bdownloads?\b", re.I)
 
 # Bibliography entries. Strong signals suffice alone; weak ones must come in pairs. A guess,
@@ -300,14 +310,14 @@ def non_claim_reason(sentence: str) -> str | None:
     n = len(tokens)
     english = _is_english(tokens)
     verb = has_verb(bare) if english else True
-    if _BOILERPLATE.search(s) or _COPYRIGHT.search(s):
+    if _BOILERPLATE.search(s) or _COPYRIGHT.search(s) or _FRONT_MATTER.match(s):
         return "boilerplate"
     paper = _papers_furniture(s, tokens)
     if paper:
         return paper
     if _CAPTION.search(s):
         return "caption"
-    if _NAV_STRONG.search(s):
+    if _NAV_STRONG.search(s) or _LEADER.search(s):
         return "navigation"
     if n <= 8 and _NAV_WEAK.match(s) and not (verb and _TERMINAL.search(s) and n > 3):
         return "navigation"
