@@ -402,10 +402,13 @@ def _fmt_amount(amount: int, unit: str) -> str:
 
 
 def _cites(numbers: Iterable[int], pages: dict[int, int] | None = None) -> str:
-    """Citations as printed: "[3]", or "[3, p. 12]" where the finding was quoted from a page of a
-    PDF (issue 19)."""
+    """Citations as printed: "[3][4]", or "[3] (p. 12) [4]" where a finding was quoted from a page
+    of a PDF (issue 19): spaced once a page is among them, so each page sits after its own
+    number."""
     pages = pages or {}
-    return "".join(cite(n, pages.get(n)) for n in numbers)
+    numbers = list(numbers)
+    parts = [cite(n, pages.get(n)) for n in numbers]
+    return (" " if any(n in pages for n in numbers) else "").join(parts)
 
 
 def render_answer(binding: Binding, findings: list[Finding]) -> str:
