@@ -51,6 +51,15 @@ def test_a_page_citation_holds_its_number_alone_in_brackets() -> None:
     assert "](" not in cite(3, 12)  # "[3](p. 12)" would be a Markdown link
 
 
+def test_citations_of_a_finding_put_each_page_after_its_own_number() -> None:
+    from mole_dag.output.report import _cites
+
+    assert _cites([3, 4]) == "[3][4]"
+    assert _cites([3, 4], {3: 12}) == "[3] (p. 12) [4]"
+    assert _cites([4, 3], {3: 12}) == "[4] [3] (p. 12)"
+    assert PLAIN_CITE.findall(_cites([3, 4, 5], {3: 12, 5: 1})) == ["3", "4", "5"]
+
+
 def test_a_page_citation_is_no_markdown_link() -> None:
     markdown_it = pytest.importorskip("markdown_it")
     md = markdown_it.MarkdownIt("commonmark")
