@@ -68,7 +68,7 @@ def build_documents(pages: Path, n_docs: int, seed: int, longest: int = 6) -> li
 
     per_page: list[list[str]] = []
     for p in sorted(pages.glob("*.html")):
-        text = load_document(p, p.name).text
+        text = load_document(p).text
         sents = [line[a:b] for line in text.splitlines() for a, b in sentence_spans(line)]
         if sents:
             per_page.append(sents)

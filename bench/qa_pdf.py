@@ -12,11 +12,12 @@ Paths:
          serves .pdf files as application/pdf; it indexes them with poppler's pdftotext, so this
          path needs poppler-utils and is skipped without it), run by the shared qa_run.sh;
   local  the PDFs as a corpus folder: one `mole research QUESTION --corpus pdfs/` per question.
-Both are scored by the shared qa_score.py (hit@1, hit@5, MRR, report@, relevance precision,
-fetched@, the stage that lost each answer), with two readings it does not know yet: a citation
-with a page ("[3, p. 12]", which the report prints for a PDF) counts as citation [3], and a
-local file's source URL `corpus:NAME.pdf` is the PDF NAME.pdf. Figures per kind (single, two-doc,
-broken) and overall.
+Both are scored by the shared qa_score.py as it is, unpatched (hit@1, hit@5, MRR, report@,
+relevance precision, fetched@, the stage that lost each answer): it reads a PDF citation
+"[3] (p. 12)" as citation [3], and a local file's source URL, its file:// URI, as the PDF its
+path ends in. (Output folders made before those two forms, with "[3, p. 12]" and
+`corpus:NAME.pdf`, read 0 on them when rescored.) Figures per kind (single, two-doc, broken)
+and overall.
 
 Baseline: Okapi BM25 (bench/qa.py's, the question's words minus stop words) over every sentence
 of every DEV PDF, twice: over mole's own stored text (extracted in this run, which also gives
@@ -49,23 +50,11 @@ import qa as qa_bench  # noqa: E402  (bench/qa.py: BM25, metrics, the runner, se
 
 SECTION = "## Issue 19: PDF answers (qa-pdf-dev): mole vs plain BM25"
 KINDS = ("single", "two-doc", "broken")
-PAGE_CITE = re.compile(r"\[(\d+)(?:,\s*pp?\.\s*\d+(?:[-\u2013]\d+)?)?\]")
 
 
 def shared_scorer(qa_dir: Path):  # noqa: ANN201
-    """The shared qa_score.py, reading page citations and corpus URLs (see the docstring)."""
-    qs = qa_bench.load_module(qa_dir / "qa_score.py", "qa_score_pdf")
-    qs.CITE = PAGE_CITE
-    original = qs.page_of
-
-    def page_of(url: str, pages: list[str]) -> str | None:
-        if url.startswith("corpus:"):
-            name = url.removeprefix("corpus:").rsplit("/", 1)[-1]
-            return name if name in pages else None
-        return original(url, pages)
-
-    qs.page_of = page_of
-    return qs
+    """The shared qa_score.py, as it is (see the docstring)."""
+    return qa_bench.load_module(qa_dir / "qa_score.py", "qa_score_pdf")
 
 
 def run_local(pdfs: Path, qa: list[dict], out: Path, only: list[str], timeout: int) -> None:

@@ -80,8 +80,9 @@ def publisher_of(
     paper = paper_key(doi, pmid, pmcid, arxiv_id)
     if paper:
         return paper
-    if url.startswith("corpus:"):
-        # A local file with no stated origin: all such files count as one publisher, the user.
+    if url.startswith(("file:", "corpus:")):
+        # A local file with no stated origin (its file:// URL, or "corpus:<path>" in a store
+        # written before those): all such files count as one publisher, the user.
         return "local-corpus"
     domain = registrable_domain(url)
     if domain:

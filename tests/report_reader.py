@@ -4,8 +4,8 @@ Everything before `## Local data` / `## Sources` is read. A line is either struc
 heading, the session line, a banner, a finding's relevance/confidence line, the empty-report
 notice, the not-answered notice) or a statement. List items must carry a citation `[n]`; a
 paragraph is split into sentences (a quoted span “…” counts as one, its inside is the source's
-words) and every sentence must carry one. Every `[n]` must name a source listed under
-`## Sources`."""
+words) and every sentence must carry one; a PDF citation's page, `[n] (p. 12)`, is part of
+it. Every `[n]` must name a source listed under `## Sources`."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ _STRUCTURAL = (
 )
 _LIST = re.compile(r"^\s*(?:\d+\.|-)\s")
 _QUOTED = re.compile("\u201c[^\u201d]*\u201d")
+# The page a PDF citation carries after its number, "[3] (p. 12)" (issue 19): part of the
+# citation, not a sentence of its own (and its "p." does not end one).
+_PAGE = re.compile(r"(?<=\])\s*\(pp?\. \d+(?:[-\u2013]\d+)?\)")
 _DISPUTED = re.compile(r"\s*\(disputed by #\d+(?:, #\d+)*\)")
 # A sentence ends at . ! ? followed by a space, or after a run of citations.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=\])\.?\s+")
@@ -67,7 +70,7 @@ def read(markdown: str) -> Reading:
             if not _CITE.search(text):
                 r.uncited.append(text)
             continue
-        masked = _DISPUTED.sub("", _QUOTED.sub("Q", text))
+        masked = _PAGE.sub("", _DISPUTED.sub("", _QUOTED.sub("Q", text)))
         for sentence in _SENTENCE_END.split(masked):
             if sentence.strip() and not _CITE.search(sentence):
                 r.uncited.append(sentence.strip())

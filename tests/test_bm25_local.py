@@ -330,11 +330,12 @@ def test_front_matter_date_key_and_fallback_url(corpus_dir: Path, tmp_path: Path
     sour = docs["sub/sourdough.txt"]
     assert sour.title == "Sourdough starter notes"
     assert sour.published == date(2021, 2, 3)
-    assert sour.url == "corpus:sub/sourdough.txt"
+    # A file's URL is its file:// URI (issue 19; was "corpus:sub/sourdough.txt").
+    assert sour.url == (corpus_dir.resolve() / "sub" / "sourdough.txt").as_uri()
     assert sour.text.startswith("A sourdough starter")
     tides = docs["tides.txt"]
     assert tides.title == "tides"  # the file stem
-    assert tides.url == "corpus:tides.txt"
+    assert tides.url == (corpus_dir.resolve() / "tides.txt").as_uri()
     assert tides.published is None and tides.doi is None
     assert tides.text == PLAIN.strip("\n")
 
@@ -349,7 +350,7 @@ def test_html_metadata(corpus_dir: Path, tmp_path: Path) -> None:
     assert "<p>" not in doc.text
 
 
-def test_html_without_canonical_gets_corpus_url(tmp_path: Path) -> None:
+def test_html_without_canonical_gets_its_file_url(tmp_path: Path) -> None:
     root = tmp_path / "h"
     root.mkdir()
     (root / "page.htm").write_text(
@@ -359,7 +360,8 @@ def test_html_without_canonical_gets_corpus_url(tmp_path: Path) -> None:
         "utf-8",
     )
     doc = _open(root, tmp_path).documents[0]
-    assert doc.url == "corpus:page.htm"
+    assert doc.url == (root.resolve() / "page.htm").as_uri()
+    assert doc.metadata["locator"] == "corpus:page.htm"  # where grounding reads it again
 
 
 def test_latin1_text_is_read(corpus_dir: Path, tmp_path: Path) -> None:
@@ -554,16 +556,17 @@ def test_the_cache_write_does_not_copy_the_index(
 def test_the_cache_format(corpus_dir: Path, tmp_path: Path) -> None:
     """What `asdict` wrote before (INDEX_VERSION 3), except the terms: one space-separated
     string a document (4), read back into the same lists; and each file's entry as a list
-    (path, size, mtime, digest, document, skipped) for the incremental index (5, issue 19)."""
+    (path, size, mtime, digest, document, skipped) for the incremental index (5, issue 19); a
+    document's URL its file:// URI (6)."""
     from dataclasses import asdict, astuple
 
     c = _open(corpus_dir, tmp_path)
     cache = next((tmp_path / "idx").glob("corpus-*.json"))
-    want = asdict(c.index) | {"version": 5}
+    want = asdict(c.index) | {"version": 6}
     want["terms"] = [" ".join(t) for t in c.index.terms]
     want["files"] = [list(astuple(f)) for f in c.index.files]
     del want["extracted"]
-    assert local_mod.INDEX_VERSION == 5
+    assert local_mod.INDEX_VERSION == 6
     assert json.loads(cache.read_text("utf-8")) == json.loads(json.dumps(want))
     local_mod._OPENED.clear()
     assert _open(corpus_dir, tmp_path).index.terms == c.index.terms

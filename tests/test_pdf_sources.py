@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -19,6 +22,7 @@ from mole_dag.actors.fetch.robots import shared_robots
 from mole_dag.actors.local import LocalCorpus, SessionCorpus
 from mole_dag.actors.pdf import page_at
 from mole_dag.actors.quote import find_quote
+from mole_dag.actors.reread import reread
 from mole_dag.actors.search.arxiv import Arxiv
 from mole_dag.actors.search.crossref import Crossref
 from mole_dag.actors.search.openalex import OpenAlex
@@ -31,14 +35,18 @@ from mole_dag.context import Run
 from mole_dag.core import DeadEnd, Document, Unit
 from mole_dag.driver import run_session
 from mole_dag.executor import execute_leads
+from mole_dag.executor.ingest import store_source
 from mole_dag.mining.mine import mine_claims
 from mole_dag.output.html import render_html
+from mole_dag.output.report import write_report
 from mole_dag.output.trace import render_trace
 from mole_dag.planner import plan_round
 from mole_dag.publisher import publisher_of
 from mole_dag.session import create_session
 from mole_dag.skillsets.extractive import ExtractiveSkills
-from mole_dag.store import Store
+from mole_dag.store import Store, q
+from mole_dag.store.records import SessionRow, SourceRow
+from tests import report_reader
 from tests.fakeweb import FakeWeb, Route, Seen
 from tests.pdfmaker import encrypt, make_pdf, prose_page
 from tests.test_search_providers import Recorder, api, fixture
@@ -169,6 +177,12 @@ def _folder(tmp_path: Path) -> Path:
     return root
 
 
+def _file_urls(root: Path) -> dict[str, str]:
+    """The source URL of each file of the folder: its absolute file:// URI."""
+    real = root.resolve()
+    return {str(p.relative_to(real)): p.as_uri() for p in real.rglob("*") if p.is_file()}
+
+
 def _reopen(root: Path, cache: Path) -> LocalCorpus:
     """Open the corpus as a new process would: nothing remembered in memory."""
     local_mod._OPENED.clear()
@@ -188,9 +202,10 @@ def test_a_folder_of_pdfs_is_indexed_incrementally(
 
     monkeypatch.setattr(local_mod, "pdf_document", spy)
     corpus = _reopen(root, cache)
-    assert sorted(read) == ["corpus:locked.pdf", "corpus:sub/other.pdf", "corpus:tea.pdf"]
+    url = _file_urls(root)
+    assert sorted(read) == [url["locked.pdf"], url["sub/other.pdf"], url["tea.pdf"]]
     assert corpus.index.extracted == 4
-    tea = next(d for d in corpus.documents if d.url == "corpus:tea.pdf")
+    tea = next(d for d in corpus.documents if d.url == url["tea.pdf"])
     assert tea.title == "Green Tea and Sleep" and len(tea.pages) == 2
     assert [s.cause for s in corpus.skipped] == ["pdf_encrypted"]
 
@@ -198,7 +213,7 @@ def test_a_folder_of_pdfs_is_indexed_incrementally(
     read.clear()
     again = _reopen(root, cache)
     assert read == [] and again.index.extracted == 0
-    assert next(d for d in again.documents if d.url == "corpus:tea.pdf").pages == tea.pages
+    assert next(d for d in again.documents if d.url == url["tea.pdf"]).pages == tea.pages
 
     # Touched, not changed (the digest says so): still nothing. One file changed, one added:
     # those two only. The bad PDF is not tried again either.
@@ -209,14 +224,14 @@ def test_a_folder_of_pdfs_is_indexed_incrementally(
     )
     (root / "new.txt").write_text("Fresh text about tea and biscuits for the afternoon.\n")
     changed = _reopen(root, cache)
-    assert changed.index.extracted == 2 and read == ["corpus:sub/other.pdf"]
+    assert changed.index.extracted == 2 and read == [url["sub/other.pdf"]]
     assert any("setts" in d.text for d in changed.documents)
 
     # A session hears about the unreadable PDF once, by its named cause.
     actor = SessionCorpus(changed, "s-1")
     first = [x for x in actor.gather("tea sleep", 5) if isinstance(x, DeadEnd)]
     second = [x for x in actor.gather("tea sleep", 5) if isinstance(x, DeadEnd)]
-    assert [(d.cause, d.url) for d in first] == [("pdf_encrypted", "corpus:locked.pdf")]
+    assert [(d.cause, d.url) for d in first] == [("pdf_encrypted", url["locked.pdf"])]
     assert second == []
 
 
@@ -226,25 +241,141 @@ def test_a_corpus_session_cites_pdf_pages_everywhere(tmp_path: Path) -> None:
     sid = create_session(store, QUESTION, Unit.TOKENS, 50_000, corpus=str(root)).session_id
     run_session(Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None))
     md = store.row("SELECT markdown FROM reports WHERE session_id = ?", [sid])["markdown"]
-    # A finding quoted from page 2 of tea.pdf cites "[n, p. 2]"; the source is listed by its
-    # title and its path in the folder.
-    m = re.search(r"\[(\d+), p\. 2\]", md)
+    # A finding quoted from page 2 of tea.pdf cites "[n] (p. 2)": the number alone in its
+    # brackets, as every reader of "[n]" takes it; the source is listed by its title and its
+    # path in the folder, and linked by its file:// URL.
+    m = re.search(r"\[(\d+)\] \(p\. 2\)", md)
     assert m, md
     n = m.group(1)
-    assert re.search(rf"^\[{n}\] Green Tea and Sleep — local file tea\.pdf, ", md, re.M), md
+    tea = _file_urls(root)["tea.pdf"]
+    line = rf"^\[{n}\] Green Tea and Sleep — local file tea\.pdf, .*<{re.escape(tea)}>  $"
+    assert re.search(line, md, re.M), md
+    assert report_reader.read(md).ok, report_reader.read(md)
     html = render_html(md)
-    assert f'<a class="cite" href="#src-{n}">[{n}, p. 2]</a>' in html
+    assert f'<a class="cite" href="#src-{n}">[{n}]</a> (p. 2)' in html
+    assert f'<a href="{tea}">{tea}</a>' in html
     assert re.search(r"c-[0-9a-f]+ \(p\. 2\)", render_trace(store, sid))
     texts = {1: " ".join(PAGE_ONE), 2: " ".join(PAGE_TWO)}
     pages = {r["claim_id"]: r["page"] for r in store.named("claim_pages", {"session_id": sid})}
     tea_claims = store.rows(
         "SELECT c.id, c.quote FROM claims c JOIN sources s ON s.id = c.source_id "
-        "WHERE c.session_id = ? AND s.url = 'corpus:tea.pdf'",
-        [sid],
+        "WHERE c.session_id = ? AND s.url = ?",
+        [sid, tea],
     )
     assert tea_claims
     for c in tea_claims:
         assert " ".join(c["quote"].split()) in texts[pages[c["id"]]]
+    store.close()
+
+
+def test_a_corpus_files_url_is_its_file_uri(tmp_path: Path) -> None:
+    # Was "corpus:a.pdf" for both folders' a.pdf: one URL for two files, whose path no reader
+    # could match against a file name ("corpus:a.pdf" has no "/a.pdf" in it) or open.
+    one, two = tmp_path / "one", tmp_path / "two"
+    for root in (one, two):
+        root.mkdir()
+        (root / "a.pdf").write_bytes(tea_pdf())
+    (one / "my paper.pdf").write_bytes(tea_pdf("Spaced"))
+    urls = {
+        root.name: sorted(d.url for d in _reopen(root, tmp_path / "index").documents)
+        for root in (one, two)
+    }
+    assert urls == {
+        "one": [(one.resolve() / "a.pdf").as_uri(), (one.resolve() / "my paper.pdf").as_uri()],
+        "two": [(two.resolve() / "a.pdf").as_uri()],
+    }
+    a_one, spaced = urls["one"]
+    assert a_one != urls["two"][0] and a_one.startswith("file:///")
+    assert urlsplit(a_one).path.endswith("/a.pdf")
+    assert urlsplit(spaced).path.endswith("/my%20paper.pdf")  # RFC 8089, percent-quoted
+    assert publisher_of(a_one) == publisher_of(spaced) == "local-corpus"
+
+
+SCORER = Path(__file__).resolve().parents[2] / "shared" / "qa-dev" / "qa_score.py"
+
+
+@pytest.mark.skipif(not SCORER.exists(), reason=f"{SCORER} is not here: ../shared is missing")
+def test_the_shared_scorer_reads_a_pdf_corpus_session(tmp_path: Path) -> None:
+    """The benchmark's scorer, run as it is: it finds citations as "[n]" and a relevant source
+    by the file name at the end of its URL's path. Read 0 on both before: "[1, p. 2]" is no
+    citation to it, and "corpus:tea.pdf" no file."""
+    root = _folder(tmp_path)
+    db = tmp_path / "s.duckdb"
+    store = Store(db)
+    sid = create_session(store, QUESTION, Unit.TOKENS, 50_000, corpus=str(root)).session_id
+    run_session(Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None))
+    store.close()
+    qa = {
+        "id": "T1",
+        "question": QUESTION,
+        "answer": "theanine improves sleep quality",
+        "patterns": ["theanine", "poor sleep"],
+        "relevant_pages": ["tea.pdf"],
+    }
+    (tmp_path / "qa.jsonl").write_text(json.dumps(qa) + "\n", "utf-8")
+    (tmp_path / "map.tsv").write_text(f"qid\tsession\nT1\t{sid}\n", "utf-8")
+    out = tmp_path / "scores.json"
+    got = subprocess.run(
+        [sys.executable, str(SCORER), "--db", str(db), "--map", str(tmp_path / "map.tsv")]
+        + ["--qa", str(tmp_path / "qa.jsonl"), "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert got.returncode == 0, got.stderr
+    (r,) = json.loads(out.read_text("utf-8"))["questions"]
+    assert r["fetched"] and r["fetched_pages"] == ["tea.pdf"], r
+    assert r["report"] and r["rank"] == 1, r
+    assert r["n_findings"] >= 1 and r["prec"] == 1.0, r
+
+
+def test_a_store_from_before_file_urls_still_renders_rereads_and_resumes(
+    tmp_path: Path,
+) -> None:
+    """Sources stored with "corpus:<path>" URLs (before issue 19's file URLs) are listed by
+    their path, read again from the folder, and not stored a second time by a resumed session;
+    the dead end it recorded for a file is not recorded again."""
+    root = _folder(tmp_path)
+    store = Store(tmp_path / "s.duckdb")
+    sid = create_session(store, QUESTION, Unit.TOKENS, 50_000, corpus=str(root)).session_id
+    run = Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None)
+    run_session(run)
+    # What such a store holds: the URL was the locator.
+    store.transact(
+        lambda cur: cur.execute(
+            "UPDATE sources SET url = locator WHERE session_id = ? AND locator LIKE 'corpus:%'",
+            [sid],
+        )
+    )
+    store.transact(
+        lambda cur: cur.execute(
+            "UPDATE dead_ends SET url = 'corpus:locked.pdf' WHERE session_id = ? "
+            "AND url LIKE 'file:%'",
+            [sid],
+        )
+    )
+    md = write_report(run).markdown
+    listed = r"^\[\d+\] Green Tea and Sleep — local file tea\.pdf, .*<corpus:tea\.pdf>  $"
+    assert re.search(listed, md, re.M), md
+    session = store.one(SessionRow, q("session_get"), {"session_id": sid})
+    sources = store.many(SourceRow, q("session_sources"), {"session_id": sid})
+    tea = next(x for x in sources if x.url == "corpus:tea.pdf")
+    assert tea.publisher == "local-corpus"
+    assert "theanine" in reread(session, tea, store)
+
+    corpus = _reopen(root, tmp_path / "index")
+    doc = next(d for d in corpus.documents if d.url.endswith("/tea.pdf"))
+    again = store.transact(lambda cur: store_source(cur, sid, "local", doc))
+    known = {x.url: x.id for x in sources}
+    assert again == (tea.id, 0) == store_source(None, sid, "local", doc, known)
+    assert len(store.many(SourceRow, q("session_sources"), {"session_id": sid})) == len(sources)
+
+    def recorded(url: str) -> bool:
+        return store.row(q("dead_end_by_url"), {"session_id": sid, "url": url}) is not None
+
+    local_mod._REPORTED.clear()  # a new process: only the store knows what was recorded
+    actor = SessionCorpus(corpus, sid, recorded)
+    assert [x for x in actor.gather("tea sleep", 5) if isinstance(x, DeadEnd)] == []
     store.close()
 
 

@@ -57,6 +57,9 @@ def test_no_public_suffix_falls_back_to_host(url: str) -> None:
 
 
 def test_local_corpus_files_are_one_publisher() -> None:
+    # A corpus file's URL is its file:// URI (issue 19); stores from before hold "corpus:<path>".
+    assert publisher_of("file:///home/u/papers/a.md") == "local-corpus"
+    assert publisher_of("file:///srv/x/dir/b%20c.txt") == "local-corpus"
     assert publisher_of("corpus:a.md") == publisher_of("corpus:dir/b.txt") == "local-corpus"
 
 
@@ -152,6 +155,7 @@ def test_class_of_identifiers() -> None:
         ("https://alice.github.io/", SourceClass.UNKNOWN),
         ("http://127.0.0.1/", SourceClass.UNKNOWN),
         ("corpus:notes.md", SourceClass.UNKNOWN),
+        ("file:///home/u/papers/notes.md", SourceClass.UNKNOWN),
         ("", SourceClass.UNKNOWN),
     ],
 )

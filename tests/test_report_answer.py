@@ -264,6 +264,11 @@ FINDINGS = {
         (BoundSentence("Green tea lowers stroke risk.", ()), Dropped.NO_FINDING),
         (BoundSentence("Green tea lowers stroke risk.", (1, 7)), Dropped.UNKNOWN_FINDING),
         (BoundSentence("Green tea lowers stroke risk [1].", (1,)), Dropped.OWN_MARKUP),
+        # A citation with a PDF's page, in the form the report prints and in the old one, and
+        # a page the writer wrote by itself (issue 19).
+        (BoundSentence("Green tea lowers stroke risk [1] (p. 4).", (1,)), Dropped.OWN_MARKUP),
+        (BoundSentence("Green tea lowers stroke risk [1, p. 4].", (1,)), Dropped.OWN_MARKUP),
+        (BoundSentence("Green tea lowers stroke risk (p. 4).", (1,)), Dropped.OWN_MARKUP),
         (BoundSentence("Green tea lowers **stroke** risk.", (1,)), Dropped.OWN_MARKUP),
         (BoundSentence('{"text": "x", "findings": [1]}', (1,)), Dropped.RAW_JSON),
         (BoundSentence("Coffee cures migraines in teenagers.", (1,)), Dropped.UNSUPPORTED),

@@ -185,6 +185,22 @@ def test_html_escapes_hostile_text() -> None:
     assert '<a class="cite" href="#src-1">[1]</a>' in out and 'id="src-1"' in out
 
 
+def test_html_links_page_citations_in_both_forms_and_corpus_files() -> None:
+    # "[1] (p. 12)" as reports print a PDF's page (issue 19), "[2, p. 3]" as stored reports
+    # printed it before; a corpus file's file:// URL is a link a reader opens, a file URL
+    # with anything as_uri() would have quoted is not.
+    md = (
+        "1. Tea helps [1] (p. 12)[2]  \n2. Sleep too [2, p. 3]  \n\n## Sources\n\n"
+        "[1] T — local file a b.pdf, unknown. <file:///home/u/papers/a%20b.pdf>  \n"
+        "[2] T — local file c.pdf, unknown. <file:///x/c.pdf?q=1>  \n"
+    )
+    out = render_html(md)
+    assert '<a class="cite" href="#src-1">[1]</a> (p. 12)' in out
+    assert '<a class="cite" href="#src-2">[2, p. 3]</a>' in out
+    assert '<a href="file:///home/u/papers/a%20b.pdf">' in out
+    assert 'href="file:///x/c.pdf' not in out
+
+
 def test_views_answer_sql(tmp_path: Path, mini_corpus: Path) -> None:
     store, sid = _session(tmp_path, mini_corpus, ExtractiveSkills())
     rows = materialize_all(store, count=True)

@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mole_dag.output.citations import CitationCheck, check_body, cited_numbers
+from mole_dag.output.citations import (
+    CitationCheck,
+    check_body,
+    cite,
+    cited_numbers,
+    strip_reference_markers,
+)
 from mole_dag.sanitize import one_line, strip_controls
 
 # --- citations ---------------------------------------------------------------------------------
@@ -25,10 +31,54 @@ from mole_dag.sanitize import one_line, strip_controls
         ("Semicolons [7; 8] too.", [7, 8]),
         ("Multi-digit [12, 105].", [12, 105]),
         ("Not citations: [a], [1a], [], [ 1 ], [1-3], (1), [1,].", []),
+        # A PDF's page (issue 19): as printed now, and as stored reports printed it before.
+        ("Paged [3] (p. 12) and [4] (pp. 2-5)[6].", [3, 4, 6]),
+        ("Paged before [3, p. 12] and [4, pp. 2-5].", [3, 4]),
     ],
 )
 def test_cited_numbers(body: str, numbers: list[int]) -> None:
     assert cited_numbers(body) == numbers
+
+
+# The benchmark's shared scorer, and any script reading a report, finds a citation like this.
+PLAIN_CITE = re.compile(r"\[(\d+)\]")
+
+
+def test_a_page_citation_holds_its_number_alone_in_brackets() -> None:
+    # Was "[3, p. 12]": no "[3]" in it, so every finding from a PDF read as uncited.
+    assert cite(3, 12) == "[3] (p. 12)" and cite(3) == "[3]"
+    assert PLAIN_CITE.findall(cite(3, 12)) == ["3"] and cited_numbers(cite(3, 12)) == [3]
+    assert "](" not in cite(3, 12)  # "[3](p. 12)" would be a Markdown link
+
+
+def test_citations_of_a_finding_put_each_page_after_its_own_number() -> None:
+    from mole_dag.output.report import _cites
+
+    assert _cites([3, 4]) == "[3][4]"
+    assert _cites([3, 4], {3: 12}) == "[3] (p. 12) [4]"
+    assert _cites([4, 3], {3: 12}) == "[4] [3] (p. 12)"
+    assert PLAIN_CITE.findall(_cites([3, 4, 5], {3: 12, 5: 1})) == ["3", "4", "5"]
+
+
+def test_a_page_citation_is_no_markdown_link() -> None:
+    markdown_it = pytest.importorskip("markdown_it")
+    md = markdown_it.MarkdownIt("commonmark")
+    line = f"1. Tea helps sleep {cite(3, 12)} {cite(4)} {cite(5, 2)}  "
+    html = md.render(line)
+    assert "<a" not in html and "[3] (p. 12) [4] [5] (p. 2)" in html
+
+
+@pytest.mark.parametrize(
+    "marker", ["[7]", "[7, p. 3]", "[7] (p. 3)", "[7](p. 3)", "[7, 8]", "[7] (pp. 3-4)"]
+)
+def test_reference_markers_a_source_carried_are_stripped(marker: str) -> None:
+    got = strip_reference_markers(f"Tea helps sleep in adults.{marker} The rest follows.")
+    assert got == "Tea helps sleep in adults. The rest follows."
+
+
+def test_forged_page_citations_flagged_in_both_forms() -> None:
+    got = check_body("Tea helps [1] (p. 3). Also [9] (p. 2) and [8, p. 4].", {1, 2}, {1})
+    assert not got.ok and got.forged == (8, 9) and got.cited == (1, 9, 8)
 
 
 def test_valid_body_accepted() -> None:

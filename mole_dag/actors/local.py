@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from datetime import date
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from mole_dag.actors.base import DeadEnd, Found
 from mole_dag.actors.bm25 import BM25
@@ -43,7 +44,8 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_PDF_BYTES = 64 * 1024 * 1024
 # 4: each document's terms stored as one space-separated string (issue 14).
 # 5: PDFs, and a per-file entry (size, mtime, digest) so an index is rebuilt file by file.
-INDEX_VERSION = 5
+# 6: a file's URL is its file:// URI, not "corpus:<path>".
+INDEX_VERSION = 6
 # The caps a PDF in a corpus is read under (module-level so a test can lower them).
 PDF_LIMITS = PdfLimits()
 
@@ -132,11 +134,36 @@ def _decode(raw: bytes) -> str:
     return str(pick)
 
 
-def load_document(path: Path, relpath: str, raw: bytes | None = None) -> Document:
-    """The document in a corpus file. Raises ExtractionError (PdfRefused for a PDF, with its
-    dead-end cause) when it cannot be read."""
+# How a source of the corpus is read again: "corpus:" and its path relative to the session's
+# corpus folder (reread.py resolves it there, and nowhere else). Sources stored before issue 19's
+# file URLs also have it as their URL.
+LOCATOR = "corpus:"
+
+
+def file_url(path: Path) -> str:
+    """A corpus file's source URL: the file's absolute `file://` URI (RFC 8089, percent-quoted).
+    A reader can open it from the report, a scorer matches its file name at the end of the URL's
+    path, and two folders' "a.pdf" are two sources, not one."""
+    return path.absolute().as_uri()
+
+
+def corpus_path(url: str, locator: str | None) -> str | None:
+    """The path of a corpus file relative to its folder, from its source's URL and locator
+    (a `file://` URL, or a `corpus:` one from a store written before); None for any other
+    source."""
+    if not url.startswith(("file:", LOCATOR)):
+        return None
+    for where in (locator, url):
+        if where and where.startswith(LOCATOR):
+            return where.removeprefix(LOCATOR)
+    return unquote(urlsplit(url).path)
+
+
+def load_document(path: Path, raw: bytes | None = None) -> Document:
+    """The document in a corpus file, its URL the file's (unless it names its own). Raises
+    ExtractionError (PdfRefused for a PDF, with its dead-end cause) when it cannot be read."""
     raw = path.read_bytes() if raw is None else raw
-    fallback_url = f"corpus:{relpath}"
+    fallback_url = file_url(path)
     if path.suffix.lower() in PDF_SUFFIXES:
         try:
             return pdf_document(raw, url=fallback_url, fallback_title=path.stem, limits=PDF_LIMITS)
@@ -282,7 +309,7 @@ def build_index(root: Path, previous: CorpusIndex | None = None) -> CorpusIndex:
         try:
             raw = p.read_bytes() if raw is None else raw
             entry.sha256 = _digest(raw)
-            doc = load_document(p, rel, raw)
+            doc = load_document(p, raw)
         except CorpusPdfError as exc:
             entry.skipped = len(idx.skipped)
             idx.skipped.append(Skipped(rel, str(exc), str(exc.cause)))
@@ -296,7 +323,7 @@ def build_index(root: Path, previous: CorpusIndex | None = None) -> CorpusIndex:
             idx.skipped.append(Skipped(rel, "no text after extraction"))
             continue
         doc.metadata["path"] = rel
-        doc.metadata["locator"] = f"corpus:{rel}"
+        doc.metadata["locator"] = LOCATOR + rel
         entry.doc = len(idx.docs)
         idx.docs.append(_doc_to_json(doc))
         idx.terms.append(_pooled(pool, terms(f"{doc.title}\n{doc.text}")))
@@ -583,13 +610,16 @@ class SessionCorpus:
         for sk in self.corpus.skipped:
             if not sk.cause:
                 continue
-            url = f"corpus:{sk.path}"
+            url = file_url(self.corpus.root / sk.path)
             key = (self.session_id, str(self.corpus.root), sk.path)
             with _REPORTED_LOCK:
                 if key in _REPORTED:
                     continue
                 _REPORTED.add(key)
-            if self.recorded is not None and self.recorded(url):
+            # A session resumed from a store written before file URLs has it as "corpus:<path>".
+            if self.recorded is not None and (
+                self.recorded(url) or self.recorded(LOCATOR + sk.path)
+            ):
                 continue
             yield DeadEnd(DeadEndCause(sk.cause), url, f"{sk.path}: {sk.reason}")
         yield from self.corpus.gather(query, limit)

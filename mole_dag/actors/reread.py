@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mole_dag.actors.extract import ExtractionError
-from mole_dag.actors.local import load_document
+from mole_dag.actors.local import LOCATOR, load_document
 from mole_dag.store import Store
 from mole_dag.store.records import SessionRow, SourceRow
 
@@ -25,13 +25,13 @@ def reread(session: SessionRow | None, source: SourceRow | None, store: Store | 
     locator = source.locator if source else None
     if not locator or (source and source.provider_supplied):
         raise NotRefetchable("no locator: the search provider supplied this page's text")
-    if locator.startswith("corpus:"):
+    if locator.startswith(LOCATOR):
         root = Path((session.corpus if session else None) or "").resolve()
-        path = (root / locator.removeprefix("corpus:")).resolve()
+        path = (root / locator.removeprefix(LOCATOR)).resolve()
         if root == Path("/").resolve() or not path.is_relative_to(root):
             raise Unreachable("locator points outside the session's corpus")
         try:
-            return load_document(path, locator.removeprefix("corpus:")).text
+            return load_document(path).text
         except (OSError, ExtractionError) as exc:
             raise Unreachable(f"could not read {locator}: {exc}") from None
     if locator.startswith(("http://", "https://")):

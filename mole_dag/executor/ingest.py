@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from mole_dag.actors.local import LOCATOR
 from mole_dag.chunk import chunk_text
 from mole_dag.core import Document, stable_id
 from mole_dag.publisher import publisher_of
@@ -30,14 +31,19 @@ def store_source(
     """Insert the source and its chunks unless this session already has the URL. Returns the
     source id and how many chunks were written. `known`: the session's sources by URL, read
     once by a caller storing many pages (kept up to date here), instead of a query per page."""
-    if known is not None:
-        have = known.get(doc.url)
-        if have is not None:
+    urls = [doc.url]
+    locator = locator_of(doc)
+    if locator and locator.startswith(LOCATOR) and locator != doc.url:
+        # A corpus file that a store written before file:// URLs (issue 19) holds under its
+        # locator, "corpus:<path>", as URL: a resumed session's same source, not a second one.
+        urls.append(locator)
+    for url in urls:
+        if known is not None:
+            have = known.get(url)
+        else:
+            have = scalar(cur, str, q("source_by_url"), {"session_id": session_id, "url": url})
+        if have:
             return have, 0
-    else:
-        got = scalar(cur, str, q("source_by_url"), {"session_id": session_id, "url": doc.url})
-        if got:
-            return got, 0
     now = utcnow()
     ids = {"doi": doc.doi, "pmid": doc.pmid, "pmcid": doc.pmcid, "arxiv_id": doc.arxiv_id}
     source_id = stable_id(session_id, doc.url, prefix="src-")
@@ -60,7 +66,7 @@ def store_source(
             "content_sha256": hashlib.sha256(data).hexdigest(),
             "byte_length": len(data),
             "now": now,
-            "locator": locator_of(doc),
+            "locator": locator,
         },
     )
     spans = chunk_text(doc.text)

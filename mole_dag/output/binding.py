@@ -6,7 +6,8 @@ the report renders `[n]` from the named findings' sources. This module decides w
 sentences may reach the report, and drops the rest, counted by reason:
 
 - it names no finding, or a number that is not a finding of this report;
-- it carries bracketed numbers or Markdown/HTML of its own (a citation it made up, a link);
+- it carries bracketed numbers, a page reference or Markdown/HTML of its own (a citation it
+  made up, in the form "[3]", "[3, p. 12]" or "[3] (p. 12)"; a link);
 - it looks like raw JSON (a writer that echoed its own answer format);
 - it is not supported by the findings it names: a lexical check, so a floor, not a proof.
 
@@ -47,8 +48,12 @@ MIN_KEPT_SHARE = 0.5
 
 _BRACKET = re.compile(r"[\[\]]")
 # Markup a plain sentence never needs: code spans, bold/italic runs, strike-through, HTML tags,
-# link syntax, and a line that starts a heading, a quote or a list.
-_MARKUP = re.compile(r"`|\*\*|__|~~|</?[A-Za-z!][^>]*>|\]\(|^\s*(?:#|>|[-*+]\s|\d+[.)]\s)")
+# link syntax, a line that starts a heading, a quote or a list, and a page reference of its own
+# ("(p. 12)"): the report prints a PDF page after the citation it renders, "[3] (p. 12)" (issue
+# 19), and a page the writer wrote would read as part of one.
+_MARKUP = re.compile(
+    r"`|\*\*|__|~~|</?[A-Za-z!][^>]*>|\]\(|^\s*(?:#|>|[-*+]\s|\d+[.)]\s)|\(pp?\.\s*\d"
+)
 _JSON = re.compile(r'^\s*[{\[]|"\s*:\s*[\[{"\d]|\{\s*"')
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)*$")
 

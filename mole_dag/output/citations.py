@@ -7,13 +7,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# "[3]", "[3][4]", "[3, 4]", and a PDF's page (issue 19): "[3, p. 12]".
-_CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)(?:,\s*pp?\.\s*\d+(?:[-\u2013]\d+)?)?\]")
+# A page after a citation: " (p. 12)", or a range " (pp. 12-14)".
+_PAGE = r"pp?\.\s*\d+(?:[-\u2013]\d+)?"
+# "[3]", "[3][4]", "[3, 4]", and a PDF's page (issue 19) in the form the report prints,
+# "[3] (p. 12)", or the form it printed before, "[3, p. 12]" (old stored reports, and a source
+# that carried either).
+_CITE = re.compile(rf"\[(\d+(?:\s*[,;]\s*\d+)*)(?:,\s*{_PAGE})?\](?:\s*\({_PAGE}\))?")
 
 
 def cite(number: int, page: int | None = None) -> str:
-    """One citation as the report prints it: "[3]", or "[3, p. 12]" for a page of a PDF."""
-    return f"[{number}, p. {page}]" if page else f"[{number}]"
+    """One citation as the report prints it: "[3]", or "[3] (p. 12)" for a page of a PDF. The
+    number stands alone in its brackets, as every reader of "[n]" expects (a scorer, a script);
+    the space keeps "[3] (p. 12)" from reading as a Markdown link "[3](p. 12)"."""
+    return f"[{number}] (p. {page})" if page else f"[{number}]"
 
 
 def strip_reference_markers(text: str) -> str:

@@ -1,7 +1,7 @@
 """HTML for reading a report in a browser, converted from the report's own Markdown subset
 (headings, paragraphs, numbered and bulleted lists, block quotes, bold, strike-through, code
 spans, autolinks). Everything is escaped first, so nothing a page wrote can become markup; links
-are only ever http(s)."""
+are only ever http(s), or a corpus file's file:// URL."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _STRIKE = re.compile(r"~~(.+?)~~")
 _CODE = re.compile(r"`([^`]+)`")
 _LINK = re.compile(r"&lt;(https?://[^\s&]+(?:&amp;[^\s&]+)*)&gt;")
+# A corpus file's URL (issue 19), as Path.as_uri() writes it: an absolute path on this machine,
+# percent-quoted, no host, no query. Linked so a reader opens the PDF from the report.
+_FILE_LINK = re.compile(r"&lt;(file:///[A-Za-z0-9/%._~-]*)&gt;")
 _CITE = re.compile(r"\[(\d+)((?:, p\. \d+)?)\]")
 _ESCAPES = (("\\\\", "\ue000"), ("\\[", "\ue001"), ("\\]", "\ue002"))
 
@@ -38,6 +41,7 @@ def _inline(text: str) -> str:
     t = _BOLD.sub(r"<strong>\1</strong>", t)
     t = _STRIKE.sub(r"<del>\1</del>", t)
     t = _LINK.sub(r'<a href="\1" rel="noopener noreferrer">\1</a>', t)
+    t = _FILE_LINK.sub(r'<a href="\1">\1</a>', t)
     return _CITE.sub(r'<a class="cite" href="#src-\1">[\1\2]</a>', t)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mole_dag.actors.local import corpus_path
 from mole_dag.budget import BudgetExhausted, BudgetOverrun
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, stable_id
@@ -402,10 +403,13 @@ def _fmt_amount(amount: int, unit: str) -> str:
 
 
 def _cites(numbers: Iterable[int], pages: dict[int, int] | None = None) -> str:
-    """Citations as printed: "[3]", or "[3, p. 12]" where the finding was quoted from a page of a
-    PDF (issue 19)."""
+    """Citations as printed: "[3][4]", or "[3] (p. 12) [4]" where a finding was quoted from a page
+    of a PDF (issue 19): spaced once a page is among them, so each page sits after its own
+    number."""
     pages = pages or {}
-    return "".join(cite(n, pages.get(n)) for n in numbers)
+    numbers = list(numbers)
+    parts = [cite(n, pages.get(n)) for n in numbers]
+    return (" " if any(n in pages for n in numbers) else "").join(parts)
 
 
 def render_answer(binding: Binding, findings: list[Finding]) -> str:
@@ -521,9 +525,10 @@ def render(
     for n, s in sorted(numbered.items()):
         name = one_line(s.publisher_name or "")
         who = f"{name} ({s.publisher})" if name else s.publisher
-        if s.url.startswith("corpus:"):
+        local = corpus_path(s.url, s.locator)
+        if local is not None:
             # A file of the corpus folder (issue 19): its path relative to the folder.
-            who = f"local file {escape_markdown(one_line(s.url.removeprefix('corpus:')))}"
+            who = f"local file {escape_markdown(one_line(local))}"
         date = f", {s.published:%Y-%m-%d}" if s.published else ""
         title = escape_markdown(one_line(s.title or s.url))
         out.append(f"[{n}] {title} — {who}, {s.source_class}{date}. <{one_line(s.url)}>  ")
