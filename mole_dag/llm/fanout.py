@@ -244,12 +244,7 @@ def _end_hold(
                 _settle(flight.hold, got)
             except BaseException as exc:
                 failure = exc
-        if (
-            failure is not None
-            and flight.slot.cancelled
-            and not flight.hold.done
-            and not isinstance(failure, _Interrupted)
-        ):
+        if failure is not None and flight.slot.cancelled and not flight.hold.done:
             # Sent, then its pass was interrupted, and no answer came: what the provider
             # billed is unknown, so it costs its reservation (the interrupt's own settlement
             # of it did not get through).
@@ -261,10 +256,6 @@ def _end_hold(
     finally:
         _leave_ledger()
     return failure
-
-
-class _Interrupted(ModelCallFailed):
-    """The call's pass was interrupted before its request was sent: it is not sent."""
 
 
 class _Exiting(Exception):
@@ -341,6 +332,9 @@ class _Flight:
     hold: Hold
     stack: ExitStack
     slot: Slot
+    # Its worker took it up to send (under the fan-out's lock): from then on the worker ends
+    # the hold; before, an interrupt that cancels it does (it was never sent).
+    taken: bool = False
 
 
 @dataclass
@@ -475,12 +469,16 @@ class _Concurrent(Generic[P]):
         bug: BaseException | None = None
         got: P | None = None
         failure: BaseException | None = None
+        with self.cond:
+            flight.taken = not flight.slot.cancelled
+        if not flight.taken:
+            # Interrupted between its dispatch and its start: never sent, and the interrupt
+            # released its hold.
+            flight.slot.close()
+            self._ended(flight, Outcome(flight.index, Status.NOT_SENT), 0, None)
+            return
         try:
             try:
-                if flight.slot.cancelled:
-                    # Interrupted between its dispatch and its start: never sent (it stays
-                    # charged as the interrupt assumed; recovery never guesses lower).
-                    raise _Interrupted("not sent: the pass was interrupted")
                 with holding(flight.slot):
                     got = job.call()
             except BaseException as exc:
@@ -499,6 +497,11 @@ class _Concurrent(Generic[P]):
         else:  # a bug in the call: raised to the stage in plan order
             outcome = Outcome(flight.index, Status.FAILED)
             bug = failure
+        self._ended(flight, outcome, cost, bug)
+
+    def _ended(
+        self, flight: _Flight, outcome: Outcome[Paid], cost: int, bug: BaseException | None
+    ) -> None:
         if self.p.allowance is not None:
             self.p.allowance.done(flight.estimate, cost)
         with self.cond:
@@ -570,12 +573,19 @@ class _Concurrent(Generic[P]):
                     flying = list(self.st.flying.values())
                     for flight in flying:
                         flight.slot.cancel()  # no retry, nor a first request, from now on
-                for flight in flying:
+                    sent = [f for f in flying if f.taken]
+                    unsent = [f for f in flying if not f.taken]
+                for flight in sent:
                     if not flight.hold.done:
                         try:
                             flight.hold.settle_assumed(note=f"interrupted: {type(exc).__name__}")
                         except Exception:
                             log.exception("could not settle an interrupted call as assumed")
+                for flight in unsent:  # their workers will not send them (_work_on)
+                    try:
+                        flight.hold.release(note="not sent: the pass was interrupted")
+                    except Exception:
+                        log.exception("could not release an interrupted call that was not sent")
                 raise
 
     def _stop(self) -> None:
