@@ -182,3 +182,69 @@ def test_throttling_is_recorded_for_mole_show(ledger: Ledger) -> None:
     assert (int(row["rate_limited"]), int(row["overloaded"]), int(row["lowest"])) == (6, 2, 1)
     assert int(row["parallel"]) == PARALLEL and row["labels"] == "judging, mining"
     assert abs(float(row["throttled_s"]) - 4.75) < 1e-6
+
+
+def test_an_interrupted_pass_sends_nothing_more_not_even_a_retry(ledger: Ledger) -> None:
+    """An interrupt with calls in flight charges each its reservation (its answer may be lost
+    while the provider bills it). Those calls send nothing more: an attempt of theirs that
+    fails afterwards is not retried, for a retry would be a request the ledger has no row of its
+    own for, and its answer would replace the charge for the attempt that may have been billed.
+    (A stopped `mole research` once waited out the HTTP timeout on such a call, then retried
+    it: issue 22's resume test charged less than the provider billed.)"""
+    from mole_dag.llm.retry import Retryable, with_retries
+
+    _session(ledger, "s-int")
+    in_flight = 3
+    go = threading.Event()
+    lock = threading.Lock()
+    attempts: list[int] = []
+    ended = threading.Semaphore(0)
+
+    def call(i: int) -> Callable[[], Metered[None]]:
+        def attempt() -> Metered[None]:
+            with lock:
+                attempts.append(i)
+            if i == 0:
+                return Metered(None, 10, Usage(input_tokens=10), "stand-in")
+            go.wait(60)
+            raise Retryable("overloaded", status=529)
+
+        def run() -> Metered[None]:
+            try:
+                return with_retries(attempt, sleep=lambda _s: None, provider="stand-in")
+            finally:
+                ended.release()
+
+        return run
+
+    jobs = [Job(ESTIMATE, call(i)) for i in range(1 + in_flight)]
+    outcomes = fan_out(_pass(ledger, "s-int", PARALLEL), jobs)
+    first = next(outcomes)
+    assert first.status == Status.DONE
+    deadline = time.monotonic() + 60
+    while len(attempts) < 1 + in_flight and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(attempts) == list(range(1 + in_flight))  # each call's first attempt is out
+    with pytest.raises(KeyboardInterrupt):
+        outcomes.throw(KeyboardInterrupt)
+    rows = ledger.store.rows(
+        "SELECT reserved, actual, assumed FROM tool_calls WHERE session_id = 's-int' "
+        "ORDER BY actual"
+    )
+    assert [(r["actual"], r["assumed"]) for r in rows] == [(10, False)] + [
+        (ESTIMATE, True)
+    ] * in_flight
+    # Now the attempts on the wire fail, as an overloaded provider's would.
+    go.set()
+    for _ in range(in_flight):
+        assert ended.acquire(timeout=60)
+    assert sorted(attempts) == list(range(1 + in_flight))  # none tried again
+    after = ledger.store.rows(
+        "SELECT reserved, actual, assumed FROM tool_calls WHERE session_id = 's-int' "
+        "ORDER BY actual"
+    )
+    assert after == rows  # still charged their reservations: the provider may have billed them
+    bal = ledger.balance("s-int")
+    assert bal.held == 0 and bal.spent == 10 + in_flight * ESTIMATE
+    check = ledger.verify("s-int")
+    assert check.ok, check.explain()

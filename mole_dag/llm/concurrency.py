@@ -229,13 +229,19 @@ class Gate:
 
 class Slot:
     """One dispatched call's place in its gate. `attempting`: whether it holds a request slot
-    now (not while it waits out a backoff)."""
+    now (not while it waits out a backoff). `cancelled`: the pass that made the call was
+    interrupted; the request on the wire may still be answered, but no other is sent for it
+    (mole_dag.llm.retry)."""
 
     def __init__(self, gate: Gate, epoch: int) -> None:
         self.gate = gate
         self.epoch = epoch
         self.attempting = True
         self.closed = False
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
 
     def throttled(self, status: int | None) -> bool:
         return self.gate._throttled(self, status)

@@ -244,6 +244,11 @@ def _end_hold(
                 _settle(flight.hold, got)
             except BaseException as exc:
                 failure = exc
+        if failure is not None and flight.slot.cancelled and not flight.hold.done:
+            # Sent, then its pass was interrupted, and no answer came: what the provider
+            # billed is unknown, so it costs its reservation (the interrupt's own settlement
+            # of it did not get through).
+            flight.hold.settle_assumed(note=f"interrupted, then failed: {type(failure).__name__}")
         if failure is None:
             flight.stack.close()
         else:
@@ -258,18 +263,27 @@ class _Exiting(Exception):
     by the interrupt that stopped the pass, or recovery will settle it so."""
 
 
-# Worker and dispatching threads are not daemons: a process that exits (after Ctrl-C, say)
-# first waits for the calls in flight, at most one call's time, and settles them at what they
-# used. A thread still running while the interpreter finalizes would be unwound through
-# whatever native code it is in, and inside DuckDB that aborts the process (seen with daemon
-# threads: "terminate called ... FATAL: exception not rethrown"). Should the exit not wait (a
-# second Ctrl-C interrupts that wait), no new ledger work starts once exit handlers run, and
-# the work under way is let finish.
+# A call's worker thread is a daemon; the dispatching thread is not. An interrupted pass
+# (Ctrl-C, SIGTERM) leaves its calls in flight charged at their reservations (outcomes());
+# the process then exits without waiting for their answers, as a one-at-a-time stage
+# interrupted inside its call does: a worker waiting on a request the provider is slow to
+# answer would otherwise hold the exit for up to the HTTP client's timeout, and then its
+# retry would send a request the ledger has no row for. Exit does give the calls in flight
+# EXIT_GRACE_S to end on their own, so an answer about to arrive replaces its assumed charge
+# with what it used (Ledger.settle).
+# A daemon thread still running while the interpreter finalizes is stopped wherever it is, and
+# inside DuckDB that aborts the process (seen: "terminate called ... FATAL: exception not
+# rethrown"). So a worker does its ledger work only between _enter_ledger and _leave_ledger:
+# once exit handlers run no new ledger work starts, and the work under way is let finish.
 _EXIT = threading.Condition()
-_exit_state = {"exiting": False, "inside": 0}
+_exit_state = {"exiting": False, "inside": 0, "calls": 0}
 # How long exit waits for ledger work under way: transactions take milliseconds, a store lock
 # wait more. A guess, flagged as one.
 EXIT_WAIT_S = 30.0
+# How long exit waits for calls in flight to be answered. A guess, flagged as one: long enough
+# for answers already on their way, short enough that a stop is a stop (a service manager
+# follows SIGTERM with SIGKILL after some seconds).
+EXIT_GRACE_S = 5.0
 
 
 def _enter_ledger() -> bool:
@@ -286,10 +300,24 @@ def _leave_ledger() -> None:
         _EXIT.notify_all()
 
 
+def _call_started() -> None:
+    with _EXIT:
+        _exit_state["calls"] += 1
+
+
+def _call_ended() -> None:
+    with _EXIT:
+        _exit_state["calls"] -= 1
+        _EXIT.notify_all()
+
+
 @atexit.register
 def _at_exit() -> None:
-    deadline = time.monotonic() + EXIT_WAIT_S
+    grace = time.monotonic() + EXIT_GRACE_S
     with _EXIT:
+        while _exit_state["calls"] and time.monotonic() < grace:
+            _EXIT.wait(0.1)
+        deadline = time.monotonic() + EXIT_WAIT_S
         _exit_state["exiting"] = True
         while _exit_state["inside"] and time.monotonic() < deadline:
             _EXIT.wait(0.1)
@@ -304,6 +332,9 @@ class _Flight:
     hold: Hold
     stack: ExitStack
     slot: Slot
+    # Its worker took it up to send (under the fan-out's lock): from then on the worker ends
+    # the hold; before, an interrupt that cancels it does (it was never sent).
+    taken: bool = False
 
 
 @dataclass
@@ -363,11 +394,17 @@ class _Concurrent(Generic[P]):
                     if self.p.allowance is not None:
                         self.p.allowance.done(flight.estimate, 0)
                     break
-                threading.Thread(
-                    target=self._work,
-                    args=(flight, job),
-                    name=f"model-call-{self.p.label}-{i}",
-                ).start()
+                _call_started()
+                try:
+                    threading.Thread(
+                        target=self._work,
+                        args=(flight, job),
+                        name=f"model-call-{self.p.label}-{i}",
+                        daemon=True,
+                    ).start()
+                except BaseException:
+                    _call_ended()
+                    raise
         except BaseException as exc:  # a bug here must reach the stage, not vanish
             with self.cond:
                 self.st.error = exc
@@ -421,11 +458,25 @@ class _Concurrent(Generic[P]):
     # -- a call's worker thread ---------------------------------------------------------------
 
     def _work(self, flight: _Flight, job: Job[P]) -> None:
+        try:
+            self._work_on(flight, job)
+        finally:
+            _call_ended()
+
+    def _work_on(self, flight: _Flight, job: Job[P]) -> None:
         outcome: Outcome[Paid]
         cost = 0
         bug: BaseException | None = None
         got: P | None = None
         failure: BaseException | None = None
+        with self.cond:
+            flight.taken = not flight.slot.cancelled
+        if not flight.taken:
+            # Interrupted between its dispatch and its start: never sent, and the interrupt
+            # released its hold.
+            flight.slot.close()
+            self._ended(flight, Outcome(flight.index, Status.NOT_SENT), 0, None)
+            return
         try:
             try:
                 with holding(flight.slot):
@@ -446,6 +497,11 @@ class _Concurrent(Generic[P]):
         else:  # a bug in the call: raised to the stage in plan order
             outcome = Outcome(flight.index, Status.FAILED)
             bug = failure
+        self._ended(flight, outcome, cost, bug)
+
+    def _ended(
+        self, flight: _Flight, outcome: Outcome[Paid], cost: int, bug: BaseException | None
+    ) -> None:
         if self.p.allowance is not None:
             self.p.allowance.done(flight.estimate, cost)
         with self.cond:
@@ -515,12 +571,21 @@ class _Concurrent(Generic[P]):
                 self._stop()
                 with self.cond:
                     flying = list(self.st.flying.values())
-                for flight in flying:
+                    for flight in flying:
+                        flight.slot.cancel()  # no retry, nor a first request, from now on
+                    sent = [f for f in flying if f.taken]
+                    unsent = [f for f in flying if not f.taken]
+                for flight in sent:
                     if not flight.hold.done:
                         try:
                             flight.hold.settle_assumed(note=f"interrupted: {type(exc).__name__}")
                         except Exception:
                             log.exception("could not settle an interrupted call as assumed")
+                for flight in unsent:  # their workers will not send them (_work_on)
+                    try:
+                        flight.hold.release(note="not sent: the pass was interrupted")
+                    except Exception:
+                        log.exception("could not release an interrupted call that was not sent")
                 raise
 
     def _stop(self) -> None:

@@ -13,7 +13,8 @@ waits out its backoff without holding a request slot, and a refusal the session'
 concurrency may have caused (the call was sent at a limit that is now lowered) is retried
 without counting against `max_attempts`, up to MAX_FREE_RETRIES: a call is not lost because
 the session sent too many at once. A refusal of a call that was alone on the wire counts as
-any other failure. Every retry happens inside the reservation the call already holds."""
+any other failure. Every retry happens inside the reservation the call already holds, and none
+happens once the call's pass was interrupted (its slot is cancelled)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
-from mole_dag.llm.concurrency import THROTTLE_STATUSES, current_slot
+from mole_dag.llm.concurrency import THROTTLE_STATUSES, Slot, current_slot
 from mole_dag.llm.provider import ProviderUnavailable
 
 T = TypeVar("T")
@@ -138,7 +139,9 @@ def with_retries(
                 exc.retry_after if exc.retry_after is not None else backoff(counted + free, policy)
             )
             if slot is not None:
+                _not_cancelled(slot, provider, model, exc, counted + free)
                 slot.pause(delay, sleep)
+                _not_cancelled(slot, provider, model, exc, counted + free)
             else:
                 sleep(delay)
             continue
@@ -153,3 +156,18 @@ def with_retries(
         status=last.status,
         attempts=counted + free,
     ) from None
+
+
+def _not_cancelled(slot: Slot, provider: str, model: str, last: Retryable, attempts: int) -> None:
+    """An interrupted pass sends nothing more: a call of it whose attempt failed is not tried
+    again (its reservation was charged in full by the interrupt; another request would be
+    one the ledger has no row for, and its answer would replace that charge while the failed
+    attempt may have been billed too)."""
+    if slot.cancelled:
+        raise ProviderUnavailable(
+            f"{provider} call not retried: the pass was interrupted ({last})",
+            provider=provider,
+            model=model,
+            status=last.status,
+            attempts=attempts,
+        )
