@@ -10,7 +10,7 @@ from mole_dag.actors.quote import collapse
 from mole_dag.core import MAX_CLAIM_CHARS, MIN_QUOTE_CHARS, ClaimDraft
 from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.passages import Passages
-from mole_dag.mining.relevance import CONTEXT_WINDOW, Query, TermStats, score
+from mole_dag.mining.relevance import CONTEXT_WINDOW, Query, TermStats, document_terms, score
 from mole_dag.skills.protocol import MineRequest
 
 # How many claims one chunk may yield. A guess, flagged as one: enough to catch a paragraph's
@@ -73,6 +73,11 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
     queries = [Query.of(req.question, stats)]
     if req.sub_question.strip() and req.sub_question.strip() != req.question.strip():
         queries.append(Query.of(req.sub_question, stats))
+    # The chunk and its title stand for the document when a question names it ("according to
+    # the Rcpp FAQ"): those words then order no sentence of the chunk above another. The floor
+    # is kept on the sentence's own match, so the words naming the document do not let every
+    # sentence of it through.
+    document = document_terms((s.text for s in page.sentences), req.title)
     scored: list[tuple[float, int, str]] = []
     worded = Counter(s.block for s in page.sentences if any(ch.isalpha() for ch in s.text))
     for s in page.sentences:
@@ -89,9 +94,11 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
         if _cut_off(sentence):
             continue
         around = page.around(s.start, s.end, CONTEXT_WINDOW)
-        rel = max(score(qq, stats, sentence, around, req.title).value for qq in queries)
-        if rel < floor:
+        if max(score(qq, stats, sentence, around, req.title).value for qq in queries) < floor:
             continue
+        rel = max(
+            score(qq, stats, sentence, around, req.title, document=document).value for qq in queries
+        )
         scored.append((rel, s.start, sentence))
     best = sorted(scored, key=lambda x: (-x[0], x[1]))[:MAX_CLAIMS_PER_CHUNK]
     best.sort(key=lambda x: x[1])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -30,6 +30,9 @@ K1 = 1.2
 B = 0.75
 # Sentences either side that count as context, within the same paragraph.
 CONTEXT_WINDOW = 2
+# The terms a question names its document with ("according to the Rcpp FAQ") are credited by the
+# document rather than the sentence (scope_terms). Off only to measure what it does.
+SCOPE_BY_DOCUMENT = True
 
 
 @dataclass(frozen=True)
@@ -344,6 +347,50 @@ def question_names(text: str) -> list[tuple[str, str]]:
     return list(out.items())
 
 
+# Nouns that name a document. A question that says where to look ("according to the Rcpp
+# FAQ", "in the pscl vignette on count-data regression", "per the sp introduction vignette")
+# names the document with the words of that phrase; the sentence that answers it need not repeat
+# them, and a sentence that does (the paper's title, its citations of itself) is not the answer
+# for it. General English vocabulary for documents, not any benchmark's; a guess, flagged as one.
+_DOCUMENT_NOUNS = (
+    "paper|papers|article|articles|vignette|vignettes|note|notes|faq|faqs|introduction|manual|"
+    "guide|documentation|docs|report|reports|study|book|chapter|thesis|dissertation|blog|post|"
+    "website|tutorial|review|preprint|handbook|whitepaper|package|library|news|newsletter|"
+    "documents?|text"
+)
+# Words that end the run of words before a document noun: a clause starts there ("in the rotarod
+# data that coin's paper uses": the data is what is asked about, not where to look).
+_CLAUSE_WORDS = "that|which|who|whose|whom|what|when|where|why|how|is|are|was|were|does|do|did"
+_RUN_WORD = rf"(?!(?:{_CLAUSE_WORDS})\b)[\w'’.\-]+"
+_DOCUMENT_PHRASE = re.compile(
+    rf"\b(?:in|from|per|according\s+to)\s+(?:{_RUN_WORD}\s+){{0,7}}?(?:{_DOCUMENT_NOUNS})"
+    # a possessive document noun ends the phrase ("the coin vignette's example ..." asks about
+    # the example); otherwise a quoted title or what the document is on may follow.
+    rf"(?:['’]s\b|\b(?:\s+(?:'[^']{{2,120}}'|‘[^’]{{2,120}}’|“[^”]{{2,120}}”|\"[^\"]{{2,120}}\"))?"
+    rf"(?:\s+(?:on|about)\s+[^,;?()]+)?)",
+    re.IGNORECASE,
+)
+
+
+def scope_terms(question: str) -> frozenset[str]:
+    """The terms a question uses only to say which document to look in: those of an "in / from /
+    per / according to ... <document noun>" phrase (with the title or the topic that follows the
+    noun), that the rest of the question does not also use. "According to the Rhodium Group"
+    names who said it, which the answering sentence often repeats: no document noun, no scope.
+    A sentence is credited with them when its document holds them (evidence()), so they tell
+    the right document from the others, not one of its sentences from the next."""
+    spans = [m.span() for m in _DOCUMENT_PHRASE.finditer(question)]
+    if not spans:
+        return frozenset()
+    inside = [False] * len(question)
+    for a, b in spans:
+        for i in range(a, b):
+            inside[i] = True
+    scope = "".join(ch if inside[i] else " " for i, ch in enumerate(question))
+    rest = "".join(" " if inside[i] else ch for i, ch in enumerate(question))
+    return frozenset(set(content_terms(scope)) - set(content_terms(rest)))
+
+
 @dataclass(frozen=True)
 class Query:
     text: str
@@ -352,6 +399,8 @@ class Query:
     # Words of the question as written (lower-cased), so a cue can tell a new name from one
     # the question already holds.
     surface: frozenset[str]
+    # Terms that only say which document to look in (scope_terms): credited by the document.
+    scope: frozenset[str] = frozenset()
 
     @property
     def total(self) -> float:
@@ -365,6 +414,7 @@ class Query:
             {t: stats.idf(t) for t in ts},
             answer_type(text),
             frozenset(normalize(w) for w in re.findall(r"[\w'’.\-]+", text)),
+            frozenset(t for t in scope_terms(text) if t in ts),
         )
 
 
@@ -375,9 +425,12 @@ class Relevance:
     context: float
     cue: bool
     restates: bool
+    scope: float = 0.0  # share credited by the document the question points to
 
     def explain(self) -> str:
         parts = [f"{self.value:.2f} = question terms in the sentence {self.own:.2f}"]
+        if self.scope:
+            parts.append(f"+ in the document the question names {self.scope:.2f}")
         if self.context:
             parts.append(f"+ around it {self.context:.2f}")
         if self.cue:
@@ -440,35 +493,59 @@ class Evidence:
     title: float
     cue: bool
     restates: bool
+    # Share of the question's weight in the terms that name the document (Query.scope), found
+    # anywhere in the sentence's document: the same for every sentence of it.
+    scope: float = 0.0
 
     @property
     def coverage(self) -> float:
-        """Share of the question's weight found in the sentence, around it or in the title."""
-        return min(self.own + self.around + self.title, 1.0)
+        """Share of the question's weight found in the sentence, around it, in the title or in
+        the document the question points to."""
+        return min(self.own + self.around + self.title + self.scope, 1.0)
 
 
 NO_EVIDENCE = Evidence(0.0, 0.0, 0.0, False, False)
 
 
 def evidence(
-    query: Query, stats: TermStats, sentence: str, context: Sequence[str] = (), title: str = ""
+    query: Query,
+    stats: TermStats,
+    sentence: str,
+    context: Sequence[str] = (),
+    title: str = "",
+    document: frozenset[str] | None = None,
 ) -> Evidence:
+    """`document`: the content terms of the sentence's whole document (its title included),
+    where the caller knows them. The question's scope terms are then credited by the document,
+    not by the sentence; without it they count like any other term."""
     total = query.total
     if total <= 0:
         return NO_EVIDENCE
+    scoped = query.scope if (SCOPE_BY_DOCUMENT and document is not None) else frozenset()
     own_terms = content_terms(sentence)
     tf = Counter(own_terms)
-    norm = K1 * (1 - B + B * len(own_terms) / max(stats.avg_len, 1.0))
-    own = sum(w * tf[t] * (K1 + 1) / (tf[t] + norm) for t, w in query.weights.items() if tf[t])
-    own = min(own / total, 1.0)
     have = set(own_terms)
+    topical = {t: w for t, w in query.weights.items() if t not in scoped}
+    norm = K1 * (1 - B + B * len(own_terms) / max(stats.avg_len, 1.0))
+    own = sum(w * tf[t] * (K1 + 1) / (tf[t] + norm) for t, w in topical.items() if tf[t])
+    own = min(own / total, 1.0)
+    in_document = sum(
+        w for t, w in query.weights.items() if t in scoped and (t in have or t in (document or ()))
+    )
     near = {t for c in context for t in content_terms(c)} - have
     in_title = set(content_terms(title)) - have - near
-    around = sum(w for t, w in query.weights.items() if t in near) / total
-    titled = sum(w for t, w in query.weights.items() if t in in_title) / total
+    around = sum(w for t, w in topical.items() if t in near) / total
+    titled = sum(w for t, w in topical.items() if t in in_title) / total
     cue = (own > 0 or around > 0 or titled > 0) and _has_cue(sentence, query)
     restates = bool(have) and have <= set(query.weights)
-    return Evidence(round(own, 4), round(around, 4), round(titled, 4), cue, restates)
+    return Evidence(
+        round(own, 4),
+        round(around, 4),
+        round(titled, 4),
+        cue,
+        restates,
+        round(min(in_document / total, 1.0), 4),
+    )
 
 
 def weigh(ev: Evidence, weights: Weights = WEIGHTS) -> Relevance:
@@ -477,12 +554,17 @@ def weigh(ev: Evidence, weights: Weights = WEIGHTS) -> Relevance:
     # the question: the sentence after a topic sentence is not an answer just for being there.
     if not ev.cue and ev.own < weights.context_needs_own:
         ctx = 0.0
-    topical = min(ev.own + ctx, 1.0)
+    topical = min(ev.own + ev.scope + ctx, 1.0)
     value = (1 - weights.cue) * topical + (weights.cue * topical if ev.cue else 0.0)
     if ev.restates:
         value *= weights.restatement
     return Relevance(
-        round(min(max(value, 0.0), 1.0), 4), ev.own, round(ctx, 4), ev.cue, ev.restates
+        round(min(max(value, 0.0), 1.0), 4),
+        ev.own,
+        round(ctx, 4),
+        ev.cue,
+        ev.restates,
+        ev.scope,
     )
 
 
@@ -493,8 +575,18 @@ def score(
     context: Sequence[str] = (),
     title: str = "",
     weights: Weights = WEIGHTS,
+    document: frozenset[str] | None = None,
 ) -> Relevance:
-    return weigh(evidence(query, stats, sentence, context, title), weights)
+    return weigh(evidence(query, stats, sentence, context, title, document), weights)
+
+
+def document_terms(sentences: Iterable[str], title: str = "") -> frozenset[str]:
+    """Every content term of a document and its title: what a question's scope terms are
+    looked for in."""
+    out = set(content_terms(title))
+    for s in sentences:
+        out.update(content_terms(s))
+    return frozenset(out)
 
 
 def blend_with_grade(lexical: float, grade: int | None) -> float:

@@ -21,6 +21,7 @@ from mole_dag.mining.relevance import (
     Weights,
     blend_with_grade,
     combine,
+    document_terms,
     score,
 )
 from mole_dag.store import Store, q, utcnow
@@ -81,16 +82,23 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
     stats = session_stats(passages)
     q_question = Query.of(question, stats)
     q_subs = [(s, Query.of(s.text, stats)) for s in subs]
+    documents: dict[str, frozenset[str]] = {}
     rows: list[dict[str, Any]] = []
     now = utcnow()
     for c in claims:
         context = claim_context(passages, c)
         sentence = " ".join(c.quote.split())
         title = titles.get(c.source_id, "")
-        to_q = score(q_question, stats, sentence, context, title, weights)
+        if c.source_id not in documents:
+            page = passages.get(c.source_id)
+            documents[c.source_id] = document_terms(
+                (s.text for s in page.sentences) if page is not None else (), title
+            )
+        doc = documents[c.source_id]
+        to_q = score(q_question, stats, sentence, context, title, weights, doc)
         best_sub, best = c.sub_question_id, None
         for sub, query in q_subs:
-            r = score(query, stats, sentence, context, title, weights)
+            r = score(query, stats, sentence, context, title, weights, doc)
             # Ties go to the sub-question that mined the claim, then to planner order.
             if (
                 best is None
