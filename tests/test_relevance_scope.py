@@ -9,7 +9,7 @@ import pytest
 import mole_dag.mining.relevance as relevance
 from mole_dag.mining.extractive import mine_sentences
 from mole_dag.mining.passages import Passages
-from mole_dag.mining.relevance import Query, TermStats, document_terms, score, scope_terms
+from mole_dag.mining.relevance import Query, TermStats, document_terms, scope_terms, score
 from mole_dag.skills.protocol import MineRequest
 from mole_dag.text import stem
 
@@ -26,7 +26,7 @@ from mole_dag.text import stem
             {"gizmo", "vignett", "count", "data", "regression"},
         ),
         (
-            "Why do people find widgets hard, according to Roe and Doe's paper on the gizmo package?",
+            "Why is it hard, according to Roe and Doe's paper on the gizmo package?",
             {"roe", "doe", "paper", "gizmo", "packag"},
         ),
         (
@@ -97,6 +97,19 @@ def test_the_document_that_holds_the_named_words_ranks_above_one_that_does_not()
     assert in_paper > elsewhere
     explained = score(q, stats, ANSWER, document=document_terms(PAPER)).explain()
     assert "in the document the question names" in explained
+
+
+def test_a_title_names_its_document_better_than_a_siblings_text() -> None:
+    # Seen: "the effects vignette 'Examples of Effect Displays with Partial Residuals'": every
+    # vignette of the package uses those words in its text; one has them as its title.
+    question = "How many nodes are simulated in the gizmo vignette 'Sparse Graph Examples'?"
+    sentence = "We simulate 500 nodes for each graph."
+    stats = TermStats.from_sentences(PAPER + OTHER + [sentence])
+    q = Query.of(question, stats)
+    body = [sentence, "This gizmo vignette gives sparse graph examples."]
+    titled = score(q, stats, sentence, document=document_terms(body, "Sparse Graph Examples"))
+    sibling = score(q, stats, sentence, document=document_terms(body, "Gizmo Gallery"))
+    assert titled.value > sibling.value
 
 
 def test_without_a_document_the_named_words_count_as_before() -> None:

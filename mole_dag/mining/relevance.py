@@ -493,9 +493,11 @@ class Evidence:
     title: float
     cue: bool
     restates: bool
-    # Share of the question's weight in the terms that name the document (Query.scope), found
-    # anywhere in the sentence's document: the same for every sentence of it.
+    # The question's weight in the terms that name its document (Query.scope), as shares:
+    # all of them (`scoped`), and those found anywhere in the sentence's document (`scope`),
+    # the same for every sentence of it. Both 0 when the document is not known.
     scope: float = 0.0
+    scoped: float = 0.0
 
     @property
     def coverage(self) -> float:
@@ -513,11 +515,11 @@ def evidence(
     sentence: str,
     context: Sequence[str] = (),
     title: str = "",
-    document: frozenset[str] | None = None,
+    document: DocumentTerms | None = None,
 ) -> Evidence:
-    """`document`: the content terms of the sentence's whole document (its title included),
-    where the caller knows them. The question's scope terms are then credited by the document,
-    not by the sentence; without it they count like any other term."""
+    """`document`: the content terms of the sentence's whole document and of its title, where
+    the caller knows them. The question's scope terms are then credited by the document, not
+    by the sentence; without it they count like any other term."""
     total = query.total
     if total <= 0:
         return NO_EVIDENCE
@@ -529,8 +531,9 @@ def evidence(
     norm = K1 * (1 - B + B * len(own_terms) / max(stats.avg_len, 1.0))
     own = sum(w * tf[t] * (K1 + 1) / (tf[t] + norm) for t, w in topical.items() if tf[t])
     own = min(own / total, 1.0)
+    named = sum(w for t, w in query.weights.items() if t in scoped)
     in_document = sum(
-        w for t, w in query.weights.items() if t in scoped and (t in have or t in (document or ()))
+        w * document.holds(t) for t, w in query.weights.items() if t in scoped and document
     )
     near = {t for c in context for t in content_terms(c)} - have
     in_title = set(content_terms(title)) - have - near
@@ -545,19 +548,29 @@ def evidence(
         cue,
         restates,
         round(min(in_document / total, 1.0), 4),
+        round(min(named / total, 1.0), 4),
     )
 
 
 def weigh(ev: Evidence, weights: Weights = WEIGHTS) -> Relevance:
-    ctx = ev.around * weights.context + ev.title * weights.title
+    # Where the question names its document, the sentence is scored on the rest of the
+    # question (its shares rescaled to the rest's weight), then scaled by how much of the
+    # named document's words its document holds: within the document the naming words order
+    # nothing, and a document without them ranks below one with them. Multiplied, not added,
+    # so that a sentence sharing nothing with the rest of the question stays at 0.
+    rest = 1.0 - ev.scoped if 0.0 < ev.scoped < 1.0 else 1.0
+    own, around, title = ev.own / rest, ev.around / rest, ev.title / rest
+    ctx = around * weights.context + title * weights.title
     # Context lifts a sentence that holds the kind of answer asked for, or that is itself on
     # the question: the sentence after a topic sentence is not an answer just for being there.
-    if not ev.cue and ev.own < weights.context_needs_own:
+    if not ev.cue and own < weights.context_needs_own:
         ctx = 0.0
-    topical = min(ev.own + ev.scope + ctx, 1.0)
+    topical = min(own + ctx, 1.0)
     value = (1 - weights.cue) * topical + (weights.cue * topical if ev.cue else 0.0)
     if ev.restates:
         value *= weights.restatement
+    if rest < 1.0:
+        value *= rest + ev.scope
     return Relevance(
         round(min(max(value, 0.0), 1.0), 4),
         ev.own,
@@ -575,18 +588,39 @@ def score(
     context: Sequence[str] = (),
     title: str = "",
     weights: Weights = WEIGHTS,
-    document: frozenset[str] | None = None,
+    document: DocumentTerms | None = None,
 ) -> Relevance:
     return weigh(evidence(query, stats, sentence, context, title, document), weights)
 
 
-def document_terms(sentences: Iterable[str], title: str = "") -> frozenset[str]:
-    """Every content term of a document and its title: what a question's scope terms are
-    looked for in."""
-    out = set(content_terms(title))
+@dataclass(frozen=True)
+class DocumentTerms:
+    """The content terms of a document's title and of its text: what a question's scope terms
+    are looked for in. A question names a document by its title ("the effects vignette
+    'Examples of Effect Displays with Partial Residuals'"), and its sibling documents use the
+    same words in their text: a term in the title counts in full, one only in the text
+    counts TEXT_SHARE."""
+
+    title: frozenset[str]
+    text: frozenset[str]
+
+    def holds(self, term: str) -> float:
+        if term in self.title:
+            return 1.0
+        return TEXT_SHARE if term in self.text else 0.0
+
+
+# What a scope term found only in a document's text (not its title) counts for. A guess,
+# flagged as one.
+TEXT_SHARE = 0.5
+
+
+def document_terms(sentences: Iterable[str], title: str = "") -> DocumentTerms:
+    """A document's terms from its sentences and its title."""
+    text: set[str] = set()
     for s in sentences:
-        out.update(content_terms(s))
-    return frozenset(out)
+        text.update(content_terms(s))
+    return DocumentTerms(frozenset(content_terms(title)), frozenset(text))
 
 
 def blend_with_grade(lexical: float, grade: int | None) -> float:

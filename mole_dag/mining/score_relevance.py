@@ -16,6 +16,7 @@ from mole_dag.mining.passages import Passages, char_offset
 from mole_dag.mining.relevance import (
     CONTEXT_WINDOW,
     WEIGHTS,
+    DocumentTerms,
     Query,
     TermStats,
     Weights,
@@ -82,7 +83,7 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
     stats = session_stats(passages)
     q_question = Query.of(question, stats)
     q_subs = [(s, Query.of(s.text, stats)) for s in subs]
-    documents: dict[str, frozenset[str]] = {}
+    documents: dict[str, DocumentTerms] = {}
     rows: list[dict[str, Any]] = []
     now = utcnow()
     for c in claims:
