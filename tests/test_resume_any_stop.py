@@ -218,6 +218,16 @@ def test_stop_in_any_stage_then_resume_ends_as_if_never_stopped(
         )
         rows_by_skill = Counter(r["tool"].removeprefix("openai:") for r in tools)
         got = Counter(r.skill for r in server.received)
+        # A SIGKILL can land between a reservation's commit and its request leaving: nothing
+        # runs after it to say "not sent", so recovery charges that row at its reservation
+        # (assumed) like one in flight. Only such rows may outnumber the requests received,
+        # and only of the stopped skill (seen with --parallel 8 on a loaded machine).
+        n_assumed = int(
+            store.scalar("SELECT count(*) FROM tool_calls WHERE session_id = ? AND assumed", [SID])
+        )
+        unsent = rows_by_skill[skill] - got[skill] if sig == "SIGKILL" else 0
+        assert 0 <= unsent <= n_assumed, (rows_by_skill, got)
+        rows_by_skill[skill] -= unsent
         assert rows_by_skill == got
         assert bal.charged >= real_spend(model)
         # The calls in flight at the stop whose answers never reached the ledger are charged
@@ -246,7 +256,7 @@ def test_stop_in_any_stage_then_resume_ends_as_if_never_stopped(
     assert got - Counter({skill: got[skill]}) == uninterrupted.skills - Counter(
         {skill: uninterrupted.skills[skill]}
     )
-    assert len(assumed) <= extra <= sent_before
+    assert len(assumed) - unsent <= extra <= sent_before
     if parallel == 1:
         assert extra == 1
 
