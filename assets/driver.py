@@ -28,7 +28,7 @@ from mole_dag.context import Run
 from mole_dag.driver import Step, drive, next_step
 from mole_dag.launch import LaunchError
 from mole_dag.resources import StoreResource
-from mole_dag.session import SessionMissing, ensure_session
+from mole_dag.session import SessionMissing
 from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, StoreError, q
 from mole_dag.store.records import SessionRow
@@ -145,20 +145,7 @@ def drive_session(context: dg.OpExecutionContext, store: StoreResource) -> None:
     try:
         # The launch check `mole research` runs; nothing is written, and no partition added,
         # for a refused launch.
-        ensure_session(
-            st,
-            sid,
-            question=launch.question,
-            usd=launch.usd,
-            tokens=launch.tokens,
-            corpus=launch.corpus,
-            provider=launch.provider,
-            search=launch.search,
-            searxng_url=launch.searxng_url,
-            allow_hosts=launch.allow_hosts,
-            note=context.log.warning,
-            data=launch.data,
-        )
+        launch.ensure(st, sid, context.log.warning)
     except (LaunchError, SessionMissing) as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from None
     row = _session(st, sid)

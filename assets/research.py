@@ -18,7 +18,7 @@ from mole_dag.planner import plan_round
 from mole_dag.planner.plan import STAGE as PLAN_STAGE
 from mole_dag.redaction import redact_known
 from mole_dag.resources import BudgetResource, StoreResource, make_run
-from mole_dag.session import SessionMissing, ensure_session, recover, session_exists
+from mole_dag.session import SessionMissing, recover, session_exists
 from mole_dag.stage_metadata import (
     fields_of,
     grounding_metadata,
@@ -52,20 +52,7 @@ def session(
 ) -> dg.MaterializeResult:
     launch = LaunchConfig.of(context.op_execution_context.op_config)
     try:
-        ensure_session(
-            store.store,
-            context.partition_key,
-            question=launch.question,
-            usd=launch.usd,
-            tokens=launch.tokens,
-            corpus=launch.corpus,
-            provider=launch.provider,
-            search=launch.search,
-            searxng_url=launch.searxng_url,
-            allow_hosts=launch.allow_hosts,
-            note=context.log.warning,
-            data=launch.data,
-        )
+        launch.ensure(store.store, context.partition_key, context.log.warning)
     except (LaunchError, SessionMissing) as exc:
         # A refused launch is the user's input, not a bug: one line, as `mole research` says
         # it, and no empty partition left behind in the UI's list (the store has no session

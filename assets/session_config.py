@@ -14,7 +14,7 @@ budget than the stored session's is refused rather than ignored."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -22,6 +22,8 @@ from typing import Any
 import dagster as dg
 
 from mole_dag.core import Unit
+from mole_dag.session import ensure_session
+from mole_dag.store import Store
 from mole_dag.store.records import SessionRow
 
 # Strings, not floats: money is exact here ("0.10" stays ten cents), as on the command line.
@@ -94,6 +96,25 @@ class LaunchConfig:
             searxng_url=config.get("searxng_url"),
             allow_hosts=list(config.get("allow_hosts") or []),
             data=config.get("data"),
+        )
+
+    def ensure(self, store: Store, session_id: str, note: Callable[[str], None]) -> None:
+        """The session this launch names, created if the store lacks it, with the checks
+        `mole research` makes (mole_dag.session.ensure_session): raises LaunchError or
+        SessionMissing for a refused launch."""
+        ensure_session(
+            store,
+            session_id,
+            question=self.question,
+            usd=self.usd,
+            tokens=self.tokens,
+            corpus=self.corpus,
+            provider=self.provider,
+            search=self.search,
+            searxng_url=self.searxng_url,
+            allow_hosts=self.allow_hosts,
+            note=note,
+            data=self.data,
         )
 
 
