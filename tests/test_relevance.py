@@ -22,6 +22,7 @@ from mole_dag.mining.relevance import (
     blend_with_grade,
     combine,
     score,
+    score_stretch,
 )
 from mole_dag.output.trace import render_trace
 from mole_dag.session import create_session
@@ -183,3 +184,28 @@ def test_progress_says_when_a_round_runs_follow_ups_only() -> None:
     assert plan_progress(2, 1, 1, 2) == (
         "round 2: planned 1 sub-questions, 1 leads, plus 1 follow-up lead"
     )
+
+
+def test_a_quote_of_two_sentences_scores_as_its_best_sentence() -> None:
+    """Seen (qa-pdf-dev, coin's vignette): a sentence opening with "Thus," is quoted with the
+    one before it; scored whole, BM25's length normalisation put the pair below the answer
+    sentence alone, and the answer fell out of the report. A quote of several sentences scores
+    as its best sentence, the others its context."""
+    lead = (
+        "Strasser and Weber proved that the conditional distribution of linear statistics "
+        "with given expectation and covariance tends to a normal distribution as the sample "
+        "grows without bound in every one of the strata considered."
+    )
+    answer = "Thus, asymptotic p-values for maximum-type statistics are computed by mvtnorm."
+    stats = TermStats.from_sentences(
+        [lead, answer, *(f"Unrelated line {i} about weather and harbours." for i in range(40))]
+    )
+    query = Query.of(
+        "Which package computes asymptotic p-values for maximum-type statistics?", stats
+    )
+    alone = score(query, stats, answer, [lead])
+    whole = score(query, stats, f"{lead} {answer}")
+    joined = score_stretch(query, stats, f"{lead} {answer}")
+    assert whole.value < alone.value  # what the mechanism is for
+    assert joined.value == alone.value
+    assert score_stretch(query, stats, answer).value == score(query, stats, answer).value

@@ -23,7 +23,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from mole_dag.text import STOPWORDS, TermStats, content_terms, normalize, possessive_free, stem
+from mole_dag.text import (
+    STOPWORDS,
+    TermStats,
+    content_terms,
+    normalize,
+    possessive_free,
+    sentence_spans,
+    stem,
+)
 
 # BM25's usual constants (Robertson's defaults).
 K1 = 1.2
@@ -591,6 +599,40 @@ def score(
     document: DocumentTerms | None = None,
 ) -> Relevance:
     return weigh(evidence(query, stats, sentence, context, title, document), weights)
+
+
+def score_stretch(
+    query: Query,
+    stats: TermStats,
+    text: str,
+    context: Sequence[str] = (),
+    title: str = "",
+    weights: Weights = WEIGHTS,
+    document: DocumentTerms | None = None,
+) -> Relevance:
+    """A quote of several sentences ("... can not be converted to bool. Instead one must use
+    is_true ...") scores as its best sentence, the others its context: scored whole, the
+    length normalisation would rank it below either sentence alone. One sentence scores as
+    score() does."""
+    spans = sentence_spans(text)
+    if len(spans) <= 1:
+        return score(query, stats, text, context, title, weights, document)
+    members = [text[a:b] for a, b in spans]
+    return max(
+        (
+            score(
+                query,
+                stats,
+                m,
+                [*context, *members[:i], *members[i + 1 :]],
+                title,
+                weights,
+                document,
+            )
+            for i, m in enumerate(members)
+        ),
+        key=lambda r: r.value,
+    )
 
 
 @dataclass(frozen=True)

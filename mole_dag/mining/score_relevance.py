@@ -23,7 +23,7 @@ from mole_dag.mining.relevance import (
     blend_with_grade,
     combine,
     document_terms,
-    score,
+    score_stretch,
 )
 from mole_dag.store import Store, q, utcnow
 from mole_dag.store.records import RelevanceClaimRow, SourceRow, SubQuestionRow
@@ -96,10 +96,10 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
                 (s.text for s in page.sentences) if page is not None else (), title
             )
         doc = documents[c.source_id]
-        to_q = score(q_question, stats, sentence, context, title, weights, doc)
+        to_q = score_stretch(q_question, stats, sentence, context, title, weights, doc)
         best_sub, best = c.sub_question_id, None
         for sub, query in q_subs:
-            r = score(query, stats, sentence, context, title, weights, doc)
+            r = score_stretch(query, stats, sentence, context, title, weights, doc)
             # Ties go to the sub-question that mined the claim, then to planner order.
             if (
                 best is None
