@@ -9,8 +9,14 @@ from collections import Counter
 from mole_dag.actors.quote import collapse
 from mole_dag.core import MAX_CLAIM_CHARS, MIN_QUOTE_CHARS, ClaimDraft
 from mole_dag.mining.furniture import non_claim_reason
-from mole_dag.mining.passages import Passages
-from mole_dag.mining.relevance import CONTEXT_WINDOW, Query, TermStats, document_terms, score
+from mole_dag.mining.passages import Passages, Sentence
+from mole_dag.mining.relevance import (
+    CONTEXT_WINDOW,
+    Query,
+    TermStats,
+    document_terms,
+    score_stretch,
+)
 from mole_dag.skills.protocol import MineRequest
 
 # How many claims one chunk may yield. A guess, flagged as one: enough to catch a paragraph's
@@ -38,6 +44,30 @@ _UNFINISHED = frozenset(
     "is are was were be been its their our his her this these those".split()
 )
 
+# Words that, ending a sentence before its colon, announce a display rather than finish a
+# statement ("... as follows:", "... for example:"); with _UNFINISHED they mark a colon sentence
+# that says nothing until the display it introduces. A guess, flagged as one.
+_ANNOUNCING = frozenset(
+    "follows following below example examples instance e.g e.g. i.e i.e. namely code output "
+    "here".split()
+)
+# Verbs a statement before a colon holds ("... are chosen:", "... must be set:"); a colon line
+# with none of them is a label for what follows. A guess, flagged as one: a statement whose only
+# verb is a full verb ("The function returns:") is refused with the labels, and it introduces
+# its display anyway.
+_AUXILIARY = frozenset(
+    "is are was were be been being has have had can cannot could will would may might must "
+    "should shall does do did".split()
+)
+# Openings that point back to the sentence before ("Instead one must use ...", "However, ..."):
+# such a sentence says nothing alone, so it is mined together with that sentence, as one quote.
+# Connectives only, not pronouns, which open too many sentences that do stand alone. A guess,
+# flagged as one.
+_POINTS_BACK = frozenset(
+    "instead however therefore thus hence consequently otherwise nevertheless nonetheless "
+    "moreover furthermore additionally similarly likewise accordingly conversely".split()
+)
+
 
 def _lone_line(sentence: str, worded_in_block: int) -> bool:
     """A short block of one unpunctuated line is a heading, a caption or a menu entry in any
@@ -50,6 +80,48 @@ def _lone_line(sentence: str, worded_in_block: int) -> bool:
         and len(sentence.split()) <= HEADING_WORDS
         and sentence.rstrip()[-1:] not in _TERMINAL
     )
+
+
+def _announces(sentence: str) -> bool:
+    """A sentence that ends in a colon after a function word or an announcing word ("is given
+    by:", "as follows:"): what it says is in the display it introduces, which is not a claim.
+    One that ends in a colon after a finished statement ("By default the second and third powers
+    of the fitted values are chosen:") stands on its own."""
+    body = sentence.rstrip()
+    if not body.endswith(":"):
+        return False
+    words = [w.lower().strip("()[],;") for w in body[:-1].split()]
+    if not words or words[-1] in (_UNFINISHED | _ANNOUNCING):
+        return True
+    # No auxiliary or copula: a label ("Summary of findings about green tea:"), not a statement.
+    return not any(w in _AUXILIARY for w in words)
+
+
+def _points_back(sentence: str) -> bool:
+    first = sentence.lstrip().split(maxsplit=1)
+    return bool(first) and first[0].lower().strip(",;:") in _POINTS_BACK
+
+
+def _units(page: Passages) -> list[Sentence]:
+    """The stretches a claim may quote: each sentence, except that one opening with a word that
+    points back (_POINTS_BACK) is joined to the sentence before it in the same paragraph, and
+    neither is quoted alone: the first is half of what the pair says."""
+    out: list[Sentence] = []
+    for s in page.sentences:
+        prev = out[-1] if out else None
+        joined = page.text[prev.start : s.end] if prev is not None else ""
+        if (
+            prev is not None
+            and prev.block == s.block
+            and _points_back(s.text)
+            # Too long to quote as one claim: each sentence is quoted alone, as before.
+            and len(joined.split()) <= MAX_WORDS
+            and len(joined) <= MAX_CLAIM_CHARS
+        ):
+            out[-1] = Sentence(prev.start, s.end, s.block, joined)
+        else:
+            out.append(s)
+    return out
 
 
 def _cut_off(sentence: str) -> bool:
@@ -80,26 +152,34 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
     document = document_terms((s.text for s in page.sentences), req.title)
     scored: list[tuple[float, int, str]] = []
     worded = Counter(s.block for s in page.sentences if any(ch.isalpha() for ch in s.text))
-    for s in page.sentences:
+    for s in _units(page):
         sentence = s.text
         n_words = len(sentence.split())
         if not (MIN_WORDS <= n_words <= MAX_WORDS) or len(sentence) > MAX_CLAIM_CHARS:
             continue
         if len(collapse(sentence)) < MIN_QUOTE_CHARS:  # could never pass the quote check
             continue
-        if sentence.rstrip()[-1:] in {":", ",", ";"} or sentence.lstrip().startswith("#"):
+        if sentence.rstrip()[-1:] in {",", ";"} or sentence.lstrip().startswith("#"):
+            continue
+        if _announces(sentence):
             continue
         if non_claim_reason(sentence) or _lone_line(sentence, worded[s.block]):
             continue
         if _cut_off(sentence):
             continue
         around = page.around(s.start, s.end, CONTEXT_WINDOW)
-        if max(score(qq, stats, sentence, around, req.title).value for qq in queries) < floor:
+        if (
+            max(score_stretch(qq, stats, sentence, around, req.title).value for qq in queries)
+            < floor
+        ):
             continue
         rel = max(
-            score(qq, stats, sentence, around, req.title, document=document).value for qq in queries
+            score_stretch(qq, stats, sentence, around, req.title, document=document).value
+            for qq in queries
         )
         scored.append((rel, s.start, sentence))
     best = sorted(scored, key=lambda x: (-x[0], x[1]))[:MAX_CLAIMS_PER_CHUNK]
     best.sort(key=lambda x: x[1])
-    return [ClaimDraft(text=" ".join(x[2].split()), quote=x[2]) for x in best]
+    # A trailing colon is left out of the quote: the statement ends before the display.
+    quotes = [x[2].rstrip().removesuffix(":").rstrip() for x in best]
+    return [ClaimDraft(text=" ".join(q.split()), quote=q) for q in quotes]
