@@ -331,6 +331,29 @@ def test_plan_splits_a_two_part_question_into_its_parts() -> None:
     ]
 
 
+def test_a_part_that_points_back_carries_the_part_before_it() -> None:
+    """Seen (qa-pdf-dev): "..., and what must be used instead?" was planned as the part "What
+    must be used instead?", whose search and relevance matched every "instead" of every
+    document; the answer sat 24th in its report. A later part that names nothing and points
+    back is planned with the part it points at; one that names its own subject stands alone."""
+    q = (
+        "In the tide tables, why can a harbour's constituents not be fitted for a short record, "
+        "and what must be used instead?"
+    )
+    first = "In the tide tables, why can a harbour's constituents not be fitted for a short record?"
+    plan = plan_questions(q)
+    assert [p.text for p in plan] == [q, first, f"What must be used instead? (after: {first})"]
+    assert {"harbour", "constituents", "instead"} <= set(plan[2].query.split())
+    # A part that names its own subject stands alone; so does one whose pronoun may stand for
+    # the first part's answer, which the planner cannot know.
+    for second in (
+        "when did Microsoft say it would use wind power instead?",
+        "what kind of integration rules does that package apply?",
+    ):
+        plan = plan_questions(f"Which package computes the tide tables, and {second}")
+        assert plan[2].text == second[:1].upper() + second[1:]
+
+
 @pytest.mark.parametrize(
     "q",
     [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from mole_dag.mining.relevance import SCOPE, AnswerType, answer_type, is_broad
+from mole_dag.mining.relevance import SCOPE, AnswerType, answer_type, is_broad, question_names
 from mole_dag.skills.protocol import PlannedQuestion
 from mole_dag.text import STOPWORDS, normalize, possessive_free, terms
 
@@ -49,6 +49,29 @@ def question_parts(question: str) -> list[str]:
         if len(terms(p)) >= 2
     ]
     return parts if len(parts) >= 2 else [q]
+
+
+# Words by which a part of a question leaves out the situation the part before it described
+# ("... and what must be used instead?"). Not pronouns: "which package ..., and what does that
+# package apply?" points at the first part's answer, which the planner does not know, and
+# carrying the first part's words along sends the part to the first part's pages (seen on the
+# development set). A guess, flagged as one.
+_BACK = frozenset("instead otherwise alternatively else".split())
+
+
+def in_context(parts: list[str]) -> list[str]:
+    """Each part as a question that can be searched and scored alone. A later part that names
+    nothing of its own and leaves out its situation ("What must be used instead?") is about
+    what the part before it described: it carries that part along, so its search and its
+    relevance are not a bare "used instead" over every page. A part that names its own subject
+    ("By what year does Microsoft aim to ... instead?") stands alone."""
+    out = parts[:1]
+    for prev, part in zip(parts, parts[1:], strict=False):
+        words = {w.lower() for w in re.findall(r"[\w']+", part)}
+        if words & _BACK and not question_names(part):
+            part = f"{part} (after: {prev})"
+        out.append(part)
+    return out
 
 
 def is_wide(question: str) -> bool:
@@ -104,5 +127,5 @@ def plan_questions(question: str, corpus_topics: tuple[str, ...] = ()) -> list[P
         ]
     parts = question_parts(q)
     if len(parts) > 1:
-        out += [PlannedQuestion(p, _query(p)) for p in parts]
+        out += [PlannedQuestion(p, _query(p)) for p in in_context(parts)]
     return out
