@@ -130,3 +130,29 @@ def test_the_miner_keeps_the_answer_and_lets_no_sentence_through_on_the_name_alo
     assert ANSWER in got
     # Shares no word with the question: the document's words do not make it a claim.
     assert "Each chapter ends with exercises." not in got
+
+
+def test_a_quoted_title_keeps_a_siblings_sentences_out() -> None:
+    """Seen (qa-pdf-dev): "How many observations are simulated in the effects vignette
+    'Examples of Effect Displays with Partial Residuals'?" was reported with 27 findings from
+    7 other PDFs (the package's other vignettes share its words). A question that quotes the
+    title of a source read asks about that document: a sibling's sentence scores 0, and says
+    why; the titled document's sentence scores as before."""
+    from mole_dag.mining.relevance import quoted_phrases, quoted_titles, score_in
+
+    question = "How many nodes are simulated in the gizmo vignette 'Sparse Graph Examples'?"
+    sentence = "We simulate 500 nodes for each sparse graph."
+    stats = TermStats.from_sentences(PAPER + OTHER + [sentence])
+    q = Query.of(question, stats)
+    titled = document_terms([sentence], "Sparse Graph Examples in Gizmo")
+    sibling = document_terms([sentence], "Gizmo Gallery of Sparse Graphs")
+    named = quoted_titles(question, [titled.title, sibling.title])
+    assert named == quoted_phrases(question)
+    got = score_in(q, stats, sentence, document=sibling, titles_quoted=named)
+    assert got.value == 0.0 and "quotes the title of another source" in got.explain()
+    kept = score_in(q, stats, sentence, document=titled, titles_quoted=named)
+    assert kept.value == score(q, stats, sentence, document=titled).value > 0
+    # A quoted phrase that is no source's title (a term the question asks about) keeps nothing
+    # out, and neither does a word with an apostrophe.
+    assert quoted_titles("What does 'no structural change' mean?", [titled.title]) == ()
+    assert quoted_phrases("Did Alzheimer's patients and controls smoke?") == ()

@@ -380,6 +380,31 @@ _DOCUMENT_PHRASE = re.compile(
 )
 
 
+# A phrase in quotation marks: opened after a space or at the start (so "Alzheimer's" opens
+# nothing), closed before a space or punctuation.
+_QUOTED = re.compile(r"(?:(?<=\s)|^)['‘“\"]([^'’”\"]{2,160})['’”\"](?=[\s,.;:?!)]|$)")
+
+
+def quoted_phrases(question: str) -> tuple[frozenset[str], ...]:
+    """The content terms of each phrase a question puts in quotation marks, of two terms or
+    more: a title it quotes ("the effects vignette 'Examples of Effect Displays with Partial
+    Residuals'") or a phrase it asks about; which one is told by the titles of the sources read
+    (quoted_title_held)."""
+    out = []
+    for m in _QUOTED.finditer(question):
+        terms_ = frozenset(content_terms(m.group(1)))
+        if len(terms_) >= 2:
+            out.append(terms_)
+    return tuple(out)
+
+
+def quoted_titles(question: str, titles: Iterable[frozenset[str]]) -> tuple[frozenset[str], ...]:
+    """The quoted phrases of a question that are the title of a source read: every term of the
+    phrase is in that source's title. A question that quotes a title asks about that document."""
+    held = list(titles)
+    return tuple(p for p in quoted_phrases(question) if any(p <= t for t in held))
+
+
 def scope_terms(question: str) -> frozenset[str]:
     """The terms a question uses only to say which document to look in: those of an "in / from /
     per / according to ... <document noun>" phrase (with the title or the topic that follows the
@@ -434,8 +459,12 @@ class Relevance:
     cue: bool
     restates: bool
     scope: float = 0.0  # share credited by the document the question points to
+    # The question quotes the title of another source read (quoted_titles): not this one.
+    other_title: bool = False
 
     def explain(self) -> str:
+        if self.other_title:
+            return f"{self.value:.2f}: the question quotes the title of another source"
         parts = [f"{self.value:.2f} = question terms in the sentence {self.own:.2f}"]
         if self.scope:
             parts.append(f"+ in the document the question names {self.scope:.2f}")
@@ -633,6 +662,34 @@ def score_stretch(
         ),
         key=lambda r: r.value,
     )
+
+
+# What a sentence of a source scores for a question that quotes another source's title.
+OTHER_TITLE = Relevance(0.0, 0.0, 0.0, False, False, other_title=True)
+
+
+def score_in(
+    query: Query,
+    stats: TermStats,
+    text: str,
+    context: Sequence[str] = (),
+    title: str = "",
+    weights: Weights = WEIGHTS,
+    document: DocumentTerms | None = None,
+    titles_quoted: tuple[frozenset[str], ...] = (),
+) -> Relevance:
+    """score_stretch(), except that where the question quotes the title of a source read
+    (quoted_titles: "the effects vignette 'Examples of Effect Displays with Partial
+    Residuals'"), a sentence from a source whose title is none of those quoted scores 0: the
+    question says which document it asks about, by name, and its sibling documents share its
+    words ("effects", "displays", "residuals") without being it."""
+    if (
+        titles_quoted
+        and document is not None
+        and not any(p <= document.title for p in titles_quoted)
+    ):
+        return OTHER_TITLE
+    return score_stretch(query, stats, text, context, title, weights, document)
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,12 @@ from mole_dag.mining.relevance import (
     blend_with_grade,
     combine,
     document_terms,
-    score_stretch,
+    quoted_titles,
+    score_in,
 )
 from mole_dag.store import Store, q, utcnow
 from mole_dag.store.records import RelevanceClaimRow, SourceRow, SubQuestionRow
+from mole_dag.text import content_terms
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,11 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
     stats = session_stats(passages)
     q_question = Query.of(question, stats)
     q_subs = [(s, Query.of(s.text, stats)) for s in subs]
+    # The titles a question (or a part) quotes, among the sources read (score_in).
+    title_terms = [frozenset(content_terms(t)) for t in titles.values()]
+    quoted = {
+        text: quoted_titles(text, title_terms) for text in [question, *(s.text for s in subs)]
+    }
     documents: dict[str, DocumentTerms] = {}
     rows: list[dict[str, Any]] = []
     now = utcnow()
@@ -96,10 +103,10 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
                 (s.text for s in page.sentences) if page is not None else (), title
             )
         doc = documents[c.source_id]
-        to_q = score_stretch(q_question, stats, sentence, context, title, weights, doc)
+        to_q = score_in(q_question, stats, sentence, context, title, weights, doc, quoted[question])
         best_sub, best = c.sub_question_id, None
         for sub, query in q_subs:
-            r = score_stretch(query, stats, sentence, context, title, weights, doc)
+            r = score_in(query, stats, sentence, context, title, weights, doc, quoted[sub.text])
             # Ties go to the sub-question that mined the claim, then to planner order.
             if (
                 best is None
