@@ -209,3 +209,52 @@ def test_a_quote_of_two_sentences_scores_as_its_best_sentence() -> None:
     assert whole.value < alone.value  # what the mechanism is for
     assert joined.value == alone.value
     assert score_stretch(query, stats, answer).value == score(query, stats, answer).value
+
+
+def test_a_session_whose_question_quotes_a_title_reports_that_document_only(
+    tmp_path: Path,
+) -> None:
+    """The relevance stage reads the quoted title against the titles of the sources read: the
+    sibling's claims are stored with relevance 0 and the reason, and the report lists the
+    titled document's findings only."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, title, body in (
+        (
+            "examples.html",
+            "Sparse Graph Examples in Gizmo",
+            "We simulate 500 nodes for each sparse graph in these examples. "
+            "The sparse graph examples run in under a minute on a laptop.",
+        ),
+        (
+            "gallery.html",
+            "Gizmo Gallery of Sparse Graphs",
+            "The gallery shows sparse graph examples with 200 simulated nodes each. "
+            "Every sparse graph in the gallery is drawn with Gizmo.",
+        ),
+    ):
+        (corpus / name).write_text(
+            f"<html><head><title>{title}</title></head><body><h1>{title}</h1>"
+            f"<p>{body}</p></body></html>",
+            encoding="utf-8",
+        )
+    store = Store(tmp_path / "s.duckdb")
+    question = "How many nodes are simulated in the gizmo vignette 'Sparse Graph Examples'?"
+    sid = create_session(store, question, Unit.TOKENS, 200_000, corpus=str(corpus)).session_id
+    run_session(Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None))
+    rows = store.rows(
+        "SELECT s.url, r.relevance, r.explanation FROM claim_relevance r "
+        "JOIN claims c ON c.id = r.claim_id JOIN sources s ON s.id = c.source_id "
+        "WHERE r.session_id = ?",
+        [sid],
+    )
+    sibling = [r for r in rows if r["url"].endswith("gallery.html")]
+    titled = [r for r in rows if r["url"].endswith("examples.html")]
+    assert sibling and titled
+    assert all(r["relevance"] == 0 and "quotes the title" in r["explanation"] for r in sibling)
+    assert any(r["relevance"] > 0 for r in titled)
+    report = store.scalar(
+        "SELECT markdown FROM reports WHERE session_id = ? ORDER BY created_at DESC LIMIT 1", [sid]
+    )
+    assert "500 nodes" in report and "200 simulated nodes" not in report
+    store.close()
