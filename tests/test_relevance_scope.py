@@ -9,7 +9,7 @@ import pytest
 import mole_dag.mining.relevance as relevance
 from mole_dag.mining.extractive import mine_sentences
 from mole_dag.mining.passages import Passages
-from mole_dag.mining.relevance import Query, TermStats, document_terms, scope_terms, score
+from mole_dag.mining.relevance import Query, TermStats, combine, document_terms, scope_terms, score
 from mole_dag.skills.protocol import MineRequest
 from mole_dag.text import stem
 
@@ -156,3 +156,17 @@ def test_a_quoted_title_keeps_a_siblings_sentences_out() -> None:
     # out, and neither does a word with an apostrophe.
     assert quoted_titles("What does 'no structural change' mean?", [titled.title]) == ()
     assert quoted_phrases("Did Alzheimer's patients and controls smoke?") == ()
+
+
+def test_a_models_grade_does_not_lift_a_claim_from_another_titled_source() -> None:
+    """A model miner's grade is blended with the lexical score; it graded the sentence, not
+    which document the question names by its quoted title, so a claim whose question and parts
+    all quote another source's title stays at 0. A part that quotes no title keeps the blend."""
+    from mole_dag.mining.relevance import OTHER_TITLE, Relevance
+    from mole_dag.mining.score_relevance import claim_value
+
+    assert claim_value(OTHER_TITLE, 0.0, [OTHER_TITLE], 3) == 0.0
+    assert claim_value(OTHER_TITLE, 0.0, [], 3) == 0.0
+    plain = Relevance(0.2, 0.2, 0.0, False, False)
+    assert claim_value(OTHER_TITLE, 0.2, [OTHER_TITLE, plain], 3) > 0.0
+    assert claim_value(plain, 0.2, [plain], None) == combine(0.2, 0.2)

@@ -18,6 +18,7 @@ from mole_dag.mining.relevance import (
     WEIGHTS,
     DocumentTerms,
     Query,
+    Relevance,
     TermStats,
     Weights,
     blend_with_grade,
@@ -67,6 +68,18 @@ def claim_context(passages: dict[str, Passages], claim: RelevanceClaimRow) -> li
     return page.around(a, b, CONTEXT_WINDOW)
 
 
+def claim_value(
+    to_q: Relevance, to_sub: float, by_sub: list[Relevance], grade: int | None
+) -> float:
+    """A claim's relevance: the question's score lifted by its best part's (combine), blended
+    with the miner's grade where a model mined it. A claim from a source other than the one
+    the question and every part of it quote by title scores 0 whatever its grade: the model
+    graded the sentence, not which document the question asks about."""
+    if to_q.other_title and all(r.other_title for r in by_sub):
+        return 0.0
+    return blend_with_grade(combine(to_q.value, to_sub), grade)
+
+
 def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
     """Score and store every claim of the session. `weights` other than the defaults are for
     bench/qa.py's replay of stored sessions (the held-out check), never for a session."""
@@ -105,8 +118,10 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
         doc = documents[c.source_id]
         to_q = score_in(q_question, stats, sentence, context, title, weights, doc, quoted[question])
         best_sub, best = c.sub_question_id, None
+        by_sub: list[Relevance] = []
         for sub, query in q_subs:
             r = score_in(query, stats, sentence, context, title, weights, doc, quoted[sub.text])
+            by_sub.append(r)
             # Ties go to the sub-question that mined the claim, then to planner order.
             if (
                 best is None
@@ -116,9 +131,7 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
                 best_sub, best = sub.id, r
         to_sub = best.value if best is not None else to_q.value
         grade = c.model_grade
-        value = blend_with_grade(
-            combine(to_q.value, to_sub), int(grade) if grade is not None else None
-        )
+        value = claim_value(to_q, to_sub, by_sub, int(grade) if grade is not None else None)
         explanation = f"question: {to_q.explain()}"
         if best is not None and best.value > to_q.value:
             explanation += f"; sub-question: {best.explain()}"
