@@ -691,3 +691,18 @@ def test_a_cache_with_terms_of_the_wrong_shape_is_rebuilt(
         records = _rebuilt_once(corpus_dir, tmp_path, caplog)
         assert len(records) == 1 and records[0].levelno == logging.WARNING
         assert "unreadable" in records[0].getMessage()
+
+
+def test_a_markdown_files_title_is_its_first_heading(tmp_path: Path) -> None:
+    """A Markdown document's title is its front matter's, else the level-1 heading on its
+    first line, else its file name; a plain-text file's "# ..." line is text, not a title."""
+    from mole_dag.actors.local import load_document
+
+    (tmp_path / "examples.md").write_text("# Sparse Graph Examples\n\nWe simulate 500 nodes.\n")
+    (tmp_path / "fm.md").write_text("---\ntitle: From Front Matter\n---\n# A Heading\n\nText.\n")
+    (tmp_path / "later.md").write_text("Some text first.\n\n# Not The Title\n")
+    (tmp_path / "notes.txt").write_text("# Just A Line\n\nText.\n")
+    assert load_document(tmp_path / "examples.md").title == "Sparse Graph Examples"
+    assert load_document(tmp_path / "fm.md").title == "From Front Matter"
+    assert load_document(tmp_path / "later.md").title == "later"
+    assert load_document(tmp_path / "notes.txt").title == "notes"

@@ -74,12 +74,21 @@ def split_front_matter(text: str) -> tuple[dict[str, str], str]:
     return meta, text[m.end() :]
 
 
-def from_plain(text: str, *, fallback_url: str, fallback_title: str) -> Document:
+# A Markdown document's first line as a level-1 heading ("# Title"): its title by convention.
+_MD_TITLE = re.compile(r"\A\s*#[ \t]+(?P<title>[^\n]*?\S)[ \t#]*(?:\n|\Z)")
+
+
+def from_plain(
+    text: str, *, fallback_url: str, fallback_title: str, markdown: bool = False
+) -> Document:
+    """A text or Markdown document. Its title: the front matter's, else (Markdown) a level-1
+    heading on its first line, else the fallback (the file name)."""
     meta, body = split_front_matter(text)
     doi = meta.get("doi")
+    heading = _MD_TITLE.match(body) if markdown else None
     return Document(
         url=meta.get("url") or (f"https://doi.org/{doi}" if doi else fallback_url),
-        title=meta.get("title") or fallback_title,
+        title=meta.get("title") or (heading.group("title") if heading else fallback_title),
         text=body.strip("\n"),
         publisher=meta.get("publisher"),
         author=meta.get("author"),

@@ -36,6 +36,7 @@ log = logging.getLogger("mole.local")
 
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".rst"}
+MARKDOWN_SUFFIXES = {".md", ".markdown"}
 PDF_SUFFIXES = {".pdf"}
 SUFFIXES = HTML_SUFFIXES | TEXT_SUFFIXES | PDF_SUFFIXES
 # A guess, flagged as one: a local document larger than this is almost certainly not prose.
@@ -177,7 +178,12 @@ def load_document(path: Path, raw: bytes | None = None) -> Document:
         if not doc.url:
             doc.url = fallback_url
         return doc
-    return from_plain(text, fallback_url=fallback_url, fallback_title=path.stem)
+    return from_plain(
+        text,
+        fallback_url=fallback_url,
+        fallback_title=path.stem,
+        markdown=path.suffix.lower() in MARKDOWN_SUFFIXES,
+    )
 
 
 def _files(root: Path) -> list[Path]:
