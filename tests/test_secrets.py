@@ -137,6 +137,11 @@ def test_canary_keys_never_leave_the_client(
     # The search covers real material: metadata with the report, several runs, files, logs.
     assert len(runs) == 4
     assert "## Answer" in dagster_text and "budget_charged" in dagster_text
+    out, err = capfd.readouterr()
+    # The dump first: opening and closing the store checkpoints its write-ahead log into the
+    # database file and deletes it, so a file listed before that vanished before it was read
+    # (seen once on a busy machine: FileNotFoundError on mole.duckdb.wal).
+    dumped = _store_dump()
     # Every file but the config file itself, which is where a key is meant to live.
     files = [
         p
@@ -144,9 +149,8 @@ def test_canary_keys_never_leave_the_client(
         if p != config_path()
     ]
     assert any(p.suffix == ".md" for p in files) and any(p.suffix == ".duckdb" for p in files)
-    out, err = capfd.readouterr()
     places = {
-        "store tables": _store_dump(),
+        "store tables": dumped,
         "Dagster run config and event log": dagster_text,
         "log records": caplog.text + "\n".join(str(r.__dict__) for r in caplog.records),
         "stdout/stderr": out + err,
