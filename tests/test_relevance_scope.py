@@ -138,7 +138,7 @@ def test_a_quoted_title_keeps_a_siblings_sentences_out() -> None:
     7 other PDFs (the package's other vignettes share its words). A question that quotes the
     title of a source read asks about that document: a sibling's sentence scores 0, and says
     why; the titled document's sentence scores as before."""
-    from mole_dag.mining.relevance import quoted_phrases, quoted_titles, score_in
+    from mole_dag.mining.relevance import quoted_phrases, quoted_titles, score_stretch
 
     question = "How many nodes are simulated in the gizmo vignette 'Sparse Graph Examples'?"
     sentence = "We simulate 500 nodes for each sparse graph."
@@ -148,9 +148,9 @@ def test_a_quoted_title_keeps_a_siblings_sentences_out() -> None:
     sibling = document_terms([sentence], "Gizmo Gallery of Sparse Graphs")
     named = quoted_titles(question, [titled.title, sibling.title])
     assert named == quoted_phrases(question)
-    got = score_in(q, stats, sentence, document=sibling, titles_quoted=named)
+    got = score_stretch(q, stats, sentence, document=sibling, titles_quoted=named)
     assert got.value == 0.0 and "quotes the title of another source" in got.explain()
-    kept = score_in(q, stats, sentence, document=titled, titles_quoted=named)
+    kept = score_stretch(q, stats, sentence, document=titled, titles_quoted=named)
     assert kept.value == score(q, stats, sentence, document=titled).value > 0
     # A quoted phrase that is no source's title (a term the question asks about) keeps nothing
     # out, and neither does a word with an apostrophe.

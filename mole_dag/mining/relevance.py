@@ -630,6 +630,10 @@ def score(
     return weigh(evidence(query, stats, sentence, context, title, document), weights)
 
 
+# What a sentence of a source scores for a question that quotes another source's title.
+OTHER_TITLE = Relevance(0.0, 0.0, 0.0, False, False, other_title=True)
+
+
 def score_stretch(
     query: Query,
     stats: TermStats,
@@ -638,11 +642,23 @@ def score_stretch(
     title: str = "",
     weights: Weights = WEIGHTS,
     document: DocumentTerms | None = None,
+    titles_quoted: tuple[frozenset[str], ...] = (),
 ) -> Relevance:
     """A quote of several sentences ("... can not be converted to bool. Instead one must use
     is_true ...") scores as its best sentence, the others its context: scored whole, the
     length normalisation would rank it below either sentence alone. One sentence scores as
-    score() does."""
+    score() does.
+
+    `titles_quoted`: the titles of sources read that the question quotes (quoted_titles: "the
+    effects vignette 'Examples of Effect Displays with Partial Residuals'"). A quote from a
+    source whose title is none of them scores 0: the question says which document it asks
+    about, by name, and its sibling documents share its words without being it."""
+    if (
+        titles_quoted
+        and document is not None
+        and not any(p <= document.title for p in titles_quoted)
+    ):
+        return OTHER_TITLE
     spans = sentence_spans(text)
     if len(spans) <= 1:
         return score(query, stats, text, context, title, weights, document)
@@ -662,34 +678,6 @@ def score_stretch(
         ),
         key=lambda r: r.value,
     )
-
-
-# What a sentence of a source scores for a question that quotes another source's title.
-OTHER_TITLE = Relevance(0.0, 0.0, 0.0, False, False, other_title=True)
-
-
-def score_in(
-    query: Query,
-    stats: TermStats,
-    text: str,
-    context: Sequence[str] = (),
-    title: str = "",
-    weights: Weights = WEIGHTS,
-    document: DocumentTerms | None = None,
-    titles_quoted: tuple[frozenset[str], ...] = (),
-) -> Relevance:
-    """score_stretch(), except that where the question quotes the title of a source read
-    (quoted_titles: "the effects vignette 'Examples of Effect Displays with Partial
-    Residuals'"), a sentence from a source whose title is none of those quoted scores 0: the
-    question says which document it asks about, by name, and its sibling documents share its
-    words ("effects", "displays", "residuals") without being it."""
-    if (
-        titles_quoted
-        and document is not None
-        and not any(p <= document.title for p in titles_quoted)
-    ):
-        return OTHER_TITLE
-    return score_stretch(query, stats, text, context, title, weights, document)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from mole_dag.mining.relevance import (
     combine,
     document_terms,
     quoted_titles,
-    score_in,
+    score_stretch,
 )
 from mole_dag.store import Store, q, utcnow
 from mole_dag.store.records import RelevanceClaimRow, SourceRow, SubQuestionRow
@@ -98,7 +98,7 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
     stats = session_stats(passages)
     q_question = Query.of(question, stats)
     q_subs = [(s, Query.of(s.text, stats)) for s in subs]
-    # The titles a question (or a part) quotes, among the sources read (score_in).
+    # The titles a question (or a part) quotes, among the sources read (score_stretch).
     title_terms = [frozenset(content_terms(t)) for t in titles.values()]
     quoted = {
         text: quoted_titles(text, title_terms) for text in [question, *(s.text for s in subs)]
@@ -116,11 +116,15 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
                 (s.text for s in page.sentences) if page is not None else (), title
             )
         doc = documents[c.source_id]
-        to_q = score_in(q_question, stats, sentence, context, title, weights, doc, quoted[question])
+        to_q = score_stretch(
+            q_question, stats, sentence, context, title, weights, doc, quoted[question]
+        )
         best_sub, best = c.sub_question_id, None
         by_sub: list[Relevance] = []
         for sub, query in q_subs:
-            r = score_in(query, stats, sentence, context, title, weights, doc, quoted[sub.text])
+            r = score_stretch(
+                query, stats, sentence, context, title, weights, doc, quoted[sub.text]
+            )
             by_sub.append(r)
             # Ties go to the sub-question that mined the claim, then to planner order.
             if (
