@@ -51,6 +51,7 @@ _ANNOUNCING = frozenset(
     "follows following below example examples instance e.g e.g. i.e i.e. namely code output "
     "here".split()
 )
+_ENDS_ANNOUNCING = _UNFINISHED | _ANNOUNCING
 # Verbs a statement before a colon holds ("... are chosen:", "... must be set:"); a colon line
 # with none of them is a label for what follows. A guess, flagged as one: a statement whose only
 # verb is a full verb ("The function returns:") is refused with the labels, and it introduces
@@ -91,7 +92,7 @@ def _announces(sentence: str) -> bool:
     if not body.endswith(":"):
         return False
     words = [w.lower().strip("()[],;") for w in body[:-1].split()]
-    if not words or words[-1] in (_UNFINISHED | _ANNOUNCING):
+    if not words or words[-1] in _ENDS_ANNOUNCING:
         return True
     # No auxiliary or copula: a label ("Summary of findings about green tea:"), not a statement.
     return not any(w in _AUXILIARY for w in words)

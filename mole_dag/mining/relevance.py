@@ -389,7 +389,7 @@ def quoted_phrases(question: str) -> tuple[frozenset[str], ...]:
     """The content terms of each phrase a question puts in quotation marks, of two terms or
     more: a title it quotes ("the effects vignette 'Examples of Effect Displays with Partial
     Residuals'") or a phrase it asks about; which one is told by the titles of the sources read
-    (quoted_title_held)."""
+    (quoted_titles)."""
     out = []
     for m in _QUOTED.finditer(question):
         terms_ = frozenset(content_terms(m.group(1)))
