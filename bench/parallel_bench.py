@@ -4,9 +4,9 @@ and one at a time.
 The demo question over the demo corpus (examples/corpus), `--usd 1.0`, through `mole research`
 with the Anthropic provider, against the simulated Claude of tests/model_server.py on 127.0.0.1
 answering every call after a fixed latency (0.5 s and 2 s by default). Each session is a fresh
-process (`mole_dag.cli.main` in a child, Dagster runs and all) with its own MOLE_HOME, under the
-same session id, so the reports of every setting can be compared byte for byte (the line with
-the generation time aside). For each latency and each `--parallel` setting:
+process (`mole_dag.cli.main` in a child, Dagster runs and all, ending as `mole` does) with its
+own MOLE_HOME, under the same session id, so the reports of every setting can be compared byte
+for byte (the line with the generation time aside). For each latency and each `--parallel` setting:
 
 - wall: the child process's wall time, interpreter start to exit (what a user waits);
 - calls: model calls answered; max in flight: the most requests the server had at once;
@@ -68,6 +68,10 @@ def child(parallel: int, mode: str) -> None:
         for p in fanout.PASSES
     ]
     print(json.dumps({"code": code, "passes": passes}))
+    if mode == "cli":
+        from mole_dag import cli
+
+        cli.exit_now(0)  # ends as the `mole` command does (no interpreter teardown)
 
 
 def _pipeline(parallel: int) -> int:
