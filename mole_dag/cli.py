@@ -28,7 +28,7 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -383,11 +383,24 @@ def cmd_research(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return _drive(
-        sid, skills, first="round", quiet=args.quiet, print_report=not args.no_report_print
+        sid,
+        skills,
+        first="round",
+        quiet=args.quiet,
+        print_report=not args.no_report_print,
+        plan_ahead=True,
     )
 
 
-def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool) -> int:
+def _drive(
+    sid: str,
+    skills: Any,
+    *,
+    first: str,
+    quiet: bool,
+    print_report: bool,
+    plan_ahead: bool = False,
+) -> int:
     """Run rounds while there is work and budget, then the report, as Dagster runs. Shared by
     `research` and `resume`. The session is owned by this process while it runs (so recovery
     in another process can tell it is alive), and a signal stops it as `interrupted`."""
@@ -416,7 +429,9 @@ def _drive(sid: str, skills: Any, *, first: str, quiet: bool, print_report: bool
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     with _SignalLog() as arrived:
         try:
-            return _drive_rounds(sid, skills, first, quiet, print_report, got_signal)
+            return _drive_rounds(
+                sid, skills, first, quiet, print_report, got_signal, plan_ahead=plan_ahead
+            )
         except (KeyboardInterrupt, Interrupted):
             return _interrupted(sid, got_signal or arrived.names())
         finally:
@@ -467,10 +482,74 @@ class _SignalLog:
 
 
 def _drive_rounds(
-    sid: str, skills: Any, first: str, quiet: bool, print_report: bool, got_signal: list[str]
+    sid: str,
+    skills: Any,
+    first: str,
+    quiet: bool,
+    print_report: bool,
+    got_signal: list[str],
+    *,
+    plan_ahead: bool = False,
 ) -> int:
     """The driver's loop (mole_dag.driver.drive) with each step a Dagster run in the project's
-    instance; the store is opened only to decide the next step."""
+    instance; the store is opened only to decide the next step. `plan_ahead`: a new session's
+    first plan is asked for while Dagster starts (mole_dag.planner.ahead)."""
+    from concurrent.futures import wait
+
+    from mole_dag.driver import Interrupted
+    from mole_dag.planner.ahead import take
+
+    printed: set[tuple[str, int]] = set()
+
+    def announce(step: str, n: int) -> None:
+        # Each step once: round 1 is announced before a plan started ahead, not again.
+        if quiet or (step, n) in printed:
+            return
+        printed.add((step, n))
+        print(f"round {n}" if step == "round" else "report", file=sys.stderr)
+
+    ahead = _start_plan(sid, skills, announce) if plan_ahead and first == "round" else None
+    try:
+        return _drive_steps(sid, skills, first, print_report, got_signal, announce, quiet)
+    except (KeyboardInterrupt, Interrupted):
+        ahead = None  # a stop does not wait for the model's answer (mole_dag.planner.ahead)
+        raise
+    finally:
+        if ahead is not None and take(sid) is not None:
+            # The round's run never took the plan (it failed to start): let the call finish
+            # and settle before the process ends, so the ledger has its real cost.
+            wait([ahead])
+
+
+def _start_plan(sid: str, skills: Any, announce: Callable[[str, int], None]) -> Any:
+    from mole_dag.budget import Ledger
+    from mole_dag.context import Run
+    from mole_dag.planner.ahead import start
+    from mole_dag.planner.plan import plan_round_now
+
+    announce("round", 1)  # before the plan's own progress line
+
+    def plan() -> Any:
+        st = _open_store()
+        try:
+            # Its progress line goes where the round's run sends its stages' lines.
+            progress = logging.getLogger("mole.progress").info
+            return plan_round_now(Run(st, Ledger(st), skills, sid, progress))
+        finally:
+            st.close()
+
+    return start(sid, plan)
+
+
+def _drive_steps(
+    sid: str,
+    skills: Any,
+    first: str,
+    print_report: bool,
+    got_signal: list[str],
+    announce: Callable[[str, int], None],
+    quiet: bool,
+) -> int:
     from mole_dag.budget import Ledger
     from mole_dag.context import Run
     from mole_dag.core import SessionStatus
@@ -525,10 +604,6 @@ def _drive_rounds(
             failures.append(res)
             return None
         return res
-
-    def announce(step: Step, n: int) -> None:
-        if not quiet:
-            print(f"round {n}" if step == "round" else "report", file=sys.stderr)
 
     got = drive(
         round=lambda: execute("research_round"),

@@ -13,6 +13,7 @@ from mole_dag.core import Role, SessionStatus, columns, stable_id
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.mining.relevance import is_broad
 from mole_dag.paths import demo_corpus
+from mole_dag.planner.ahead import take as take_ahead
 from mole_dag.planner.extractive import BROAD_TOPICS, is_wide
 from mole_dag.skills.protocol import Digest, Metered, PlannedQuestion
 from mole_dag.store import q, utcnow
@@ -108,6 +109,15 @@ def round_state(run: Run) -> RoundStateRow:
 
 
 def plan_round(run: Run) -> PlanResult:
+    """Plan the session's next round, or take the plan this process started ahead of the
+    round's run (mole_dag.planner.ahead): its result, or its error, is this step's."""
+    ahead = take_ahead(run.session_id)
+    if ahead is not None:
+        return ahead.result()
+    return plan_round_now(run)
+
+
+def plan_round_now(run: Run) -> PlanResult:
     store, sid = run.store, run.session_id
     sess = run.session()
     if sess.status not in (SessionStatus.CREATED, SessionStatus.RUNNING):
