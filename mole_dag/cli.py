@@ -512,13 +512,35 @@ def _drive_rounds(
     try:
         return _drive_steps(sid, skills, first, print_report, got_signal, announce, quiet)
     except (KeyboardInterrupt, Interrupted):
-        ahead = None  # a stop does not wait for the model's answer (mole_dag.planner.ahead)
+        take(sid)  # whoever had it (the run may have been waiting for it), it ends here
+        if ahead is not None and not ahead.done():
+            _stop_plan(sid, ahead)
+        ahead = None
         raise
     finally:
         if ahead is not None and take(sid) is not None:
             # The round's run never took the plan (it failed to start): let the call finish
             # and settle before the process ends, so the ledger has its real cost.
             wait([ahead])
+
+
+def _stop_plan(sid: str, ahead: Any) -> None:
+    """A stop while the plan asked ahead is in flight: as for a stage's calls, its answer is
+    given EXIT_GRACE_S to arrive; if it does not, its reservation is charged in full now
+    (`assumed`), and nothing more is done for it."""
+    from concurrent.futures import wait
+
+    from mole_dag.budget import Ledger
+    from mole_dag.llm.fanout import EXIT_GRACE_S
+    from mole_dag.planner.plan import STAGE
+
+    if wait([ahead], timeout=EXIT_GRACE_S).done:
+        return
+    st = _open_store()
+    try:
+        Ledger(st).settle_assumed_in_stage(sid, STAGE, "interrupted: the plan asked ahead")
+    finally:
+        st.close()
 
 
 def _start_plan(sid: str, skills: Any, announce: Callable[[str, int], None]) -> Any:

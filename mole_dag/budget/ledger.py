@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from mole_dag.core import CallStatus, Role, SessionStatus, Unit
-from mole_dag.store import Store, fetch_one, q, scalar, utcnow
+from mole_dag.store import Store, fetch_all, fetch_one, q, scalar, utcnow
 from mole_dag.store.records import CallRow, LedgerCheckRow, SessionRow
 from mole_dag.store.recovery import owner_tag, settle_abandoned
 
@@ -510,25 +510,51 @@ class Ledger:
         """The caller is being interrupted with the call possibly in flight: charge the
         reservation in full rather than guess that the provider did not answer."""
         now = self.clock()
+        self.store.transact(
+            lambda cur: self._settle_assumed(cur, reservation.id, reservation.session_id, note, now)
+        )
 
-        def tx(cur: duckdb.DuckDBPyConnection) -> None:
-            row = fetch_one(cur, CallRow, self.store.locked(q("call_get")), {"id": reservation.id})
-            if row is None or row.status != CallStatus.RESERVED:
-                return
-            cur.execute(
-                q("session_charge"),
-                {
-                    "unhold": row.reserved,
-                    "charged": row.reserved,
-                    "overrun": 0,
-                    "now": now,
-                    "session_id": reservation.session_id,
-                },
+    def settle_assumed_in_stage(self, session_id: str, stage: str, note: str) -> int:
+        """settle_assumed for every call of the session's `stage` still reserved: calls in
+        flight in a thread a stop cannot interrupt (a plan asked ahead, mole_dag.planner.ahead).
+        Returns how many were charged."""
+        now = self.clock()
+
+        def tx(cur: duckdb.DuckDBPyConnection) -> int:
+            open_calls = fetch_all(
+                cur,
+                CallRow,
+                self.store.locked(q("calls_reserved_in_stage")),
+                {"session_id": session_id, "stage": stage},
             )
-            cur.execute(q("call_settle_assumed"), {"id": reservation.id, "now": now})
-            cur.execute(q("call_note"), {"id": reservation.id, "note": note})
+            return sum(self._settle_assumed(cur, c.id, session_id, note, now) for c in open_calls)
 
-        self.store.transact(tx)
+        return self.store.transact(tx)
+
+    def _settle_assumed(
+        self,
+        cur: duckdb.DuckDBPyConnection,
+        call_id: str,
+        session_id: str,
+        note: str,
+        now: datetime,
+    ) -> int:
+        row = fetch_one(cur, CallRow, self.store.locked(q("call_get")), {"id": call_id})
+        if row is None or row.status != CallStatus.RESERVED:
+            return 0
+        cur.execute(
+            q("session_charge"),
+            {
+                "unhold": row.reserved,
+                "charged": row.reserved,
+                "overrun": 0,
+                "now": now,
+                "session_id": session_id,
+            },
+        )
+        cur.execute(q("call_settle_assumed"), {"id": call_id, "now": now})
+        cur.execute(q("call_note"), {"id": call_id, "note": note})
+        return 1
 
     def release_escrow(self, session_id: str) -> int:
         """Hand the escrow to the report stage. Happens once; returns the amount released."""

@@ -9,9 +9,10 @@ plan is as in the asset: the same function, the same reservation before the call
 settlement after, the same rows.
 
 A plan that nobody takes (the Dagster run never started) still finishes and is stored; the
-round that runs next finds it planned (mole_dag.planner.plan_round) and does not pay twice. If
-the process stops while the call is in flight, its reservation is left for recovery, which
-settles it in full as `assumed`, as an interrupted step's would be."""
+round that runs next finds it planned (mole_dag.planner.plan_round) and does not pay twice; the
+CLI waits for it before the process ends. A stop (Ctrl-C, SIGTERM) cannot interrupt the thread's
+call: the CLI gives its answer the fan-out's grace to arrive and otherwise charges its
+reservation in full (`assumed`), as a stage's call in flight at a stop is charged."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def start(session_id: str, work: Callable[[], T]) -> Future[T]:
         if session_id in _AHEAD:
             raise RuntimeError(f"session {session_id} already has a plan under way")
         _AHEAD[session_id] = fut
-    # A daemon: a stop (Ctrl-C) does not wait for the model's answer (see the module's note).
+    # A daemon: past the grace, a stop does not wait for the model's answer.
     threading.Thread(target=run, name=f"plan-ahead-{session_id}", daemon=True).start()
     return fut
 

@@ -105,6 +105,13 @@ FROM tool_calls c JOIN sessions s ON s.id = c.session_id
 WHERE c.status = 'reserved'
 ORDER BY c.created_at, c.id;
 
+-- name: calls_reserved_in_stage
+SELECT id, session_id, role, stage, tool, reserved, actual, overrun, status, expires_at,
+       completed_at, assumed
+FROM tool_calls
+WHERE session_id = $session_id AND stage = $stage AND status = 'reserved'
+ORDER BY created_at, id;
+
 -- name: call_settle_assumed
 -- Outcome unknown: charged at the reserved amount, which is an upper bound of what it used.
 UPDATE tool_calls
