@@ -150,6 +150,50 @@ def test_line_end_hyphens_are_joined_unless_the_word_has_one() -> None:
     assert "is non-standard and" in text  # the document writes "non-standard" elsewhere
 
 
+def test_a_larger_heading_is_not_part_of_the_lower_case_sentence_below_it() -> None:
+    heading = ["3.2 Invoking asn1Coding", 72, 260, 708, 700, 14.3, False, False]
+    raw = _raw(
+        [
+            [
+                _ln("The options are listed in the table of the previous section.", 72, 730),
+                heading,
+                _ln(
+                    "asn1Coding generates a DER encoding from a file with ASN.1 definitions",
+                    72,
+                    684,
+                ),
+                _ln("and another one with assignments.", 72, 672, x1=250),
+                # A drop capital is not a heading: its paragraph goes on.
+                ["T", 72, 84, 670, 650, 30.0, False, False],
+                _ln("he drop capital opens this paragraph of the text.", 90, 650),
+            ]
+        ]
+    )
+    text = normalise(raw).text
+    assert "3.2 Invoking asn1Coding\n\nasn1Coding generates a DER encoding" in text
+    assert "T he drop capital" in text or "The drop capital" in text
+
+
+def test_a_code_name_broken_after_an_underscore_is_one_word() -> None:
+    raw = _raw(
+        [
+            [
+                _ln("The maximum length this function will encode is ASN1_", 72, 700),
+                _ln(
+                    "MAX_LENGTH_SIZE and the buffer is at least ASN1_MAX_TL_SIZE bytes. A blank",
+                    72,
+                    688,
+                ),
+                _ln("to fill in reads ____", 72, 676),
+                _ln("by hand in the form.", 72, 664, x1=200),
+            ]
+        ]
+    )
+    text = normalise(raw).text
+    assert "will encode is ASN1_MAX_LENGTH_SIZE and the buffer" in text
+    assert "reads ____ by hand" in text  # underscores alone are not a broken name
+
+
 def test_a_sentence_split_by_a_page_break_and_a_running_head_reads_whole() -> None:
     page = [
         _ln(

@@ -13,9 +13,12 @@ so it runs once, at extraction, never later. In order:
   A break needs evidence (a short line that ends a sentence, a vertical gap, a change of font
   size or of monospace, an indent after a full stop); a move to the next column or page without a
   sentence end is the same paragraph going on, so a sentence split by a column or a page break
-  (with the running header between) reads whole. Monospace lines (code) keep their line breaks.
+  (with the running header between) reads whole. A heading set larger than the text ends its
+  paragraph even when the text below opens in lower case. Monospace lines (code) keep their line
+  breaks.
 - hyphenation: a word broken at a line's end is joined; the hyphen stays only when the document
-  writes the word with one elsewhere (or the parts say it is a compound: a capital, a digit).
+  writes the word with one elsewhere (or the parts say it is a compound: a capital, a digit). A
+  code name broken after an underscore is joined too.
 - the references section is left out: a bibliography is not claims, and a quote cannot come
   from text that is not stored.
 
@@ -179,6 +182,10 @@ class _Vocabulary:
         return wb[0].isupper() or (len(wa) == 1 and wa.isupper())
 
 
+# A line ending inside an identifier: a letter or digit, then underscores.
+_SPLIT_IDENTIFIER = re.compile(r"[A-Za-z0-9]_+\Z")
+
+
 def _ends_sentence(text: str) -> bool:
     return bool(_TERMINAL.search(text))
 
@@ -250,6 +257,12 @@ class _Geometry:
         return ln.x1 < self.column_right(ln) - 2 * self.body
 
 
+def _heading(ln: Line, geo: _Geometry) -> bool:
+    """A line set larger than the body text and not ending a sentence; more than a letter or
+    two, which would be a drop capital."""
+    return ln.size > 1.12 * geo.body and len(ln.text.strip()) > 2 and not _ends_sentence(ln.text)
+
+
 def _breaks(prev: Line, cur: Line, geo: _Geometry) -> bool:  # noqa: PLR0911
     """Whether `cur` starts a new paragraph after `prev`."""
     if prev.mono != cur.mono:
@@ -263,7 +276,10 @@ def _breaks(prev: Line, cur: Line, geo: _Geometry) -> bool:  # noqa: PLR0911
         return _ends_sentence(prev.text) or (geo.short(prev) and not goes_on)
     if prev.mono:
         return d > 1.6 * geo.step
-    if abs(cur.size - prev.size) > 0.12 * geo.body and not goes_on:
+    if abs(cur.size - prev.size) > 0.12 * geo.body and (not goes_on or _heading(prev, geo)):
+        # A heading set larger than the text below it ends there even when the text opens in
+        # lower case ("3.2 Invoking asn1Coding" / "asn1Coding generates ..."): no sentence
+        # runs from a heading's size into the body's.
         return True
     if d > 1.45 * geo.step + 0.5 and not goes_on:
         return True
@@ -328,6 +344,10 @@ def paragraphs(raw: RawPdf, lines: list[Line]) -> list[_Para]:
                 hyphen = "-" if vocab.keeps_hyphen(last, ln.text) else ""
                 para.length += len(last) + len(hyphen) - len(para.parts[-1])
                 para.parts[-1] = last + hyphen
+                para.add("", ln.text, ln.page)
+            elif _SPLIT_IDENTIFIER.search(prev.text) and ln.text[:1].isalnum():
+                # A code name broken after an underscore ("ASN1_" / "MAX_LENGTH_SIZE"): one
+                # word again, as a hyphenated one is.
                 para.add("", ln.text, ln.page)
             else:
                 para.add(" ", ln.text, ln.page)
