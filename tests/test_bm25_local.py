@@ -531,6 +531,19 @@ def test_a_cache_from_other_indexing_code_is_rebuilt(
     assert len(calls) == 1
 
 
+def test_the_cache_names_the_pdf_reader_that_made_its_text() -> None:
+    """A PDF's stored text is made by the PDF reader's layout rules (headings, hyphens, running
+    heads): an index cached across a change to them kept the old text, since only this module,
+    the text tools and HTML extraction were digested."""
+    import mole_dag.actors.pdf.layout as layout
+    import mole_dag.actors.pdf.reader as reader
+    import mole_dag.actors.pdf.worker as worker
+
+    sources = {Path(p).resolve() for p in local_mod.indexer_sources()}
+    for mod in (layout, reader, worker, local_mod):
+        assert Path(str(mod.__file__)).resolve() in sources, mod.__name__
+
+
 def test_the_cache_write_does_not_copy_the_index(
     corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

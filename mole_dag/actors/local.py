@@ -198,18 +198,27 @@ def _files(root: Path) -> list[Path]:
     return out
 
 
+def indexer_sources() -> list[str]:
+    """The files of the code that makes an index's text: this module, the text tools, HTML and
+    text extraction, and the whole PDF reader (its layout rules decide what a paper's stored
+    text is; a cache kept across a change to them would keep the old text)."""
+    import mole_dag.actors.extract as extract_mod
+    import mole_dag.actors.pdf as pdf_pkg
+    import mole_dag.text as text_mod
+
+    pdf_files = sorted(str(p) for p in Path(str(pdf_pkg.__file__)).parent.glob("*.py"))
+    return [__file__, str(text_mod.__file__), str(extract_mod.__file__), *pdf_files]
+
+
 def _indexer_version() -> str:
-    """A digest of the code that builds an index (this module, the text tools, extraction), so
-    a cache written by another version of mole is rebuilt rather than reused. Seen: a cache from
-    before a tokenizer change kept giving the old topics, so the planner planned other facets
-    than a fresh index would."""
+    """A digest of the code that builds an index (indexer_sources), so a cache written by
+    another version of mole is rebuilt rather than reused. Seen: a cache from before a tokenizer
+    change kept giving the old topics, so the planner planned other facets than a fresh index
+    would."""
     global _INDEXER_VERSION
     if _INDEXER_VERSION is None:
-        import mole_dag.actors.extract as extract_mod
-        import mole_dag.text as text_mod
-
         h = hashlib.sha256()
-        for mod_file in (__file__, text_mod.__file__, extract_mod.__file__):
+        for mod_file in indexer_sources():
             try:
                 h.update(Path(str(mod_file)).read_bytes())
             except OSError:  # no source shipped: the package version stands in
