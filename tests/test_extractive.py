@@ -39,6 +39,26 @@ def test_negated_pair_contradicts() -> None:
     assert judge_pair(b, a).relation == "contradicts"
 
 
+def test_conditionals_on_different_conditions_do_not_contradict() -> None:
+    """Seen in a specification outside the DEV sets: the steps of one algorithm were marked
+    disputed by each other ("If there was no glob match, ..." against "If after this, there is
+    one or more matching glob, ..."): two cases, not a contradiction."""
+    steps = [
+        "If there was no glob match, use the magic match as the result.",
+        "If after this, there is one or more matching glob, and all the matching globs result "
+        "in the same mimetype, use that mimetype as the result.",
+        "Otherwise use the result of the glob match that has the highest weight.",
+    ]
+    for a in steps:
+        for b in steps:
+            if a != b:
+                assert judge_pair(a, b).relation != "contradicts", (a, b)
+    # Under the same condition, opposite consequences still contradict.
+    a = "If coffee is drunk daily, it raises the risk of high blood pressure in adults."
+    b = "If coffee is drunk daily, it does not raise the risk of high blood pressure in adults."
+    assert judge_pair(a, b).relation == "contradicts"
+
+
 def test_no_longer_counts_as_negation() -> None:
     a = "Green tea extract is classified as a possible liver toxin by the agency."
     b = "Green tea extract is no longer classified as a possible liver toxin by the agency."

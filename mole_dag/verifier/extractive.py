@@ -1,6 +1,7 @@
 """Extractive judging and grounding (no model). Heuristics, flagged as such in what they write:
-word-overlap pairs whose polarity, direction words or numbers differ contradict; near-identical
-pairs duplicate; everything else is `neither`. Grounding can only recognise a verbatim claim."""
+word-overlap pairs whose polarity, direction words or numbers differ contradict (unless both are
+conditional on different conditions); near-identical pairs duplicate; everything else is
+`neither`. Grounding can only recognise a verbatim claim."""
 
 from __future__ import annotations
 
@@ -85,12 +86,31 @@ def _features(text: str) -> _Features:
     )
 
 
+# A claim that opens on its condition ("If there was no glob match, ...", "When ...",
+# "Otherwise ..."): the condition runs to the first comma, semicolon or colon.
+_CONDITION = re.compile(r"\W*(?:if|when|whenever|unless|otherwise|in case)\b[^,;:]*", re.I)
+
+
+def _different_cases(a: str, b: str) -> bool:
+    """Both claims are conditional and their conditions differ: each says what holds in its
+    own case ("If there was no glob match, use the magic match" / "If there is one matching
+    glob, use its type"), so a difference of polarity, direction or figures between them is
+    two cases, not a contradiction. Under the same condition it still is one."""
+    ma, mb = _CONDITION.match(a), _CONDITION.match(b)
+    if ma is None or mb is None:
+        return False
+    ca, cb = _features(ma.group(0)), _features(mb.group(0))
+    return (ca.terms, ca.negated) != (cb.terms, cb.negated)
+
+
 def _signals(a: str, b: str) -> tuple[float, list[str]]:
     fa, fb = _features(a), _features(b)
     ta, tb = fa.terms, fb.terms
     union = ta | tb
     overlap = len(ta & tb) / len(union) if union else 0.0
     why: list[str] = []
+    if _different_cases(a, b):
+        return overlap, why
     if fa.negated != fb.negated:
         why.append("one states it, the other negates it")
     # Direction words include stopwords ("more", "above"), so they are read from all words.
