@@ -1293,7 +1293,7 @@ def exit_now(code: int) -> NoReturn:
 
     # The two private calls are the ones the interpreter's own finalisation makes first.
     threading._shutdown()  # type: ignore[attr-defined]
-    atexit._run_exitfuncs()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         # The reader may have left, or the stream been closed.
         with contextlib.suppress(BrokenPipeError, ValueError):

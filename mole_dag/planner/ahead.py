@@ -19,11 +19,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_AHEAD: dict[str, Future] = {}  # type: ignore[type-arg]
+_AHEAD: dict[str, Future[Any]] = {}
 _GUARD = threading.Lock()
 
 
@@ -46,7 +46,7 @@ def start(session_id: str, work: Callable[[], T]) -> Future[T]:
     return fut
 
 
-def take(session_id: str) -> Future | None:  # type: ignore[type-arg]
+def take(session_id: str) -> Future[Any] | None:
     """The session's plan started by `start` in this process, once: None if there is none."""
     with _GUARD:
         return _AHEAD.pop(session_id, None)
