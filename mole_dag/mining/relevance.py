@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
+from mole_dag.mining.synonyms import lexicon
 from mole_dag.text import (
     STOPWORDS,
     TermStats,
@@ -41,6 +42,10 @@ CONTEXT_WINDOW = 2
 # The terms a question names its document with ("according to the Rcpp FAQ") are credited by the
 # document rather than the sentence (scope_terms). Off only to measure what it does.
 SCOPE_BY_DOCUMENT = True
+# What a question term found only as a near-synonym ("chosen" in the question, "selected" in the
+# sentence; mining.synonyms) counts for, as a share of the term's weight. A guess, flagged as
+# one; 0 turns near-synonyms off.
+NEAR_SHARE = 0.4
 
 
 @dataclass(frozen=True)
@@ -434,6 +439,8 @@ class Query:
     surface: frozenset[str]
     # Terms that only say which document to look in (scope_terms): credited by the document.
     scope: frozenset[str] = frozenset()
+    # Near-synonyms of each term (mining.synonyms), minus the question's own terms.
+    near: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -442,13 +449,24 @@ class Query:
     @classmethod
     def of(cls, text: str, stats: TermStats) -> Query:
         ts = {} if is_broad(text) else dict.fromkeys(content_terms(text))
+        lex = lexicon()
+        near = {t: lex.near_terms(t) - ts.keys() for t in ts}
         return cls(
             text,
             {t: stats.idf(t) for t in ts},
             answer_type(text),
             frozenset(normalize(w) for w in re.findall(r"[\w'’.\-]+", text)),
             frozenset(t for t in scope_terms(text) if t in ts),
+            {t: n for t, n in near.items() if n},
         )
+
+    def near_in(self, term: str, terms: Iterable[str]) -> str | None:
+        """The first of `terms` that is a near-synonym of the question's `term`."""
+        near = self.near.get(term)
+        if not near:
+            return None
+        base = lexicon().base
+        return next((s for s in terms if s in near or base(s) in near), None)
 
 
 @dataclass(frozen=True)
@@ -567,6 +585,17 @@ def evidence(
     topical = {t: w for t, w in query.weights.items() if t not in scoped}
     norm = K1 * (1 - B + B * len(own_terms) / max(stats.avg_len, 1.0))
     own = sum(w * tf[t] * (K1 + 1) / (tf[t] + norm) for t, w in topical.items() if tf[t])
+    # A term the sentence says another way counts at NEAR_SHARE, and at most as much as the
+    # word it is said with: a common word does not stand in for a rare one.
+    near_own: set[str] = set()
+    if NEAR_SHARE > 0 and query.near:
+        for t, w in topical.items():
+            if tf[t]:
+                continue
+            s = query.near_in(t, tf)
+            if s is not None:
+                near_own.add(t)
+                own += NEAR_SHARE * min(w, stats.idf(s)) * tf[s] * (K1 + 1) / (tf[s] + norm)
     own = min(own / total, 1.0)
     named = sum(w for t, w in query.weights.items() if t in scoped)
     in_document = sum(
@@ -574,7 +603,15 @@ def evidence(
     )
     near = {t for c in context for t in content_terms(c)} - have
     in_title = set(content_terms(title)) - have - near
-    around = sum(w for t, w in topical.items() if t in near) / total
+    around = sum(w for t, w in topical.items() if t in near)
+    if NEAR_SHARE > 0 and query.near:
+        for t, w in topical.items():
+            if t in have or t in near or t in near_own:
+                continue
+            s = query.near_in(t, near)
+            if s is not None:
+                around += NEAR_SHARE * min(w, stats.idf(s))
+    around /= total
     titled = sum(w for t, w in topical.items() if t in in_title) / total
     cue = (own > 0 or around > 0 or titled > 0) and _has_cue(sentence, query)
     restates = bool(have) and have <= set(query.weights)
