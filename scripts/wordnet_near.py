@@ -10,9 +10,10 @@ The table is committed; this script is how it was made, run again only to change
 The rule: two single words are near-synonyms when they share a synset that is among the first
 SENSES senses of both (WordNet orders a word's senses by how often they were seen tagged in a
 corpus), counting only senses that were seen tagged at all (a word's first sense always
-counts). A shared rare sense is how "main" becomes "briny" and "tests" "testicles": the
-symmetric, frequent-sense rule keeps "chosen"/"selected", "roughly"/"approximately",
-"families"/"classes" and drops most of those. Terms are stored as mole_dag.text.stem makes them,
+counts). That keeps "chosen"/"selected", "roughly"/"approximately", "families"/"classes" and
+drops most pairs made through a rare sense; some stay ("main"/"briny": the sea is among the few
+senses of both), which is why relevance credits a near word at a discount and never above its
+own weight. Terms are stored as mole_dag.text.stem makes them,
 so a lookup needs no lemmatiser; irregular forms (chosen, kept, found) are stored as aliases of
 their lemma's stem (a lookup takes both the form's own near-synonyms and its lemma's), unless
 a regular rule also makes a lemma of them ("tests" is "test", not the plural of "testis")."""

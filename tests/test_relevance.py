@@ -258,3 +258,52 @@ def test_a_session_whose_question_quotes_a_title_reports_that_document_only(
     )
     assert "500 nodes" in report and "200 simulated nodes" not in report
     store.close()
+
+
+# -- the question's setting (relevance.setting_terms) -----------------------------------------
+
+
+def test_the_setting_is_what_a_question_says_before_it_asks() -> None:
+    from mole_dag.mining.relevance import setting_terms
+
+    q = "In the rotarod study that the coin paper uses, what did the 24 rats in the treatment get?"
+    assert {"rotarod", "coin", "paper"} <= setting_terms(q)
+    assert "rats" not in setting_terms(q) and "rat" not in setting_terms(q)
+    # "According to the FAQ, to roughly what ...": the setting ends at the last comma.
+    assert setting_terms("According to the FAQ, to roughly what resolution is it kept?") == {"faq"}
+    assert setting_terms("What did the rats in the rotarod study get?") == frozenset()
+    # A word the question also asks with is not only setting.
+    assert "rotarod" not in setting_terms("In the rotarod study, what did the rotarod measure?")
+
+
+SETTING_DECOY = (
+    "The rotarod data that the coin package uses introduce a test of independence between the "
+    "groups."
+)
+SETTING_ANSWER = "Each of the 24 rats in the treatment group received a muscle relaxant."
+SETTING_Q = (
+    "In the rotarod data that the coin package uses to introduce a test, what did the 24 rats "
+    "in the treatment group receive?"
+)
+
+
+def _setting_scores() -> tuple[float, float]:
+    other = [f"Unrelated sentence {i} about gardening, rainfall and tomatoes." for i in range(40)]
+    stats = TermStats.from_sentences([SETTING_DECOY, SETTING_ANSWER, *other])
+    q = Query.of(SETTING_Q, stats)
+    return score(q, stats, SETTING_ANSWER).value, score(q, stats, SETTING_DECOY).value
+
+
+def test_a_sentence_on_what_is_asked_outranks_one_on_the_setting() -> None:
+    answer, decoy = _setting_scores()
+    assert answer > decoy
+
+
+def test_with_the_setting_weighted_like_the_rest_the_setting_sentence_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mole_dag.mining.relevance as relevance
+
+    monkeypatch.setattr(relevance, "SETTING_SHARE", 1.0)
+    answer, decoy = _setting_scores()
+    assert answer <= decoy

@@ -46,6 +46,11 @@ SCOPE_BY_DOCUMENT = True
 # sentence; mining.synonyms) counts for, as a share of the term's weight. A guess, flagged as
 # one; 0 turns near-synonyms off.
 NEAR_SHARE = 0.4
+# What a term of the question's setting counts for, against a term of what it asks ("In the
+# rotarod data that coin's paper uses, what did the 24 rats receive?": "rotarod" sets the
+# scene, "rats" and "receive" are asked about), as a share of its weight. A guess, flagged as
+# one; 1 treats the setting like the rest.
+SETTING_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -429,6 +434,24 @@ def scope_terms(question: str) -> frozenset[str]:
     return frozenset(set(content_terms(scope)) - set(content_terms(rest)))
 
 
+_SETTING_END = re.compile(r"[,;:.]\s")
+
+
+def setting_terms(question: str) -> frozenset[str]:
+    """The terms only of the scene a question sets before it asks: what precedes the last
+    comma (or sentence end) before its main wh-word ("In coin's MAX-test paper for genetic
+    case-control studies, what threshold ...", "According to the xts FAQ, to roughly what
+    ..."), minus the terms the question also asks with. None when it asks straight away."""
+    m = _main_wh(question)
+    if m is None:
+        return frozenset()
+    ends = list(_SETTING_END.finditer(question, 0, m.start()))
+    if not ends:
+        return frozenset()
+    cut = ends[-1].end()
+    return frozenset(set(content_terms(question[:cut])) - set(content_terms(question[cut:])))
+
+
 @dataclass(frozen=True)
 class Query:
     text: str
@@ -451,12 +474,14 @@ class Query:
         ts = {} if is_broad(text) else dict.fromkeys(content_terms(text))
         lex = lexicon()
         near = {t: lex.near_terms(t) - ts.keys() for t in ts}
+        scope = frozenset(t for t in scope_terms(text) if t in ts)
+        setting = setting_terms(text) - scope
         return cls(
             text,
-            {t: stats.idf(t) for t in ts},
+            {t: stats.idf(t) * (SETTING_SHARE if t in setting else 1.0) for t in ts},
             answer_type(text),
             frozenset(normalize(w) for w in re.findall(r"[\w'’.\-]+", text)),
-            frozenset(t for t in scope_terms(text) if t in ts),
+            scope,
             {t: n for t, n in near.items() if n},
         )
 
