@@ -413,8 +413,12 @@ def _cites(numbers: Iterable[int], pages: dict[int, int] | None = None) -> str:
 
 
 def render_answer(binding: Binding, findings: list[Finding]) -> str:
-    """The answer paragraph: each kept sentence with the citations of the findings it names.
-    A sentence that is a finding's quote is printed in quotation marks, escaped."""
+    """The answer: each kept sentence with the citations of the findings it names. A sentence
+    that is a finding's quote is printed in quotation marks, escaped. An answer made only of
+    quotes (the extractive answer) is a list, one quote an item: a quote of two sentences ("...
+    can not be converted to bool. Instead one must use is_true ...") stays one statement with
+    its citation after it, where a paragraph would run the quotes of several sources together
+    and leave a reader to find where each ends. A written answer is a paragraph."""
     by_no = {f.number: f for f in findings}
     out: list[str] = []
     for i, s in enumerate(binding.kept):
@@ -432,6 +436,8 @@ def render_answer(binding: Binding, findings: list[Finding]) -> str:
         end = text[-1] if text[-1] in ".!?" else "."
         body = text[:-1] if text[-1] in ".!?" else text
         out.append(f"{body} {_cites(cites, pages)}{disputed}{end}")
+    if out and len(binding.quoted) == len(binding.kept):
+        return "\n".join(f"- {line}" for line in out)
     return " ".join(out)
 
 
@@ -460,7 +466,8 @@ def render(
     out.append("")
     for b in banners:
         out += [f"> {one_line(b)}", ""]
-    out += ["## Answer", "", one_line(answer), ""]
+    # One line, or the lines of a list of quotes (render_answer), each made one line.
+    out += ["## Answer", "", *(one_line(line) for line in answer.split("\n")), ""]
     if why:
         out += [f"> Why: {one_line(why)}.", ""]
 
