@@ -307,3 +307,45 @@ def test_with_the_setting_weighted_like_the_rest_the_setting_sentence_wins(
     monkeypatch.setattr(relevance, "SETTING_SHARE", 1.0)
     answer, decoy = _setting_scores()
     assert answer <= decoy
+
+
+# -- a question asked in the negative ----------------------------------------------------------
+
+NEG_Q = "What can the default macOS build environment not do?"
+NEG_ANSWER = "By default, the macOS environment lacks the ability to run code in parallel."
+NEG_DECOY = "The default macOS environment ships with a compiler and the usual tools."
+
+
+def _negation_scores() -> tuple[float, float]:
+    other = [f"Unrelated sentence {i} about gardening, rainfall and tomatoes." for i in range(40)]
+    stats = TermStats.from_sentences([NEG_ANSWER, NEG_DECOY, *other])
+    q = Query.of(NEG_Q, stats)
+    return score(q, stats, NEG_ANSWER).value, score(q, stats, NEG_DECOY).value
+
+
+def test_a_question_asked_in_the_negative_prefers_a_sentence_that_says_not() -> None:
+    answer, decoy = _negation_scores()
+    assert answer > decoy
+    assert score(*_neg_query(), NEG_ANSWER).cue
+
+
+def _neg_query() -> tuple[Query, TermStats]:
+    other = [f"Unrelated sentence {i} about gardening, rainfall and tomatoes." for i in range(40)]
+    stats = TermStats.from_sentences([NEG_ANSWER, NEG_DECOY, *other])
+    return Query.of(NEG_Q, stats), stats
+
+
+def test_without_the_negation_cue_the_sentence_with_more_words_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mole_dag.mining.relevance as relevance
+
+    monkeypatch.setattr(relevance, "NEGATION_CUE", False)
+    answer, decoy = _negation_scores()
+    assert answer <= decoy
+
+
+def test_a_question_asked_plainly_takes_no_negation_cue() -> None:
+    q, stats = _neg_query()
+    plain = Query.of("What can the default macOS build environment do?", stats)
+    assert not score(plain, stats, NEG_ANSWER).cue
