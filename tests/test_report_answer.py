@@ -597,3 +597,39 @@ def test_empty_because_nothing_mined_is_relevant(tmp_path: Path, mini_corpus: Pa
     ) in md
     assert "made without a language model" in md
     store.close()
+
+
+def test_choose_drops_a_source_whose_best_is_far_below_the_session_s_best() -> None:
+    # Seen on qa-pdf: a question about one vignette, its report filled with a sibling
+    # vignette's sentences, each at half the best, none near it.
+    rows = [
+        _row("answer", 0.9, 0.5),
+        _row("answer-doc-second", 0.5, 0.5),  # weak, but from the source that answers
+        _row("sibling-1", 0.5, 0.5),
+        _row("sibling-2", 0.48, 0.5),
+        _row("other-part", 0.6, 0.5, section="sq-2"),  # another source, near enough the best
+    ]
+    positions = {
+        "c-answer": ("https://a.example/paper.pdf", 10),
+        "c-answer-doc-second": ("https://a.example/paper.pdf", 900),
+        "c-sibling-1": ("https://b.example/sibling.pdf", 10),
+        "c-sibling-2": ("https://b.example/sibling.pdf", 500),
+        "c-other-part": ("https://c.example/other.pdf", 10),
+    }
+    got = [
+        r.cluster_id
+        for r in choose(rows, forced=set(), max_findings=30, scored=True, positions=positions)
+    ]
+    assert got == ["answer", "other-part", "answer-doc-second"]
+
+
+def test_without_a_source_floor_the_sibling_s_findings_fill_the_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mole_dag.output.report as report
+
+    monkeypatch.setattr(report, "SOURCE_FLOOR", 0.0)
+    rows = [_row("answer", 0.9, 0.5), _row("sibling", 0.5, 0.5)]
+    positions = {"c-answer": ("https://a.example/", 0), "c-sibling": ("https://b.example/", 0)}
+    got = choose(rows, forced=set(), max_findings=30, scored=True, positions=positions)
+    assert [r.cluster_id for r in got] == ["answer", "sibling"]
