@@ -105,3 +105,10 @@ def test_near_words_in_the_sentences_around_count_as_context() -> None:
     ev = relevance.evidence(q, stats, "It uses a test.", ["The order is selected."])
     plain = relevance.evidence(q, stats, "It uses a test.", ["The order is ."])
     assert ev.around > plain.around
+
+
+def test_the_explanation_names_the_words_said_another_way() -> None:
+    stats = TermStats.from_sentences([ANSWER, DECOY, *OTHER])
+    q = Query.of(QUESTION, stats)
+    assert '("selected" for "chosen")' in score(q, stats, ANSWER).explain()
+    assert '" for "' not in score(q, stats, DECOY).explain()

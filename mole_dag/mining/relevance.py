@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from mole_dag.mining.synonyms import lexicon
@@ -507,11 +507,15 @@ class Relevance:
     scope: float = 0.0  # share credited by the document the question points to
     # The question quotes the title of another source read (quoted_titles): not this one.
     other_title: bool = False
+    # Question words the sentence says another way, as (sentence's word, question's word).
+    said: tuple[tuple[str, str], ...] = ()
 
     def explain(self) -> str:
         if self.other_title:
             return f"{self.value:.2f}: the question quotes the title of another source"
         parts = [f"{self.value:.2f} = question terms in the sentence {self.own:.2f}"]
+        if self.said:
+            parts.append("(" + ", ".join(f'"{a}" for "{b}"' for a, b in self.said) + ")")
         if self.scope:
             parts.append(f"+ in the document the question names {self.scope:.2f}")
         if self.context:
@@ -598,6 +602,8 @@ class Evidence:
     # the same for every sentence of it. Both 0 when the document is not known.
     scope: float = 0.0
     scoped: float = 0.0
+    # Question terms the sentence says with a near-synonym, as (sentence's term, question's).
+    said: tuple[tuple[str, str], ...] = ()
 
     @property
     def coverage(self) -> float:
@@ -632,14 +638,14 @@ def evidence(
     own = sum(w * tf[t] * (K1 + 1) / (tf[t] + norm) for t, w in topical.items() if tf[t])
     # A term the sentence says another way counts at NEAR_SHARE, and at most as much as the
     # word it is said with: a common word does not stand in for a rare one.
-    near_own: set[str] = set()
+    near_own: dict[str, str] = {}
     if NEAR_SHARE > 0 and query.near:
         for t, w in topical.items():
             if tf[t]:
                 continue
             s = query.near_in(t, tf)
             if s is not None:
-                near_own.add(t)
+                near_own[t] = s
                 own += NEAR_SHARE * min(w, stats.idf(s)) * tf[s] * (K1 + 1) / (tf[s] + norm)
     own = min(own / total, 1.0)
     named = sum(w for t, w in query.weights.items() if t in scoped)
@@ -668,7 +674,13 @@ def evidence(
         restates,
         round(min(in_document / total, 1.0), 4),
         round(min(named / total, 1.0), 4),
+        tuple((s, t) for t, s in near_own.items()),
     )
+
+
+def _surface(text: str, term: str) -> str:
+    """The first word of `text` whose term is `term`, as written: what an explanation shows."""
+    return next((w for w in re.findall(r"[\w'’\-]+", text) if term in content_terms(w)), term)
 
 
 def weigh(ev: Evidence, weights: Weights = WEIGHTS) -> Relevance:
@@ -700,6 +712,14 @@ def weigh(ev: Evidence, weights: Weights = WEIGHTS) -> Relevance:
     )
 
 
+def said_otherwise(rel: Relevance, ev: Evidence, sentence: str, question: str) -> Relevance:
+    """`rel` with the words the sentence says another way, as the two texts write them."""
+    if not ev.said:
+        return rel
+    pairs = tuple((_surface(sentence, a), _surface(question, b)) for a, b in ev.said)
+    return replace(rel, said=pairs)
+
+
 def score(
     query: Query,
     stats: TermStats,
@@ -709,7 +729,8 @@ def score(
     weights: Weights = WEIGHTS,
     document: DocumentTerms | None = None,
 ) -> Relevance:
-    return weigh(evidence(query, stats, sentence, context, title, document), weights)
+    ev = evidence(query, stats, sentence, context, title, document)
+    return said_otherwise(weigh(ev, weights), ev, sentence, query.text)
 
 
 # What a sentence of a source scores for a question that quotes another source's title.
