@@ -135,6 +135,24 @@ def test_different_number_pair_contradicts() -> None:
     assert "20" in v.rationale and "35" in v.rationale
 
 
+def test_a_sentence_that_only_adds_a_figure_does_not_contradict() -> None:
+    # Seen in a PDF session: two papers of one package state the same theorem, one with the
+    # index range of its condition; the extra figures are detail, not a different figure.
+    a = (
+        "Strasser and Weber (1999, Theorem 2.3) showed that the distribution of linear statistics "
+        "tends to a normal distribution as the weights grow for all j = 1, ..., r."
+    )
+    b = (
+        "Strasser and Weber (1999) showed in their Theorem 2.3 that the distribution of linear "
+        "statistics tends to a normal distribution as the weights grow."
+    )
+    assert judge_pair(a, b).relation != "contradicts"
+    # Each with a figure of its own still contradicts, the shared ones aside.
+    c = "In 2019 coffee raised the risk of stroke by 20 percent in adults."
+    d = "In 2019 coffee raised the risk of stroke by 35 percent in adults."
+    assert judge_pair(c, d).relation == "contradicts"
+
+
 def test_same_numbers_do_not_contradict() -> None:
     a = "Coffee raises the risk of stroke by 20 percent in adults."
     b = "Coffee raises the risk of stroke by 20 percent in older adults."

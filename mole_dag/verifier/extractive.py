@@ -1,7 +1,7 @@
 """Extractive judging and grounding (no model). Heuristics, flagged as such in what they write:
-word-overlap pairs whose polarity, direction words or numbers differ contradict (unless both are
-conditional on different conditions); near-identical pairs duplicate; everything else is
-`neither`. Grounding can only recognise a verbatim claim."""
+word-overlap pairs whose polarity or direction words differ, or that each give a figure the
+other lacks, contradict (unless both are conditional on different conditions); near-identical
+pairs duplicate; everything else is `neither`. Grounding can only recognise a verbatim claim."""
 
 from __future__ import annotations
 
@@ -121,7 +121,10 @@ def _signals(a: str, b: str) -> tuple[float, list[str]]:
             why.append(f"opposite directions ({x} / {y})")
             break
     nums_a, nums_b = fa.numbers, fb.numbers
-    if nums_a and nums_b and nums_a != nums_b:
+    # Each gives a figure the other lacks: two figures for one thing. One that only adds a
+    # figure to the other's (a citation's year, a theorem's number, "for all j = 1, ..., r")
+    # says more, not otherwise.
+    if nums_a - nums_b and nums_b - nums_a:
         a_only = ", ".join(sorted(nums_a - nums_b)) or "-"
         b_only = ", ".join(sorted(nums_b - nums_a)) or "-"
         why.append(f"different figures ({a_only} vs {b_only})")
