@@ -287,11 +287,20 @@ SETTING_Q = (
 )
 
 
-def _setting_scores() -> tuple[float, float]:
+def _query(question: str, *sentences: str) -> tuple[Query, TermStats]:
+    """The question over a page of `sentences` among forty unrelated ones."""
     other = [f"Unrelated sentence {i} about gardening, rainfall and tomatoes." for i in range(40)]
-    stats = TermStats.from_sentences([SETTING_DECOY, SETTING_ANSWER, *other])
-    q = Query.of(SETTING_Q, stats)
-    return score(q, stats, SETTING_ANSWER).value, score(q, stats, SETTING_DECOY).value
+    stats = TermStats.from_sentences([*sentences, *other])
+    return Query.of(question, stats), stats
+
+
+def _two_scores(question: str, answer: str, decoy: str) -> tuple[float, float]:
+    q, stats = _query(question, answer, decoy)
+    return score(q, stats, answer).value, score(q, stats, decoy).value
+
+
+def _setting_scores() -> tuple[float, float]:
+    return _two_scores(SETTING_Q, SETTING_ANSWER, SETTING_DECOY)
 
 
 def test_a_sentence_on_what_is_asked_outranks_one_on_the_setting() -> None:
@@ -317,10 +326,7 @@ NEG_DECOY = "The default macOS environment ships with a compiler and the usual t
 
 
 def _negation_scores() -> tuple[float, float]:
-    other = [f"Unrelated sentence {i} about gardening, rainfall and tomatoes." for i in range(40)]
-    stats = TermStats.from_sentences([NEG_ANSWER, NEG_DECOY, *other])
-    q = Query.of(NEG_Q, stats)
-    return score(q, stats, NEG_ANSWER).value, score(q, stats, NEG_DECOY).value
+    return _two_scores(NEG_Q, NEG_ANSWER, NEG_DECOY)
 
 
 def test_a_question_asked_in_the_negative_prefers_a_sentence_that_says_not() -> None:
@@ -330,9 +336,7 @@ def test_a_question_asked_in_the_negative_prefers_a_sentence_that_says_not() -> 
 
 
 def _neg_query() -> tuple[Query, TermStats]:
-    other = [f"Unrelated sentence {i} about gardening, rainfall and tomatoes." for i in range(40)]
-    stats = TermStats.from_sentences([NEG_ANSWER, NEG_DECOY, *other])
-    return Query.of(NEG_Q, stats), stats
+    return _query(NEG_Q, NEG_ANSWER, NEG_DECOY)
 
 
 def test_without_the_negation_cue_the_sentence_with_more_words_wins(
