@@ -531,7 +531,7 @@ class Relevance:
 # by a sentence that says so ("... lacks the ability to ...", "... can not be converted ...").
 # General English; a guess, flagged as one.
 _NEGATION = re.compile(
-    r"\b(?:not|no|never|cannot|n't|nor|neither|none|nothing|without|lacks?|lacking|unable|"
+    r"\b(?:not|no|never|cannot|nor|neither|none|nothing|without|lacks?|lacking|unable|"
     r"fails?|impossible)\b|n't\b",
     re.IGNORECASE,
 )
