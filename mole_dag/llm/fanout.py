@@ -323,6 +323,14 @@ def _at_exit() -> None:
             _EXIT.wait(0.1)
 
 
+class _Wait:
+    """A reservation refused while earlier calls hold their estimates: ask again once they
+    have ended."""
+
+
+_WAIT = _Wait()
+
+
 @dataclass
 class _Flight:
     """A dispatched call: its reservation (closed by the worker) and its slot."""
@@ -367,14 +375,25 @@ class _Concurrent(Generic[P]):
     def _dispatch_all(self) -> None:
         try:
             for i, job in enumerate(self.jobs):
-                slot = self.gate.dispatch(cancelled=self._stopped)
+                flight: _Flight | None | _Wait = _WAIT
+                while isinstance(flight, _Wait):
+                    slot = self.gate.dispatch(cancelled=self._stopped)
+                    if slot is None:
+                        break
+                    try:
+                        flight = self._reserve(i, job, slot)
+                    except BaseException:
+                        slot.close()
+                        raise
+                    if isinstance(flight, _Wait):
+                        # Refused while earlier calls hold their estimates: the slot goes
+                        # back before the wait, since a call in flight may need it to retry
+                        # (a throttled call waits for a request slot; holding this one while
+                        # waiting for that call deadlocked, issue 29).
+                        slot.close()
+                        self._wait_for_flights_to_end()
                 if slot is None:
                     break
-                try:
-                    flight = self._reserve(i, job, slot)
-                except BaseException:
-                    slot.close()
-                    raise
                 if flight is None:
                     slot.close()
                     continue
@@ -413,47 +432,48 @@ class _Concurrent(Generic[P]):
                 self.st.dispatched_all = True
                 self.cond.notify_all()
 
-    def _reserve(self, i: int, job: Job[P], slot: Slot) -> _Flight | None:
-        """Reserve job i. A refusal while calls are in flight waits for them all to end and
-        asks again; a refusal with none in flight is final (module docstring). None when
-        refused or stopped; a refusal's Outcome is posted here."""
+    def _reserve(self, i: int, job: Job[P], slot: Slot) -> _Flight | None | _Wait:
+        """Reserve job i. A refusal while calls are in flight is answered with _WAIT: the
+        dispatcher waits for them all to end and asks again; a refusal with none in flight is
+        final (module docstring). None when refused or stopped; a refusal's Outcome is posted
+        here."""
         p = self.p
-        while True:
-            with self.cond:
-                if self.st.stop:
-                    return None
-                # Only this thread dispatches, so nothing can take off while it asks.
-                alone = not self.st.flying
-            refusal: BudgetExhausted | None = None
-            if p.allowance is None or p.allowance.fits(job.estimate):
-                stack = ExitStack()
-                if not _enter_ledger():
-                    return None  # the process is exiting: nothing more is reserved
-                try:
-                    hold = stack.enter_context(
-                        p.ledger.hold(
-                            p.session_id, p.role, job.estimate, tool=p.tool, stage=p.stage
-                        )
-                    )
-                except BudgetExhausted as exc:
-                    refusal = exc
-                finally:
-                    _leave_ledger()
-                if refusal is None:
-                    if p.allowance is not None:
-                        p.allowance.take(job.estimate)
-                    return _Flight(i, job.estimate, hold, stack, slot)
-            with self.cond:
-                if alone:
-                    self.st.results[i] = Outcome(i, Status.REFUSED, refusal=refusal)
-                    self.st.refused += 1
-                    if p.stop_on_refusal:
-                        self.st.stop = True
-                    self.cond.notify_all()
-                    return None
-                # Earlier calls still hold their estimates: wait for them, then ask again.
-                while self.st.flying and not self.st.stop:
-                    self.cond.wait(timeout=1.0)
+        with self.cond:
+            if self.st.stop:
+                return None
+            # Only this thread dispatches, so nothing can take off while it asks.
+            alone = not self.st.flying
+        refusal: BudgetExhausted | None = None
+        if p.allowance is None or p.allowance.fits(job.estimate):
+            stack = ExitStack()
+            if not _enter_ledger():
+                return None  # the process is exiting: nothing more is reserved
+            try:
+                hold = stack.enter_context(
+                    p.ledger.hold(p.session_id, p.role, job.estimate, tool=p.tool, stage=p.stage)
+                )
+            except BudgetExhausted as exc:
+                refusal = exc
+            finally:
+                _leave_ledger()
+            if refusal is None:
+                if p.allowance is not None:
+                    p.allowance.take(job.estimate)
+                return _Flight(i, job.estimate, hold, stack, slot)
+        if not alone:
+            return _WAIT  # earlier calls still hold their estimates
+        with self.cond:
+            self.st.results[i] = Outcome(i, Status.REFUSED, refusal=refusal)
+            self.st.refused += 1
+            if p.stop_on_refusal:
+                self.st.stop = True
+            self.cond.notify_all()
+        return None
+
+    def _wait_for_flights_to_end(self) -> None:
+        with self.cond:
+            while self.st.flying and not self.st.stop:
+                self.cond.wait(timeout=1.0)
 
     # -- a call's worker thread ---------------------------------------------------------------
 
