@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from mole_dag.budget import Ledger
 from mole_dag.core import Role, Unit
-from mole_dag.llm.fanout import Allowance, Pass, parallel_for
+from mole_dag.llm.fanout import Allowance, Keep, Pass, parallel_for
 from mole_dag.skills.protocol import Skills
 from mole_dag.store import Store, q
 from mole_dag.store.records import SessionRow
@@ -50,6 +51,7 @@ class Run:
         *,
         allowance: Allowance | None = None,
         stop_on_refusal: bool = True,
+        keep: Keep[Any] | None = None,
     ) -> Pass:
         """How a stage's independent calls of `skill` are made (mole_dag.llm.fanout): paid from
         this session, at most `parallel` at once with a model (one at a time without one, where
@@ -66,4 +68,5 @@ class Run:
             self.progress if model else None,
             allowance,
             stop_on_refusal,
+            keep,
         )

@@ -19,7 +19,7 @@ from mole_dag.budget import Ledger, Usage
 from mole_dag.core import Role, Unit
 from mole_dag.llm.fanout import Allowance, Job, Outcome, Pass, Status, fan_out
 from mole_dag.llm.retry import Retryable, RetryPolicy, with_retries
-from mole_dag.skills.protocol import Metered
+from mole_dag.skills.protocol import Metered, Verdict, keep_list
 
 # Generous: a deadlock is forever, a busy machine finishes these passes in well under a second.
 HANG_S = 60.0
@@ -107,3 +107,85 @@ def test_a_rate_limit_storm_with_a_tight_allowance_ends(ledger: Ledger, parallel
     assert [o.status for o in got] == [Status.DONE] * 12
     assert [o.value.value for o in got if o.value is not None] == list(range(12))
     assert ledger.verify(sid).ok
+
+
+class Kept:
+    """Calls that answer with their index, paid 5 each; call `hold` waits for `release`."""
+
+    def __init__(self, hold: int | None = None) -> None:
+        self.hold = hold
+        self.release = threading.Event()
+        self.made: list[int] = []
+        self.answered: list[int] = []
+        self._lock = threading.Lock()
+
+    def jobs(self, n: int) -> list[Job[Metered[list[Verdict]]]]:
+        return [Job(20, self._call(i), key=f"work-{i}") for i in range(n)]
+
+    def _call(self, i: int) -> Callable[[], Metered[list[Verdict]]]:
+        def call() -> Metered[list[Verdict]]:
+            with self._lock:
+                self.made.append(i)
+            if i == self.hold:
+                self.release.wait(HANG_S)
+            with self._lock:
+                self.answered.append(i)
+            return Metered([Verdict(i, "neither", f"call {i}")], cost=5, model="m")
+
+        return call
+
+
+def _keeping(ledger: Ledger, sid: str, parallel: int) -> Pass:
+    return Pass(
+        ledger,
+        sid,
+        Role.VERIFIER,
+        "claim_edges",
+        "test:judge",
+        "judging",
+        parallel=parallel,
+        keep=keep_list(Verdict),
+    )
+
+
+@pytest.mark.parametrize("parallel", [4, 1])
+def test_a_paid_answer_is_kept_and_not_paid_for_again(ledger: Ledger, parallel: int) -> None:
+    sid = ledger.create_session("q", Unit.TOKENS, 100_000).session_id
+    first = Kept()
+    got = [o.value for o in fan_out(_keeping(ledger, sid, parallel), first.jobs(5))]
+    spent = ledger.balance(sid).charged
+
+    again = Kept()
+    replayed = list(fan_out(_keeping(ledger, sid, parallel), again.jobs(6)))
+
+    assert again.made == [5]  # only the work not done before is asked for
+    assert [o.status for o in replayed] == [Status.DONE] * 6
+    assert [o.value for o in replayed[:5]] == [
+        Metered(v.value, cost=0, model="m") for v in got if v is not None
+    ]
+    assert ledger.balance(sid).charged == spent + 5
+    assert ledger.verify(sid).ok
+
+
+def test_an_interrupted_pass_keeps_the_answers_that_arrived(ledger: Ledger) -> None:
+    """SIGTERM (a KeyboardInterrupt in the stage) while the first call is still out and later
+    ones have answered: the answers that arrived are not lost with the process. The pass run
+    again asks only for the call that was in flight."""
+    sid = ledger.create_session("q", Unit.TOKENS, 100_000).session_id
+    first = Kept(hold=1)
+    outcomes = fan_out(_keeping(ledger, sid, 4), first.jobs(6))
+    assert next(outcomes).status == Status.DONE  # call 0; call 1 is held
+    deadline = threading.Event()
+    for _ in range(int(HANG_S * 10)):
+        kept = ledger.store.scalar("SELECT count(*) FROM call_answers WHERE session_id = ?", [sid])
+        if kept == 5:  # 0, 2, 3, 4, 5 answered and settled
+            break
+        deadline.wait(0.1)
+    assert kept == 5
+    with pytest.raises(KeyboardInterrupt):
+        outcomes.throw(KeyboardInterrupt)
+    first.release.set()
+
+    again = Kept()
+    assert [o.status for o in fan_out(_keeping(ledger, sid, 4), again.jobs(6))] == [Status.DONE] * 6
+    assert again.made == [1]

@@ -168,6 +168,9 @@ def test_stop_in_any_stage_then_resume_ends_as_if_never_stopped(
         proc = _research(env)
         try:
             assert model.arrived.wait(WAIT_S), f"no {skill} request #{nth} arrived"
+            # Requests of the stopped skill answered before the signal: never made again
+            # (issue 29: a resume after SIGTERM made every mining call again).
+            answered_before = sum(1 for r in server.by_skill(skill) if r.reply is not None)
             proc.send_signal(getattr(signal, sig))
             _out, err = proc.communicate(timeout=STOPPED_EXIT_S)
             # What the stopped process sent of the stopped skill, the held request included.
@@ -257,6 +260,11 @@ def test_stop_in_any_stage_then_resume_ends_as_if_never_stopped(
         {skill: uninterrupted.skills[skill]}
     )
     assert len(assumed) - unsent <= extra <= sent_before
+    if sig == "SIGTERM":
+        # Answers that reached the process before it stopped (given EXIT_GRACE_S after
+        # SIGTERM) are kept with their settlement and not asked for again. After SIGKILL an
+        # answer the server had sent may not have been read yet: that call was in flight.
+        assert extra <= sent_before - answered_before
     if parallel == 1:
         assert extra == 1
 

@@ -376,10 +376,12 @@ class Ledger:
         usage: Usage | None = None,
         note: str | None = None,
         model: str | None = None,
+        also: Callable[[Any], None] | None = None,
     ) -> Settlement:
         """Record what the call used (and, for a model call, which model). held -> spent. Spend
         beyond the reservation is recorded truthfully as overrun (the session is flagged), never
-        squeezed under the ceiling."""
+        squeezed under the ceiling. `also(cur)` writes what the call's answer brought in the
+        same transaction (a kept answer: paid for, then stored, or neither)."""
         if actual < 0:
             raise LedgerError(f"a call cannot cost a negative amount ({actual})")
         usage = usage or Usage()
@@ -426,6 +428,8 @@ class Ledger:
                     q("call_settle_assumed_late"),
                     {**call_row, "overrun": overrun},
                 )
+                if also is not None:
+                    also(cur)
                 return Settlement(reservation.id, actual, charged, overrun)
             if status not in (CallStatus.RESERVED, CallStatus.EXPIRED):
                 raise LedgerError(f"reservation {reservation.id} is already {status}")
@@ -448,6 +452,8 @@ class Ledger:
                 q("call_settle"),
                 {**call_row, "overrun": overrun},
             )
+            if also is not None:
+                also(cur)
             return Settlement(reservation.id, actual, charged, overrun)
 
         result = self.store.transact(tx)
@@ -820,9 +826,10 @@ class Hold:
         usage: Usage | None = None,
         note: str | None = None,
         model: str | None = None,
+        also: Callable[[Any], None] | None = None,
     ) -> Settlement:
         self.settlement = self.ledger.settle(
-            self.reservation, actual, usage=usage, note=note, model=model
+            self.reservation, actual, usage=usage, note=note, model=model, also=also
         )
         self.done = True
         return self.settlement
@@ -984,7 +991,9 @@ class _FreeHold(Hold):
         usage: Usage | None = None,
         note: str | None = None,
         model: str | None = None,
+        also: Callable[[Any], None] | None = None,
     ) -> Settlement:
+        # `also` is not run: a free call's answer is not kept, since asking again costs nothing.
         if actual < 0:
             raise LedgerError(f"a call cannot cost a negative amount ({actual})")
         if actual:

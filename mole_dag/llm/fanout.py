@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from mole_dag.budget import BudgetExhausted, Hold, Ledger, Usage
 from mole_dag.core import Role
@@ -71,10 +71,25 @@ P = TypeVar("P", bound=Paid)
 
 @dataclass(frozen=True)
 class Job(Generic[P]):
-    """One call: its estimate (an upper bound, reserved before dispatch) and the call."""
+    """One call: its estimate (an upper bound, reserved before dispatch) and the call. `key`
+    names the work the call does (a lead's chunk, a batch of pairs) when its pass keeps
+    answers (Pass.keep): a paid answer is then stored with its settlement, and a pass that
+    asks for the same work again is handed it instead of paying for it twice."""
 
     estimate: int
     call: Callable[[], P]
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class Keep(Generic[P]):
+    """How a pass keeps its paid answers (issue 29: a resume after SIGTERM paid again for
+    mining done before the signal, whose answers were waiting in memory for a slower call to
+    be applied in plan order). `encode` makes a stored text of an answer; `decode` makes the
+    answer again from it, at no cost (it was paid for when it was asked)."""
+
+    encode: Callable[[P], str]
+    decode: Callable[[str], P]
 
 
 class Status(StrEnum):
@@ -134,6 +149,8 @@ class Pass:
     allowance: Allowance | None = None
     # After a final refusal: stop (nothing after it is sent) or skip that call and go on.
     stop_on_refusal: bool = True
+    # Keep each paid answer with its settlement, so the same work asked again is not paid twice.
+    keep: Keep[Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -166,31 +183,67 @@ def parallel_for(uses_model: bool, parallel: int | None = None) -> int:
 
 def fan_out(p: Pass, jobs: Sequence[Job[P]]) -> Iterator[Outcome[P]]:
     """One Outcome per job, in the jobs' order (see the module's docstring)."""
-    if p.parallel <= 1 or len(jobs) <= 1:
-        return _inline(p, jobs)
+    kept = _kept(p, jobs)
+    if p.parallel <= 1 or len(jobs) - len(kept) <= 1:
+        return _inline(p, jobs, kept)
     # The session's gate, per store: a session id names one session within a store (tests
     # run one id in several stores in one process).
     gate = gate_for(f"{p.ledger.store.path}\n{p.session_id}", p.parallel)
-    return _Concurrent(p, jobs, gate).outcomes()
+    return _Concurrent(p, jobs, gate, kept).outcomes()
 
 
-def _settle(h: Hold, got: Paid) -> None:
-    h.settle(got.cost, usage=got.usage, model=got.model or None)
+def _kept(p: Pass, jobs: Sequence[Job[P]]) -> dict[int, P]:
+    """The jobs whose answers an earlier run of the pass paid for and kept, by index: handed
+    out again, free, instead of being asked again."""
+    keys = sorted({j.key for j in jobs if j.key})
+    if p.keep is None or not keys:
+        return {}
+    rows = p.ledger.store.named(
+        "call_answers_kept", {"session_id": p.session_id, "stage": p.stage, "keys": keys}
+    )
+    stored = {r["call_key"]: r["answer"] for r in rows}
+    return {i: p.keep.decode(stored[j.key]) for i, j in enumerate(jobs) if j.key in stored}
+
+
+def _settle(h: Hold, got: Paid, p: Pass, key: str) -> None:
+    """Settle a call at what it cost; a paid answer its pass keeps is stored in the same
+    transaction (paid and kept, or neither)."""
+    also = None
+    if p.keep is not None and key and got.cost > 0:
+        answer = p.keep.encode(got)
+
+        def also(cur: Any) -> None:
+            cur.execute(
+                q("call_answer_keep"),
+                {
+                    "session_id": p.session_id,
+                    "stage": p.stage,
+                    "call_key": key,
+                    "call_id": h.reservation.id,
+                    "answer": answer,
+                    "now": utcnow(),
+                },
+            )
+
+    h.settle(got.cost, usage=got.usage, model=got.model or None, also=also)
 
 
 def _paid_failure(exc: BaseException) -> int:
     return int(getattr(exc, "actual", None) or 0)
 
 
-def _inline(p: Pass, jobs: Sequence[Job[P]]) -> Iterator[Outcome[P]]:
+def _inline(p: Pass, jobs: Sequence[Job[P]], kept: dict[int, P]) -> Iterator[Outcome[P]]:
     """One at a time on this thread: the order and the holds of the sequential stages."""
     started, sent, refused, stopped = time.monotonic(), 0, 0, False
     for i, job in enumerate(jobs):
-        got = _one(p, i, job) if not stopped else Outcome(i, Status.NOT_SENT)
+        if i in kept:
+            got: Outcome[P] = Outcome(i, Status.DONE, value=kept[i])
+        else:
+            got = _one(p, i, job) if not stopped else Outcome(i, Status.NOT_SENT)
         if got.status == Status.REFUSED:
             refused += 1
             stopped = p.stop_on_refusal
-        elif got.status != Status.NOT_SENT:
+        elif got.status != Status.NOT_SENT and i not in kept:
             sent += 1
         if i == len(jobs) - 1 and (sent or refused):
             # Before the last outcome is handed over (see _Concurrent.outcomes).
@@ -217,7 +270,7 @@ def _one(p: Pass, i: int, job: Job[P]) -> Outcome[P]:
     try:
         with p.ledger.hold(p.session_id, p.role, job.estimate, tool=p.tool, stage=p.stage) as h:
             got = job.call()
-            _settle(h, got)
+            _settle(h, got, p, job.key)
     except BudgetExhausted as exc:
         return Outcome(i, Status.REFUSED, refusal=exc)
     except ModelCallFailed as exc:
@@ -230,7 +283,7 @@ def _one(p: Pass, i: int, job: Job[P]) -> Outcome[P]:
 
 
 def _end_hold(
-    flight: _Flight, got: Paid | None, failure: BaseException | None
+    p: Pass, flight: _Flight, got: Paid | None, failure: BaseException | None
 ) -> BaseException | None:
     """Settle the flight's hold at what the call cost, or end it as `with ledger.hold(...)`
     ends a failed call (released; settled if the provider charged; an error settling is the
@@ -241,7 +294,7 @@ def _end_hold(
     try:
         if failure is None and got is not None:
             try:
-                _settle(flight.hold, got)
+                _settle(flight.hold, got, p, flight.key)
             except BaseException as exc:
                 failure = exc
         if failure is not None and flight.slot.cancelled and not flight.hold.done:
@@ -343,6 +396,7 @@ class _Flight:
     # Its worker took it up to send (under the fan-out's lock): from then on the worker ends
     # the hold; before, an interrupt that cancels it does (it was never sent).
     taken: bool = False
+    key: str = ""  # the job's (Job.key)
 
 
 @dataclass
@@ -361,10 +415,13 @@ class _State:
 
 
 class _Concurrent(Generic[P]):
-    def __init__(self, p: Pass, jobs: Sequence[Job[P]], gate: Gate) -> None:
+    def __init__(self, p: Pass, jobs: Sequence[Job[P]], gate: Gate, kept: dict[int, P]) -> None:
         self.p, self.jobs, self.gate = p, jobs, gate
         self.cond = threading.Condition()
         self.st = _State()
+        # Answers paid for by an earlier run of the pass: outcomes already, never dispatched.
+        for i, value in kept.items():
+            self.st.results[i] = Outcome(i, Status.DONE, value=value)
 
     def _stopped(self) -> bool:
         # No lock: called under the gate's, and a stale read only costs one more look.
@@ -375,25 +432,12 @@ class _Concurrent(Generic[P]):
     def _dispatch_all(self) -> None:
         try:
             for i, job in enumerate(self.jobs):
-                flight: _Flight | None | _Wait = _WAIT
-                while isinstance(flight, _Wait):
-                    slot = self.gate.dispatch(cancelled=self._stopped)
-                    if slot is None:
-                        break
-                    try:
-                        flight = self._reserve(i, job, slot)
-                    except BaseException:
-                        slot.close()
-                        raise
-                    if isinstance(flight, _Wait):
-                        # Refused while earlier calls hold their estimates: the slot goes
-                        # back before the wait, since a call in flight may need it to retry
-                        # (a throttled call waits for a request slot; holding this one while
-                        # waiting for that call deadlocked, issue 29).
-                        slot.close()
-                        self._wait_for_flights_to_end()
-                if slot is None:
+                if i in self.st.results:
+                    continue  # a kept answer (or a refusal posted already)
+                taken = self._slot_and_hold(i, job)
+                if taken is None:
                     break
+                slot, flight = taken
                 if flight is None:
                     slot.close()
                     continue
@@ -432,6 +476,26 @@ class _Concurrent(Generic[P]):
                 self.st.dispatched_all = True
                 self.cond.notify_all()
 
+    def _slot_and_hold(self, i: int, job: Job[P]) -> tuple[Slot, _Flight | None] | None:
+        """A slot in the gate and job i's reservation (None for the flight: refused or
+        stopped). None when the pass stopped while waiting for a slot."""
+        while True:
+            slot = self.gate.dispatch(cancelled=self._stopped)
+            if slot is None:
+                return None
+            try:
+                flight = self._reserve(i, job, slot)
+            except BaseException:
+                slot.close()
+                raise
+            if not isinstance(flight, _Wait):
+                return slot, flight
+            # Refused while earlier calls hold their estimates: the slot goes back before the
+            # wait, since a call in flight may need it to retry (a throttled call waits for a
+            # request slot; holding this one while waiting for that call deadlocked, issue 29).
+            slot.close()
+            self._wait_for_flights_to_end()
+
     def _reserve(self, i: int, job: Job[P], slot: Slot) -> _Flight | None | _Wait:
         """Reserve job i. A refusal while calls are in flight is answered with _WAIT: the
         dispatcher waits for them all to end and asks again; a refusal with none in flight is
@@ -459,7 +523,7 @@ class _Concurrent(Generic[P]):
             if refusal is None:
                 if p.allowance is not None:
                     p.allowance.take(job.estimate)
-                return _Flight(i, job.estimate, hold, stack, slot)
+                return _Flight(i, job.estimate, hold, stack, slot, key=job.key)
         if not alone:
             return _WAIT  # earlier calls still hold their estimates
         with self.cond:
@@ -505,7 +569,7 @@ class _Concurrent(Generic[P]):
                 failure = exc
             finally:
                 flight.slot.close()
-            failure = _end_hold(flight, got, failure)
+            failure = _end_hold(self.p, flight, got, failure)
         except BaseException as exc:  # ending the hold failed: a bug, reported as one
             failure = exc
         if failure is None and got is not None:

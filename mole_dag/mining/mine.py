@@ -20,7 +20,7 @@ from mole_dag.core import MAX_CLAIM_CHARS, ClaimDraft, DeadEndCause, Role, colum
 from mole_dag.llm.fanout import Job, Status, fan_out
 from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.score_relevance import score_relevance, session_passages, session_stats
-from mole_dag.skills.protocol import Metered, MineRequest
+from mole_dag.skills.protocol import Metered, MineRequest, keep_list
 from mole_dag.store import q, utcnow
 from mole_dag.store.dead_ends import store_dead_end
 from mole_dag.store.records import ChunkRow, LeadClaimsRow, LeadSourceRow, fetch_all
@@ -219,9 +219,17 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
         for ch in by_source.get(item.source_id, []):
             req = MineRequest(sess.question, item.sub_question, ch.text, item.title or "", stats)
             jobs.append(
-                Job(run.skills.estimate_mine(req, unit), partial(run.skills.mine, req, unit))
+                Job(
+                    run.skills.estimate_mine(req, unit),
+                    partial(run.skills.mine, req, unit),
+                    key=stable_id(item.lead_id, item.source_id, ch.id, prefix="mine-"),
+                )
             )
-    outcomes = fan_out(run.fan(Role.EXECUTOR, STAGE, "mine", "mining"), jobs)
+    # Answers are kept as they are paid for: a source is written only once all its chunks are
+    # in, so a stop leaves answers of later sources in memory (issue 29: a resume after SIGTERM
+    # paid for them again).
+    fan = run.fan(Role.EXECUTOR, STAGE, "mine", "mining", keep=keep_list(ClaimDraft))
+    outcomes = fan_out(fan, jobs)
     at = 0
     for item in work:
         chunks = by_source.get(item.source_id, [])

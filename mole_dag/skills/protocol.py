@@ -7,11 +7,13 @@ estimate is an upper bound, so the ledger can reserve it before the call is made
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
 
 from mole_dag.budget import Usage
 from mole_dag.core import ClaimDraft, Unit
+from mole_dag.llm.fanout import Keep
 from mole_dag.skills.view import HypothesisChoice, ProfileView
 from mole_dag.text import TermStats
 
@@ -26,6 +28,20 @@ class Metered(Generic[T]):
     cost: int = 0
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+
+
+def keep_list(item: type[Any]) -> Keep[Metered[list[Any]]]:
+    """How a stage keeps an answer that is a list of `item` dataclasses (mining's drafts, the
+    judge's verdicts): as JSON, made again at no cost with the model that answered."""
+
+    def encode(got: Metered[list[Any]]) -> str:
+        return json.dumps({"model": got.model, "items": [asdict(x) for x in got.value]})
+
+    def decode(text: str) -> Metered[list[Any]]:
+        data = json.loads(text)
+        return Metered([item(**x) for x in data["items"]], model=data["model"])
+
+    return Keep(encode, decode)
 
 
 @dataclass(frozen=True)

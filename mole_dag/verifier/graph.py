@@ -17,6 +17,7 @@ from mole_dag.budget import FreeCallBatch
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, columns, stable_id
 from mole_dag.llm.fanout import Allowance
+from mole_dag.skills.protocol import Verdict, keep_list
 from mole_dag.store import q, utcnow
 from mole_dag.store.records import ClaimRow
 from mole_dag.verifier.followups import ClaimInfo, FollowUp, propose
@@ -190,7 +191,9 @@ def _build_edges(
         texts,
         unit,
         batch_size=batch_size,
-        fan=run.fan(Role.VERIFIER, STAGE, "judge", "judging", allowance=allowance),
+        fan=run.fan(
+            Role.VERIFIER, STAGE, "judge", "judging", allowance=allowance, keep=keep_list(Verdict)
+        ),
     )
     result.calls += first.calls
     result.spent += first.spent
@@ -215,7 +218,14 @@ def _build_edges(
             unit,
             batch_size=batch_size,
             swap=True,
-            fan=run.fan(Role.VERIFIER, STAGE, "judge", "confirming", allowance=allowance),
+            fan=run.fan(
+                Role.VERIFIER,
+                STAGE,
+                "judge",
+                "confirming",
+                allowance=allowance,
+                keep=keep_list(Verdict),
+            ),
         )
         result.calls += second.calls
         result.spent += second.spent

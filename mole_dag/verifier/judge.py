@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from mole_dag.core import Unit
+from mole_dag.core import Unit, stable_id
 from mole_dag.llm.fanout import Job, Outcome, Pass, Status, fan_out
 from mole_dag.llm.provider import ModelCallFailed
 from mole_dag.skills.protocol import Metered, Skills, Verdict
@@ -81,7 +81,11 @@ def judge_pairs(
     jobs: list[Job[Metered[list[Verdict]]]] = []
     for batch in groups:
         shown = [(texts[p.b], texts[p.a]) if swap else (texts[p.a], texts[p.b]) for p in batch]
-        jobs.append(Job(skills.estimate_judge(shown, unit), partial(skills.judge, shown, unit)))
+        # The batch's pairs, in the order shown: the same batch asked again finds its answer.
+        key = stable_id(*(f"{p.b}|{p.a}" if swap else f"{p.a}|{p.b}" for p in batch), prefix="j-")
+        jobs.append(
+            Job(skills.estimate_judge(shown, unit), partial(skills.judge, shown, unit), key=key)
+        )
     outcomes = fan_out(fan, jobs) if fan is not None else _unpaid(jobs)
     for i, (batch, o) in enumerate(zip(groups, outcomes, strict=True)):
         if o.status == Status.FAILED:
