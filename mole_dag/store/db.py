@@ -360,6 +360,9 @@ class _File:
         self.ready: set[tuple[int, int, str]] = set()
         self.checked: set[tuple[int, int, str]] = set()
         self.opens = 0  # how many times the file was opened (tests and benchmarks read it)
+        # The open instance was sealed (Store.seal): shared with nobody new, closed when its
+        # users are done, so its locked configuration never reaches another unit of work.
+        self.sealed = False
 
     def acquire(
         self, connect: Callable[[bool], duckdb.DuckDBPyConnection], read_only: bool
@@ -370,8 +373,10 @@ class _File:
             waiting_writer = False
             try:
                 while True:
-                    if self.root is not None and (
-                        not self.root_read_only or (read_only and not self.writers_waiting)
+                    if (
+                        self.root is not None
+                        and not self.sealed
+                        and (not self.root_read_only or (read_only and not self.writers_waiting))
                     ):
                         cur = self.root.cursor()
                         self.users += 1
@@ -420,6 +425,9 @@ class _File:
             self.users -= 1
             if self.users or self.root is None:
                 return
+            if self.sealed:
+                self._close_locked()
+                return
             now = time.monotonic()
             if _others_waiting(self.path):
                 self.yielded_at = now
@@ -443,6 +451,7 @@ class _File:
         """Close the instance (the caller holds `cond` and nobody uses it): the file is free for
         other processes."""
         root, self.root = self.root, None
+        self.sealed = False
         self.idle_gen += 1
         if root is not None:
             with _handover(self.path), suppress(duckdb.Error):
@@ -465,6 +474,10 @@ class _File:
     def is_open(self) -> bool:
         with self.cond:
             return self.root is not None
+
+    def seal(self) -> None:
+        with self.cond:
+            self.sealed = True
 
     def unless_open(self, fn: Callable[[], None]) -> None:
         """Run `fn` (which opens and closes the file itself) only while this process does not
@@ -772,6 +785,22 @@ class Store:
         one writer at a time, so the statement is unchanged (DuckDB has no FOR UPDATE);
         Postgres adds the row locks (store/pg.py)."""
         return sql
+
+    def seal(self, cur: duckdb.DuckDBPyConnection) -> None:
+        """Shut the instance behind `cur` in (`mole sql`, issue 29): no file outside the store
+        read or written (COPY TO, EXPORT, read_csv, ATTACH), no extension installed or loaded,
+        and its configuration locked, so SET cannot undo that. Measured on DuckDB 2.0.1, on a
+        read-only open, which alone still wrote COPY ... TO files. The settings are the whole
+        instance's and cannot be reset, so it is shared with no new user and closed as soon as
+        its users are done (_File.sealed); the next unit of work opens a fresh one."""
+        self._file.seal()  # first: nobody joins between the settings and the mark
+        for setting in ("SET enable_external_access = false", "SET lock_configuration = true"):
+            # Already locked: another user of this instance sealed it a moment ago.
+            with suppress(duckdb.InvalidInputException):
+                cur.execute(setting)
+        got = cur.execute("SELECT current_setting('enable_external_access')").fetchone()
+        if got != (False,):
+            raise StoreError(f"could not shut file access off on the store {self.path}")
 
     def close(self) -> None:
         """Release the file now if nobody in this process uses it (rather than after it has
