@@ -24,6 +24,7 @@ import duckdb
 
 from mole_dag.store.console_guard import Refused, check
 from mole_dag.store.db import Store, StoreError
+from mole_dag.store.db import _is_corruption as is_damage
 
 # Rows printed at most by the table format; the CSV format prints them all. A guess.
 MAX_TABLE_ROWS = 1000
@@ -87,6 +88,8 @@ def run(
                 columns = tuple(d[0] for d in res.description or [])
                 rows = res.fetchall() if columns else []
             except duckdb.Error as exc:
+                if is_damage(exc):
+                    raise  # the Store reports it as the damaged store it is
                 raise QueryError(_one_line(exc)) from None
         return Result(columns, rows)
     finally:
