@@ -192,10 +192,14 @@ def test_postgres_reads_pass_the_guard(sql: str) -> None:
 
 
 @pytest.mark.both_backends
-def test_refused_the_same_on_both_backends(store: Store, store_target: str) -> None:
+def test_refused_the_same_on_both_backends(
+    store: Store, store_target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where a relative 'x.csv' would land, were it not refused
     Ledger(store).create_session("q?", Unit.TOKENS, 1000, session_id="s1")
     store.close()
     for sql in ("COPY sessions TO 'x.csv'", "SELECT * FROM read_csv('x.csv')", "SET x = 1"):
         with pytest.raises(StatementRefused, match=r"^refused: "):
             run(store_target, sql)
     assert run(store_target, "SELECT id FROM sessions").rows == [("s1",)]
+    assert not (tmp_path / "x.csv").exists()
