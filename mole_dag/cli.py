@@ -318,6 +318,19 @@ def _dagster_instance():  # noqa: ANN202
         ) from None
 
 
+def _before_skills(args: argparse.Namespace, provider: str) -> None:
+    """What `mole research` checks once the budget and provider are known and before the
+    launch builds anything (the corpus index is cached in the data folder)."""
+    _cassette_and_record(args, provider)
+    # An existing store is opened now, as the session will open it (migrated, recovered): a
+    # damaged one is refused before the corpus index is written beside it (issue 29). The
+    # header check in check_target cannot see a store cut after its headers; DuckDB sees it
+    # when it reads the lost blocks. A store not there yet is made with the session.
+    target = default_store_path()
+    if isinstance(target, Path) and target.exists():
+        _open_store().close()
+
+
 def cmd_research(args: argparse.Namespace) -> int:
     from mole_dag.launch import LaunchError, check_launch
     from mole_dag.session import create_session
@@ -344,7 +357,7 @@ def cmd_research(args: argparse.Namespace) -> int:
             searxng_url=args.searxng_url,
             allow_hosts=args.allow_host,
             note=lambda line: print(f"mole: {line}", file=sys.stderr),
-            before_skills=lambda provider: _cassette_and_record(args, provider),
+            before_skills=lambda provider: _before_skills(args, provider),
         )
     except LaunchError as exc:
         raise CliError(str(exc)) from None

@@ -392,3 +392,48 @@ def test_checking_a_store_file_never_drops_this_process_lock(tmp_path: Path) -> 
         check_target(db)  # the CLI's check before a launch
         got = subprocess.run([*other, str(db)], capture_output=True, text=True, timeout=120)
     assert got.returncode != 0 and "lock" in got.stderr.lower(), got.stderr
+
+
+# Issue 29, item 7: refusing a damaged store, mole still left `<store>.lock` beside it (every
+# command: the hand-over lock is taken to open the file) and `index/corpus-*.json` (research
+# built the corpus index before the store was opened). The data folder is the store's folder
+# here (MOLE_HOME), so the index would land beside it too.
+CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
+DAMAGE_COMMANDS = [
+    ["sessions"],
+    ["show", "s1"],
+    ["sql", "SELECT 1"],
+    ["research", "q?", "--tokens", "1000", "--corpus", str(CORPUS)],
+]
+
+
+@pytest.mark.parametrize("argv", DAMAGE_COMMANDS, ids=lambda a: a[0])
+@pytest.mark.parametrize("damage", ["cut-0.3", "cut-0.8", "garbage", "header-only"])
+def test_a_damaged_store_gets_nothing_created_beside_it(
+    argv: list[str],
+    damage: str,
+    good_store: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("MOLE_HOME", str(home))
+    db = home / "mole.duckdb"
+    data = good_store.read_bytes()
+    if damage.startswith("cut-"):
+        db.write_bytes(data[: int(len(data) * float(damage[4:])) // 4096 * 4096])
+    elif damage == "header-only":  # DuckDB's magic, then the file ends
+        db.write_bytes(data[:5000])
+    else:
+        db.write_bytes(bytes(range(256)) * 80)
+    if damage == "cut-0.8" and argv[0] == "sql":
+        # That store opens, and SELECT 1 reaches no lost block: nothing can tell it damaged.
+        # A statement that reads the lost blocks can.
+        argv = ["sql", "SELECT * FROM sessions"]
+    before = _sha(db)
+    err = _one_line_exit_2(["--db", str(db), *argv], capsys)
+    assert f"{db} is not a readable mole store" in err
+    assert _sha(db) == before
+    assert sorted(p.name for p in home.iterdir()) == ["mole.duckdb"]

@@ -215,3 +215,44 @@ def test_a_read_only_store_here_keeps_the_file_locked(tmp_path: Path) -> None:
         Store(path, read_only=True)
         assert other() == "locked"
     a.close()
+
+
+def test_a_removed_lock_file_is_not_held_by_two(tmp_path: Path) -> None:
+    """Issue 29: the lock file beside a damaged store is removed (db._forget_handover). A
+    waiter that opened it before the removal must not go on to hold the removed file while
+    another process holds a new one at the path: it re-checks, and takes the one there."""
+    import contextlib
+    import os
+
+    from mole_dag.store.db import _handover, _handover_path
+
+    db = tmp_path / "s.duckdb"
+    lock = _handover_path(db)
+    took: list[bool] = []
+
+    def lock_fds() -> int:
+        """This process's descriptors of the file at the path (a removed one reads
+        "... (deleted)")."""
+        found = 0
+        for n in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):  # the listing's own descriptor, closed since
+                found += os.readlink(f"/proc/self/fd/{n}") == str(lock)
+        return found
+
+    def waiter() -> None:
+        with _handover(db, deadline=time.monotonic() + 60):
+            # Held: the file at the path, by this one descriptor (the main thread's is gone).
+            took.append(lock.exists() and lock_fds() == 1)
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc to see the waiter's open descriptor")
+    with _handover(db):
+        t = threading.Thread(target=waiter)
+        t.start()
+        deadline = time.monotonic() + 60
+        while lock_fds() < 2:  # the waiter has opened the file and waits for its flock
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        lock.unlink()  # what _forget_handover does, under the flock
+    t.join(timeout=60)
+    assert took == [True]

@@ -22,7 +22,9 @@ from urllib.parse import urlsplit
 
 import duckdb
 
+from mole_dag.store.console_guard import Refused, check
 from mole_dag.store.db import Store, StoreError
+from mole_dag.store.db import _is_corruption as is_damage
 
 # Rows printed at most by the table format; the CSV format prints them all. A guess.
 MAX_TABLE_ROWS = 1000
@@ -30,6 +32,10 @@ MAX_TABLE_ROWS = 1000
 
 class QueryError(Exception):
     """The statement failed: the database's own message, in one line."""
+
+
+class StatementRefused(QueryError):
+    """The statement is not a read of the store (console_guard.py); nothing was opened."""
 
 
 @dataclass(frozen=True)
@@ -63,17 +69,27 @@ def run(
     on_wait: Callable[[str], None] | None = None,
 ) -> Result:
     """One statement against the store, read-only, the store released when it returns.
-    `on_wait` hears that a writer holds the file (the Store says so after 2 s)."""
+    `on_wait` hears that a writer holds the file (the Store says so after 2 s). A statement that
+    is not a read is refused before the store is opened (StatementRefused)."""
+    try:
+        check(sql, postgres=_is_postgres(target))
+    except Refused as exc:
+        raise StatementRefused(str(exc)) from None
     if _is_postgres(target):
         return _run_postgres(str(target), sql)
     store = Store(target, read_only=True, lock_wait_s=lock_wait_s, on_wait=on_wait)
     try:
         with store.read() as cur:
+            # The second wall, should the guard and DuckDB's parser ever read a statement
+            # differently: no file outside the store, no extension, no setting changed.
+            store.seal(cur)
             try:
                 res = cur.execute(sql)
                 columns = tuple(d[0] for d in res.description or [])
                 rows = res.fetchall() if columns else []
             except duckdb.Error as exc:
+                if is_damage(exc):
+                    raise  # the Store reports it as the damaged store it is
                 raise QueryError(_one_line(exc)) from None
         return Result(columns, rows)
     finally:

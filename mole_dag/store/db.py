@@ -68,6 +68,9 @@ class StoreCorrupt(StoreError):
 
 
 def _corrupt(path: Path, why: str) -> StoreCorrupt:
+    # Remembered, so the hand-over lock file this process made beside it goes (_forget_handover).
+    with _LOCK_FILES_GUARD:
+        _DAMAGED.add(path)
     if "Could not read enough bytes" in why:
         why = f"truncated: {why}"
     return StoreCorrupt(
@@ -240,6 +243,17 @@ YIELD_MAX_S = 1.0
 # there, unguarded.
 _HANDOVER_POLL_S = 0.002
 
+# Nothing is left beside a damaged store (issue 29): a file this process found damaged, and the
+# hand-over lock files this process created. A damaged store's lock file, if this process made
+# it, is removed once the file is closed here (_forget_handover). Whether a file is damaged
+# often shows only after it was opened (a lost block reached by a query), so the lock file
+# cannot simply wait for a check of the whole file; removing it is safe for other processes
+# because _handover re-checks, once it holds the lock, that the path still names its file.
+_DAMAGED: set[Path] = set()
+_MADE_LOCKS: set[Path] = set()
+_LOCK_FILES_GUARD = threading.Lock()
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
 
 def _handover_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
@@ -247,10 +261,51 @@ def _handover_path(path: Path) -> Path:
 
 def _handover_fd(path: Path) -> int | None:
     lock = _handover_path(path)
-    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):  # flock needs no write access
+    with suppress(FileNotFoundError, PermissionError):
+        return os.open(lock, os.O_RDWR | _CLOEXEC)
+    with suppress(OSError):
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o666)
+        with _LOCK_FILES_GUARD:
+            _MADE_LOCKS.add(path)
+        return fd
+    for flags in (os.O_RDWR, os.O_RDONLY):  # made by another process meanwhile; or read-only
         with suppress(OSError):
-            return os.open(lock, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+            return os.open(lock, flags | _CLOEXEC)
     return None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the lock file held by `fd` is still the one at its path (not removed beside a
+    damaged store, or replaced, while this process waited for it)."""
+    try:
+        held, there = os.fstat(fd), os.stat(_handover_path(path))
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _forget_handover(path: Path) -> None:
+    """Remove the hand-over lock file this process made beside `path`, if the store there was
+    found damaged. Under the lock itself, so no other process is between its open and its
+    flock on it; one that opened it before sees it gone (_same_file) and takes a new one."""
+    with _LOCK_FILES_GUARD:
+        if path not in _DAMAGED or path not in _MADE_LOCKS:
+            return
+        _MADE_LOCKS.discard(path)
+    if fcntl is None:
+        return
+    lock = _handover_path(path)
+    try:
+        fd = os.open(lock, os.O_RDONLY | _CLOEXEC)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if _same_file(fd, path):
+            with suppress(OSError):
+                lock.unlink()
+    finally:
+        os.close(fd)
 
 
 @contextmanager
@@ -260,29 +315,44 @@ def _handover(path: Path, deadline: float | None = None) -> Iterator[None]:
     per open descriptor, so two threads of one process exclude each other too. With a
     deadline (an open, which can report StoreBusy) it is polled; without (a close, which must
     happen) it is waited for: holders hold it for one open attempt or one close."""
-    fd = _handover_fd(path) if fcntl is not None else None
+    fd = None
+    while fcntl is not None:
+        fd = _handover_fd(path)
+        if fd is None:
+            break
+        try:
+            _flock(fd, path, deadline)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _same_file(fd, path):
+            break
+        os.close(fd)  # removed (_forget_handover) while we waited: take the one there now
     if fd is None:
         yield
         return
     try:
-        if deadline is None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        else:
-            delay = _HANDOVER_POLL_S
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as exc:
-                    if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                        raise
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(f"hand-over lock of {path} not free")
-                time.sleep(delay)
-                delay = min(delay * 2, 0.02)
         yield
     finally:
         os.close(fd)  # releases the flock
+
+
+def _flock(fd: int, path: Path, deadline: float | None) -> None:
+    if deadline is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    delay = _HANDOVER_POLL_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"hand-over lock of {path} not free")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
 
 
 def _waiting_dir(path: Path) -> Path:
@@ -360,6 +430,9 @@ class _File:
         self.ready: set[tuple[int, int, str]] = set()
         self.checked: set[tuple[int, int, str]] = set()
         self.opens = 0  # how many times the file was opened (tests and benchmarks read it)
+        # The open instance was sealed (Store.seal): shared with nobody new, closed when its
+        # users are done, so its locked configuration never reaches another unit of work.
+        self.sealed = False
 
     def acquire(
         self, connect: Callable[[bool], duckdb.DuckDBPyConnection], read_only: bool
@@ -370,8 +443,10 @@ class _File:
             waiting_writer = False
             try:
                 while True:
-                    if self.root is not None and (
-                        not self.root_read_only or (read_only and not self.writers_waiting)
+                    if (
+                        self.root is not None
+                        and not self.sealed
+                        and (not self.root_read_only or (read_only and not self.writers_waiting))
                     ):
                         cur = self.root.cursor()
                         self.users += 1
@@ -394,11 +469,14 @@ class _File:
         except BaseException:
             with self.cond:
                 self.opening = False
+                _forget_handover(self.path)  # a damaged file: nothing left beside it
                 self.cond.notify_all()
             raise
         with self.cond:
             self.opening = False
             self.opens += 1
+            with _LOCK_FILES_GUARD:
+                _DAMAGED.discard(self.path)  # a file restored since, at the same path
             self.root, self.root_read_only = root, read_only
             self.opened_at = time.monotonic()
             try:
@@ -419,6 +497,11 @@ class _File:
         with self.cond:
             self.users -= 1
             if self.users or self.root is None:
+                return
+            if self.sealed or self.path in _DAMAGED:
+                # Not left to linger: a sealed instance is nobody else's, and a damaged
+                # file is closed at once so its lock file can go.
+                self._close_locked()
                 return
             now = time.monotonic()
             if _others_waiting(self.path):
@@ -443,10 +526,12 @@ class _File:
         """Close the instance (the caller holds `cond` and nobody uses it): the file is free for
         other processes."""
         root, self.root = self.root, None
+        self.sealed = False
         self.idle_gen += 1
         if root is not None:
             with _handover(self.path), suppress(duckdb.Error):
                 root.close()
+            _forget_handover(self.path)  # after the flock above is released: it would wait
         self.cond.notify_all()
 
     def close_if_unused(self) -> None:
@@ -465,6 +550,10 @@ class _File:
     def is_open(self) -> bool:
         with self.cond:
             return self.root is not None
+
+    def seal(self) -> None:
+        with self.cond:
+            self.sealed = True
 
     def unless_open(self, fn: Callable[[], None]) -> None:
         """Run `fn` (which opens and closes the file itself) only while this process does not
@@ -652,7 +741,11 @@ class Store:
                 raise StoreError(str(exc)) from None
             except duckdb.Error as exc:
                 if _is_corruption(exc):
-                    raise _corrupt(self.path, _one_line(exc)) from None
+                    damaged = _corrupt(self.path, _one_line(exc))
+                    # `fn` let go of the file before the damage was known here: close it now
+                    # rather than after it lingers, so its lock file goes with it.
+                    self._file.close_if_unused()
+                    raise damaged from None
                 raise
             ident = _identity(self.path)
             if ident is not None:
@@ -772,6 +865,22 @@ class Store:
         one writer at a time, so the statement is unchanged (DuckDB has no FOR UPDATE);
         Postgres adds the row locks (store/pg.py)."""
         return sql
+
+    def seal(self, cur: duckdb.DuckDBPyConnection) -> None:
+        """Shut the instance behind `cur` in (`mole sql`, issue 29): no file outside the store
+        read or written (COPY TO, EXPORT, read_csv, ATTACH), no extension installed or loaded,
+        and its configuration locked, so SET cannot undo that. Measured on DuckDB 2.0.1, on a
+        read-only open, which alone still wrote COPY ... TO files. The settings are the whole
+        instance's and cannot be reset, so it is shared with no new user and closed as soon as
+        its users are done (_File.sealed); the next unit of work opens a fresh one."""
+        self._file.seal()  # first: nobody joins between the settings and the mark
+        for setting in ("SET enable_external_access = false", "SET lock_configuration = true"):
+            # Already locked: another user of this instance sealed it a moment ago.
+            with suppress(duckdb.InvalidInputException):
+                cur.execute(setting)
+        got = cur.execute("SELECT current_setting('enable_external_access')").fetchone()
+        if got != (False,):
+            raise StoreError(f"could not shut file access off on the store {self.path}")
 
     def close(self) -> None:
         """Release the file now if nobody in this process uses it (rather than after it has
