@@ -273,6 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         full = disk_full(exc)
         if full is None:
             raise
+        # `resume` on a store still full fails before the drive: the session is as it was.
+        if args.command == "resume":
+            full = DiskFull(full.folder, args.session)
         print(f"mole: {escape_controls(full.line())}", file=sys.stderr)
         return EXIT_FAILED
     parser.error(f"unknown command {args.command}")

@@ -18,6 +18,7 @@ import errno
 import io
 import os
 import shutil
+import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -163,12 +164,9 @@ def test_dagster_folder_full_at_research_start(
     line = _one_line(err)
     assert line.startswith(f"{NO_ROOM}{dagster}: free some space, then "), line
     assert _leftovers(dagster) == []
-    db = Path(os.environ["MOLE_DB"])
-    got = _status(db, "s-start")
-    # Not created (the folder is checked first), or left for `mole resume`, never `running`.
-    assert got is None or got[0] == "interrupted", got
-    if got is not None:
-        assert "`mole resume s-start`" in line
+    # Dagster's folder is made ready before the session: nothing was created, nothing strands.
+    assert _status(Path(os.environ["MOLE_DB"]), "s-start") is None
+    assert line.endswith("then run the command again"), line
 
 
 def test_dagster_folder_full_mid_session_then_resume(
@@ -241,6 +239,87 @@ def test_report_folder_full_for_show_html(
     line = _one_line(err)
     assert line.startswith(f"{NO_ROOM}{out_dir}: free some space"), line
     assert list(out_dir.iterdir()) == []
+
+
+def test_store_folder_full_mid_session_then_resume(
+    home: Path,
+    disk: Disk,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store on the full disk: DuckDB fails the commit with the C library's words (the
+    message below is the one it gave on a full tmpfs). The step fails; the session is not
+    `failed` but waits for `mole resume`."""
+    import duckdb
+
+    import assets.research as research
+    from mole_dag.store.db import Store as DuckStore
+
+    folder = tmp_path / "store"
+    folder.mkdir()
+    db = folder / "mole.duckdb"
+    monkeypatch.setenv("MOLE_DB", str(db))
+    real_write = DuckStore.write
+    refused: list[str] = []
+
+    @contextlib.contextmanager
+    def write(self: DuckStore) -> Iterator[Any]:
+        if disk.holds(self.path):
+            refused.append(str(self.path))
+            raise duckdb.TransactionException(
+                "TransactionContext Error: Failed to commit: Could not write file "
+                f'"{self.path}.wal": No space left on device'
+            )
+        with real_write(self) as cur:
+            yield cur
+
+    monkeypatch.setattr(DuckStore, "write", write)
+    mine = research.mine_claims
+
+    def fill_then_mine(run: Any) -> Any:
+        disk.fill(folder)
+        return mine(run)
+
+    monkeypatch.setattr(research, "mine_claims", fill_then_mine)
+    code = _research("s-store")
+    err = capsys.readouterr().err
+    assert code != 0
+    line = _one_line(err)
+    assert line == f"{NO_ROOM}{folder}: free some space, then `mole resume s-store`", line
+    # A commit that found no room is not a lost race: not retried (200 times a transaction).
+    assert 0 < len(refused) <= 20, len(refused)
+    monkeypatch.setattr(research, "mine_claims", mine)
+    disk.free()  # to look, and to stand in for the process ending: its owner tag is dead
+    got = _status(db, "s-store")
+    # The status could not be written either: still `running`, never `failed`.
+    assert got is not None and got[0] in ("running", "interrupted"), got
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    store = Store(db)
+    try:
+        store.transact(
+            lambda cur: cur.execute(
+                "UPDATE sessions SET owner = ? WHERE id = 's-store'",
+                [f"{socket.gethostname()}:{dead.pid}"],
+            )
+        )
+    finally:
+        store.close()
+
+    # Still full: `mole resume` is one line too.
+    disk.fill(folder)
+    code = cli.main(["resume", "s-store", "--no-report-print"])
+    err = capsys.readouterr().err
+    assert code != 0
+    line = _one_line(err)
+    assert line == f"{NO_ROOM}{folder}: free some space, then `mole resume s-store`", line
+
+    disk.free()
+    code = cli.main(["resume", "s-store", "--no-report-print"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert _status(db, "s-store") == ("done", None)
 
 
 # A real full disk: a 1 MiB tmpfs over Dagster's folder, where this machine allows mounting one.
