@@ -32,7 +32,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from mole_dag.paths import dagster_home, default_store_path
+from mole_dag.diskfull import (
+    DiskFull,
+    disk_full,
+    disk_full_in_error,
+    drop_dagster_noise,
+    write_text_atomic,
+)
+from mole_dag.paths import dagster_home, default_store_path, mole_home
 from mole_dag.redaction import redact
 from mole_dag.sanitize import escape_controls
 
@@ -249,6 +256,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Messages quote paths, ids and questions as given: controls shown as escapes.
         print(f"mole {args.command}: {escape_controls(redact(str(exc)))}", file=sys.stderr)
         return EXIT_USAGE
+    except DiskFull as exc:
+        # One line, wherever the disk filled up (issue 29); a session it stopped is
+        # `interrupted`, and the line says how to continue it.
+        print(f"mole: {escape_controls(exc.line())}", file=sys.stderr)
+        return EXIT_FAILED
     except BrokenPipeError:  # `mole show ... | head`: the reader left, nothing to report
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -256,6 +268,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mole: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        # A write with no room that no writer named a folder for: still one line.
+        full = disk_full(exc)
+        if full is None:
+            raise
+        # `resume` on a store still full fails before the drive: the session is as it was.
+        if args.command == "resume":
+            full = DiskFull(full.folder, args.session)
+        print(f"mole: {escape_controls(full.line())}", file=sys.stderr)
+        return EXIT_FAILED
     parser.error(f"unknown command {args.command}")
 
 
@@ -362,6 +384,9 @@ def cmd_research(args: argparse.Namespace) -> int:
     except LaunchError as exc:
         raise CliError(str(exc)) from None
     question, unit, total, skills = launch.question, launch.unit, launch.total, launch.skills
+    # Dagster's folder (and its copy of dagster.yaml) before the session: a full disk there is
+    # one line with nothing created, not a session stranded before its first run.
+    dagster_home()
 
     store = _open_store()
     try:
@@ -447,9 +472,58 @@ def _drive(
             )
         except (KeyboardInterrupt, Interrupted):
             return _interrupted(sid, got_signal or arrived.names())
+        except Exception as exc:
+            # An error naming no file comes from Dagster's SQLite storage (DuckDB and the OS
+            # name theirs): Dagster's folder is the one to name.
+            full = disk_full(exc, _dagster_folder())
+            if full is None:
+                raise
+            raise _stopped_for_room(sid, full) from exc
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
+
+
+def _dagster_folder() -> Path:
+    """Where Dagster writes, without writing there (paths.dagster_home copies dagster.yaml)."""
+    given = os.environ.get("DAGSTER_HOME")
+    return Path(given).expanduser().resolve() if given else mole_home() / "dagster"
+
+
+def _stopped_for_room(sid: str, full: DiskFull) -> DiskFull:
+    """The session left `interrupted` with the reason, for `mole resume` once there is room."""
+    from mole_dag.budget import Ledger
+    from mole_dag.core import SessionStatus
+
+    # The full disk may be the store's: then the status cannot be written now, and the next
+    # writing open of the store marks the session interrupted (its owner, this process, gone).
+    with contextlib.suppress(Exception):
+        st = _open_store()
+        try:
+            ledger = Ledger(st)
+            if ledger.balance(sid).status in (
+                SessionStatus.CREATED,
+                SessionStatus.RUNNING,
+                SessionStatus.REPORTING,
+            ):
+                ledger.set_status(sid, SessionStatus.INTERRUPTED, full.reason())
+        finally:
+            st.close()
+    return DiskFull(full.folder, sid)
+
+
+class _QuietDagsterNoise:
+    """sys.stderr while a Dagster run executes, minus Dagster's multi-line report of an event
+    write that failed for lack of room (the failure itself is raised, and said in one line)."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def write(self, text: str) -> int:
+        return len(text) if drop_dagster_noise(text) else self._real.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
 
 
 class _SignalLog:
@@ -626,15 +700,20 @@ def _drive_steps(
             st.close()
 
     def execute(job_name: str) -> Any:
-        res = jobs[job_name].execute_in_process(
-            instance=instance,
-            partition_key=sid,
-            run_config=configs[job_name],
-            tags=IN_PROCESS_RUN_TAGS,
-            raise_on_error=False,
-        )
+        with contextlib.redirect_stderr(_QuietDagsterNoise(sys.stderr)):
+            res = jobs[job_name].execute_in_process(
+                instance=instance,
+                partition_key=sid,
+                run_config=configs[job_name],
+                tags=IN_PROCESS_RUN_TAGS,
+                raise_on_error=False,
+            )
         if got_signal or (not res.success and _was_interrupted(res)):
             raise Interrupted
+        full = None if res.success else _disk_full_in_run(res)
+        if full is not None:
+            # Not a failure of the session: it goes on once there is room (_drive marks it).
+            raise full
         if not res.success:
             failures.append(res)
             return None
@@ -662,6 +741,16 @@ def _drive_steps(
             print(f"session {sid}", file=sys.stderr)
             return EXIT_USAGE
     return _print_outcome(sid, quiet=quiet, print_report=print_report)
+
+
+def _disk_full_in_run(result: Any) -> DiskFull | None:
+    """A step that failed for lack of room (the store's disk, the index folder, Dagster's)."""
+    for ev in result.all_events:
+        if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
+            full = disk_full_in_error(ev.step_failure_data.error, _dagster_folder())
+            if full is not None:
+                return full
+    return None
 
 
 def _was_interrupted(result: Any) -> bool:
@@ -1152,8 +1241,8 @@ def _write_html(rep: dict[str, Any], target: str, sid: str) -> Path:
         )
     )
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_html(rep["markdown"], title=f"mole report {sid}"), "utf-8")
+        # Whole or not at all; a full disk is DiskFull (one line from main), not caught here.
+        write_text_atomic(path, render_html(rep["markdown"], title=f"mole report {sid}"))
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror}") from None
     return path

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mole_dag.diskfull import write_text_atomic, writing
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 # The checkout that holds sql/, dagster.yaml and examples/ when the package is installed
 # editable. For an installed wheel this is site-packages, which is why nothing below writes
@@ -91,14 +93,13 @@ def dagster_home() -> Path:
     if os.environ.get("DAGSTER_HOME"):
         return Path(os.environ["DAGSTER_HOME"]).expanduser().resolve()
     home = mole_home() / "dagster"
-    home.mkdir(parents=True, exist_ok=True)
+    with writing(home):  # a full disk: DiskFull(home), one line from the CLI
+        home.mkdir(parents=True, exist_ok=True)
     wanted = dagster_yaml().read_text(encoding="utf-8")
     target = home / "dagster.yaml"
     if not target.is_file() or target.read_text(encoding="utf-8") != wanted:
         # Whole or not at all: another process may be reading it this instant.
-        part = home / f".dagster.yaml.{os.getpid()}"
-        part.write_text(wanted, encoding="utf-8")
-        os.replace(part, target)
+        write_text_atomic(target, wanted)
     return home
 
 

@@ -29,6 +29,7 @@ from mole_dag.actors.bm25 import BM25
 from mole_dag.actors.extract import ExtractionError, from_html, from_plain
 from mole_dag.actors.pdf import PdfLimits, PdfRefused, pdf_document
 from mole_dag.core import DeadEndCause, Document
+from mole_dag.diskfull import write_text_atomic
 from mole_dag.paths import index_dir
 from mole_dag.text import stem, terms, words
 
@@ -596,12 +597,11 @@ def _write_cache(path: Path, index: CorpusIndex) -> None:
         "version": INDEX_VERSION,
     }
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(payload, ensure_ascii=False), "utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, json.dumps(payload, ensure_ascii=False))
     except OSError as exc:  # a cache we cannot write only costs a rebuild next time
         log.warning("could not cache the corpus index at %s: %s", path, exc.strerror)
+    # DiskFull is not caught: on a full disk the session cannot go on writing either, so it
+    # stops here in one line naming the folder (issue 29).
 
 
 # (session, corpus root, file) of unreadable PDFs already reported as dead ends by this process.

@@ -39,6 +39,7 @@ try:
 except ImportError:  # Windows: no flock (see _handover)
     fcntl = None  # type: ignore[assignment]
 
+from mole_dag.diskfull import disk_full
 from mole_dag.store import migrate
 from mole_dag.store.queries import q
 from mole_dag.store.records import Params, fetch_all, fetch_one, only_column
@@ -638,6 +639,11 @@ def _is_lock_error(exc: BaseException) -> bool:
 
 
 def _is_conflict(exc: BaseException) -> bool:
+    # DuckDB reports a commit that found no room as a TransactionException too ("Failed to
+    # commit: Could not write file ...: No space left on device"): not a lost race, so not
+    # retried 200 times (issue 29).
+    if disk_full(exc) is not None:
+        return False
     return isinstance(exc, duckdb.TransactionException) or "Conflict" in str(exc)
 
 
