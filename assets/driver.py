@@ -25,10 +25,12 @@ from assets.session_config import SESSION_CONFIG, LaunchConfig, session_run_conf
 from mole_dag.budget import Ledger
 from mole_dag.budget.ledger import new_session_id
 from mole_dag.context import Run
+from mole_dag.core import SessionStatus
 from mole_dag.driver import Step, drive, next_step
 from mole_dag.launch import LaunchError
+from mole_dag.redaction import redact
 from mole_dag.resources import StoreResource
-from mole_dag.session import SessionMissing
+from mole_dag.session import SessionMissing, stop_session
 from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, StoreError, q
 from mole_dag.store.records import SessionRow
@@ -71,13 +73,33 @@ def _session(store: Store, sid: str) -> SessionRow | None:
     return store.one(SessionRow, q("session_get"), {"session_id": sid})
 
 
-def _failure_line(result: dg.ExecuteInProcessResult) -> str:
+def failure_line(result: dg.ExecuteInProcessResult) -> str:
     """The first failed step of a round's or report's run, in one line."""
     for ev in result.all_events:
         if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
             err = ev.step_failure_data.error
-            return f"step {ev.step_key}: {' '.join((err.cause or err).message.split())}"
+            return f"step {ev.step_key}: {' '.join(redact((err.cause or err).message).split())}"
     return "the run failed"
+
+
+def provider_down(result: dg.ExecuteInProcessResult) -> str | None:
+    """Why the model provider stopped answering, when that is what failed the run's step
+    (mole_dag.llm.provider.ProviderUnavailable, inside Dagster's wrapper)."""
+    for ev in result.all_events:
+        if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
+            err = ev.step_failure_data.error
+            for e in (err, err.cause):
+                if e is not None and e.cls_name == "ProviderUnavailable":
+                    return " ".join(redact(e.message).split())
+    return None
+
+
+def stop_after_failed_run(store: Store, sid: str, result: dg.ExecuteInProcessResult) -> None:
+    """A session whose round or report run failed is `interrupted` when the provider stopped
+    answering (resumable once it answers), else `failed`, before anything else runs."""
+    down = provider_down(result)
+    status = SessionStatus.INTERRUPTED if down else SessionStatus.FAILED
+    stop_session(Ledger(store), sid, status, down or failure_line(result))
 
 
 def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> Step | None:
@@ -108,8 +130,9 @@ def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> 
         )
         context.log.info(f"{kind}: run {res.run_id} {'succeeded' if res.success else 'failed'}")
         if not res.success:
+            stop_after_failed_run(store, sid, res)
             raise dg.Failure(
-                description=f"session {sid}: {kind} run {res.run_id} failed: {_failure_line(res)}",
+                description=f"session {sid}: {kind} run {res.run_id} failed: {failure_line(res)}",
                 allow_retries=False,
             )
         return res

@@ -45,6 +45,8 @@ from mole_dag.sanitize import escape_controls
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
+# The model provider stopped answering: try again later (sysexits' EX_TEMPFAIL).
+EXIT_UNAVAILABLE = 75
 # How long to wait for another process opening the same Dagster instance (milliseconds when it
 # exists, seconds when it is being created). A guess, flagged as one.
 INSTANCE_LOCK_WAIT_S = 300.0
@@ -472,6 +474,8 @@ def _drive(
             )
         except (KeyboardInterrupt, Interrupted):
             return _interrupted(sid, got_signal or arrived.names())
+        except _ProviderStopped as exc:
+            return _provider_stopped(sid, exc.reason)
         except Exception as exc:
             # An error naming no file comes from Dagster's SQLite storage (DuckDB and the OS
             # name theirs): Dagster's folder is the one to name.
@@ -666,6 +670,7 @@ def _drive_steps(
 
     instance = _dagster_instance()
     from assets.definitions import IN_PROCESS_RUN_TAGS, defs
+    from assets.driver import failure_line, provider_down
     from assets.partitions import SESSIONS
 
     if not instance.has_dynamic_partition(SESSIONS, sid):
@@ -714,6 +719,9 @@ def _drive_steps(
         if full is not None:
             # Not a failure of the session: it goes on once there is room (_drive marks it).
             raise full
+        down = None if res.success else provider_down(res)
+        if down is not None:
+            raise _ProviderStopped(down)  # nor this: it goes on once the provider answers
         if not res.success:
             failures.append(res)
             return None
@@ -728,6 +736,14 @@ def _drive_steps(
     )
     if got.failed:
         _report_failure(failures[-1], sid)
+        # Marked before the process exits, escrow returned (issue 29: it stayed `running`).
+        from mole_dag.session import stop_session
+
+        st = _open_store()
+        try:
+            stop_session(Ledger(st), sid, SessionStatus.FAILED, failure_line(failures[-1]))
+        finally:
+            st.close()
         return EXIT_FAILED
     if got.report is None:
         st = _open_store()
@@ -751,6 +767,37 @@ def _disk_full_in_run(result: Any) -> DiskFull | None:
             if full is not None:
                 return full
     return None
+
+
+class _ProviderStopped(Exception):
+    """A step stopped because the model provider stopped answering (ProviderUnavailable)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+def _provider_stopped(sid: str, reason: str) -> int:
+    """Leave the session `interrupted`, its unanswered work pending, and say so in one line."""
+    from mole_dag.budget import Ledger
+    from mole_dag.core import SessionStatus
+    from mole_dag.session import stop_session
+
+    st = _open_store()
+    try:
+        stop_session(Ledger(st), sid, SessionStatus.INTERRUPTED, reason)
+    finally:
+        st.close()
+    print(
+        escape_controls(
+            f"mole: the model provider stopped answering ({reason}); the session is "
+            f"interrupted with its unanswered work pending: `mole resume {sid}` once the "
+            "provider answers again"
+        ),
+        file=sys.stderr,
+    )
+    print(f"session {sid}", file=sys.stderr)
+    return EXIT_UNAVAILABLE
 
 
 def _was_interrupted(result: Any) -> bool:

@@ -18,12 +18,13 @@ from typing import Generic, Literal, TypeVar
 from mole_dag.context import Run
 from mole_dag.core import SessionStatus
 from mole_dag.executor import ExecResult, execute_leads
+from mole_dag.llm.provider import ProviderUnavailable
 from mole_dag.local_data.findings import LocalResult, analyse_local_data
 from mole_dag.mining.mine import MineResult, mine_claims
 from mole_dag.output.finish import FinishResult, finish_session
 from mole_dag.planner import PlanResult, plan_round
 from mole_dag.planner.plan import round_state
-from mole_dag.session import recover
+from mole_dag.session import recover, stop_session
 from mole_dag.store import q
 from mole_dag.verifier.confidence import score_session
 from mole_dag.verifier.graph import EdgeResult, build_edges
@@ -167,11 +168,16 @@ def run_round(run: Run) -> RoundResult:
 
 
 def run_session(run: Run, *, report: bool = True) -> tuple[list[RoundResult], FinishResult | None]:
-    """The session driven in this process without Dagster. `report=False`: rounds only."""
-    got: Driven[RoundResult, FinishResult] = drive(
-        round=lambda: run_round(run),
-        report=lambda: finish_session(run),
-        decide=lambda: next_step(run),
-        with_report=report,
-    )
+    """The session driven in this process without Dagster. `report=False`: rounds only. A
+    provider that stops answering leaves the session `interrupted` (resumable) and raises."""
+    try:
+        got: Driven[RoundResult, FinishResult] = drive(
+            round=lambda: run_round(run),
+            report=lambda: finish_session(run),
+            decide=lambda: next_step(run),
+            with_report=report,
+        )
+    except ProviderUnavailable as exc:
+        stop_session(run.ledger, run.session_id, SessionStatus.INTERRUPTED, str(exc))
+        raise
     return got.rounds, got.report

@@ -17,7 +17,7 @@ from mole_dag.actors.search_settings import (
 from mole_dag.budget import Balance, Ledger
 from mole_dag.budget.ledger import new_session_id
 from mole_dag.context import Run
-from mole_dag.core import Unit
+from mole_dag.core import SessionStatus, Unit
 from mole_dag.executor import leases
 from mole_dag.store import Store, q, utcnow
 from mole_dag.store.records import SessionRow
@@ -194,3 +194,20 @@ def ensure_session(
         )
     )
     return bal
+
+
+OPEN = (SessionStatus.CREATED, SessionStatus.RUNNING, SessionStatus.REPORTING)
+
+
+def stop_session(ledger: Ledger, session_id: str, status: SessionStatus, reason: str) -> bool:
+    """End a session that cannot go on, before its process exits (issue 29: an error left it
+    `running`, escrow held, until some later process opened the store): `interrupted` when
+    `mole resume` can finish it (the provider stopped answering, a signal), `failed` when a
+    stage failed. A failed session's escrow is returned: nothing will spend it. Only an open
+    session is changed; False when it had ended already."""
+    if ledger.balance(session_id).status not in OPEN:
+        return False
+    if status == SessionStatus.FAILED:
+        ledger.release_escrow(session_id)
+    ledger.set_status(session_id, status, " ".join(reason.split())[:500])
+    return True

@@ -45,7 +45,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from mole_dag.budget import BudgetExhausted, Hold, Ledger, Usage
 from mole_dag.core import Role
 from mole_dag.llm.concurrency import Gate, Slot, Watch, gate_for, holding, parallel_setting
-from mole_dag.llm.provider import ModelCallFailed
+from mole_dag.llm.provider import ModelCallFailed, ProviderUnavailable
 from mole_dag.store import q, utcnow
 
 log = logging.getLogger("mole.fanout")
@@ -607,9 +607,12 @@ class _Concurrent(Generic[P]):
                 if st.error is not None:
                     raise st.error
                 if i in st.results:
-                    if i in st.bugs:
+                    if i in st.bugs and not isinstance(st.bugs[i], ProviderUnavailable):
                         raise st.bugs[i]
-                    return st.results[i]  # type: ignore[return-value]
+                    if i not in st.bugs:
+                        return st.results[i]  # type: ignore[return-value]
+                    down = st.bugs[i]
+                    break
                 if st.dispatched_all and not st.flying:
                     return Outcome(i, Status.NOT_SENT)  # never dispatched: the pass stopped
                 self.cond.wait(timeout=0.5)
@@ -619,6 +622,11 @@ class _Concurrent(Generic[P]):
                     line = f"{st.done} of {len(self.jobs)} calls done, {len(st.flying)} in flight"
             if line is not None:
                 self._say(line)
+        # The provider stopped answering: nothing more is sent (the worker stopped the pass),
+        # and the calls in flight end by themselves, settled and kept if answered, before the
+        # stage hears of it; none is charged as if interrupted.
+        self._wait_for_flights()
+        raise down
 
     def outcomes(self) -> Iterator[Outcome[P]]:
         started = time.monotonic()

@@ -8,6 +8,7 @@ fail with is a `ModelCallFailed`, so stages can tell "the model call failed" fro
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
@@ -109,9 +110,16 @@ class ModelCallFailed(RuntimeError):
         super().__init__(message)
 
 
-class ProviderUnavailable(ModelCallFailed):
+class ProviderUnavailable(Exception):
     """Retryable failures (429, 529, 5xx, timeouts, refused connections) that outlasted the
-    bounded retries, or a server that asked to wait longer than we are willing to."""
+    bounded retries, or a server that asked to wait longer than we are willing to.
+
+    Not a ModelCallFailed, on purpose (issue 29): a stage goes on without a call that failed
+    on its own account (an empty answer, a refused request), but not without its provider. A
+    session that went on reported "done" with most of its work released unasked and nothing
+    left to resume. This one stops the stage, and the session is left `interrupted` with the
+    unanswered work pending, for `mole resume` once the provider answers again. `since`: when
+    the failing call was first refused (UTC)."""
 
     def __init__(
         self,
@@ -121,9 +129,17 @@ class ProviderUnavailable(ModelCallFailed):
         model: str = "",
         status: int | None = None,
         attempts: int = 0,
+        since: datetime | None = None,
     ) -> None:
+        self.provider, self.model = provider, model
         self.status, self.attempts = status, attempts
-        super().__init__(message, provider=provider, model=model)
+        self.since = since or datetime.now(UTC)
+        super().__init__(message)
+
+
+class CallNotRetried(ModelCallFailed):
+    """A call whose attempt failed after its pass was interrupted: not tried again (see
+    mole_dag.llm.retry), and not a judgement on the provider."""
 
 
 class ProviderRejected(ModelCallFailed):

@@ -4,8 +4,10 @@ connections are retried with exponential backoff and jitter, honouring the serve
 
 One policy for every provider, rather than each SDK's own: the Anthropic SDK and a hand-rolled
 httpx client would otherwise retry differently, and a test could only pin down one of them. The
-SDK's own retries are switched off. Bounded twice: in attempts, and in how long a server may
-ask us to wait (a server asking for ten minutes is better answered with an error now).
+SDK's own retries are switched off. Bounded three times: in attempts, in how long a server may
+ask us to wait (a server asking for ten minutes is better answered with an error now), and in
+how long one call may wait in all (`max_wait_s`). A call that gets no answer within those raises
+ProviderUnavailable, which stops the session as `interrupted` (mole_dag.llm.provider).
 
 Inside a fan-out (mole_dag.llm.fanout) a call has a slot in its session's gate
 (mole_dag.llm.concurrency): a 429 or 529 then also lowers the session's concurrency, the call
@@ -27,7 +29,7 @@ from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from mole_dag.llm.concurrency import THROTTLE_STATUSES, Slot, current_slot
-from mole_dag.llm.provider import ProviderUnavailable
+from mole_dag.llm.provider import CallNotRetried, ProviderUnavailable
 
 T = TypeVar("T")
 
@@ -41,6 +43,9 @@ class RetryPolicy:
     base_delay_s: float = 1.0
     max_delay_s: float = 20.0
     max_retry_after_s: float = 60.0
+    # What one call may spend waiting out backoffs and retry-after in all: the bound on how long
+    # a session can sit on a provider that keeps refusing (README, "When the provider fails").
+    max_wait_s: float = 180.0
 
 
 DEFAULT_POLICY = RetryPolicy()
@@ -109,11 +114,14 @@ def with_retries(
     slot = current_slot()
     last: Retryable | None = None
     counted = free = 0
+    waited = 0.0
+    since: datetime | None = None
     while True:
         try:
             got = attempt()
         except Retryable as exc:
             last = exc
+            since = since or datetime.now(UTC)
             crowded = (
                 slot is not None
                 and exc.status in THROTTLE_STATUSES
@@ -128,16 +136,21 @@ def with_retries(
                 break
             if exc.retry_after is not None and exc.retry_after > policy.max_retry_after_s:
                 raise ProviderUnavailable(
-                    f"{provider} asked to wait {exc.retry_after:.0f}s before retrying, more than "
-                    f"the {policy.max_retry_after_s:.0f}s this client waits: {exc}",
+                    f"{provider} unreachable since {_hhmm(since)}: it asked to wait "
+                    f"{exc.retry_after:.0f}s before retrying, more than the "
+                    f"{policy.max_retry_after_s:.0f}s this client waits: {exc}",
                     provider=provider,
                     model=model,
                     status=exc.status,
                     attempts=counted + free,
+                    since=since,
                 ) from None
             delay = (
                 exc.retry_after if exc.retry_after is not None else backoff(counted + free, policy)
             )
+            waited += delay
+            if waited > policy.max_wait_s:
+                break
             if slot is not None:
                 _not_cancelled(slot, provider, model, exc, counted + free)
                 slot.pause(delay, sleep)
@@ -150,12 +163,18 @@ def with_retries(
         return got
     assert last is not None
     raise ProviderUnavailable(
-        f"{provider} call failed after {counted + free} attempts: {last}",
+        f"{provider} unreachable since {_hhmm(since)}: a call failed after {counted + free} "
+        f"attempts: {last}",
         provider=provider,
         model=model,
         status=last.status,
         attempts=counted + free,
+        since=since,
     ) from None
+
+
+def _hhmm(when: datetime | None) -> str:
+    return (when or datetime.now(UTC)).strftime("%H:%M UTC")
 
 
 def _not_cancelled(slot: Slot, provider: str, model: str, last: Retryable, attempts: int) -> None:
@@ -164,10 +183,8 @@ def _not_cancelled(slot: Slot, provider: str, model: str, last: Retryable, attem
     one the ledger has no row for, and its answer would replace that charge while the failed
     attempt may have been billed too)."""
     if slot.cancelled:
-        raise ProviderUnavailable(
+        raise CallNotRetried(
             f"{provider} call not retried: the pass was interrupted ({last})",
             provider=provider,
             model=model,
-            status=last.status,
-            attempts=attempts,
         )
