@@ -17,6 +17,7 @@ from mole_dag.planner.ahead import take as take_ahead
 from mole_dag.planner.extractive import BROAD_TOPICS, is_wide
 from mole_dag.sanitize import one_line
 from mole_dag.skills.protocol import Digest, Metered, PlannedQuestion
+from mole_dag.skills.unreadable import write_unreadable
 from mole_dag.store import q, utcnow
 from mole_dag.store.records import RoundStateRow, SessionRow, SubQuestionClaimsRow, scalar
 
@@ -220,6 +221,8 @@ def _plan(
     def write(cur: Any) -> None:
         # The round's plan is written: from here a stop resumes the round, not its planning.
         cur.execute(q("round_mark_planned"), {"session_id": sid, "round": round_no, "now": now})
+        if planned.unreadable:
+            write_unreadable(cur, sid, [("plan", planned.unreadable)], now)
         if subs:
             cur.execute(
                 q("sub_question_insert_many"),

@@ -26,6 +26,9 @@ class Metered(Generic[T]):
     cost: int = 0
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    # Why the model's reply could not be read ('' when it could): an answered, paid call whose
+    # answer was lost. The stage records it (mole_dag.skills.unreadable) for the report.
+    unreadable: str = ""
 
 
 @dataclass(frozen=True)
