@@ -49,4 +49,5 @@ SELECT count(*) AS n, arg_max(note, completed_at) AS last
 FROM tool_calls
 WHERE session_id = $session_id
   AND split_part(tool, ':', 2) IN ('plan', 'mine', 'judge', 'write', 'ground', 'hypothesize')
-  AND (note LIKE 'call failed:%' OR note LIKE 'paid for, but failed:%');
+  -- Not LIKE 'call failed:%': a literal % is a placeholder to the Postgres driver.
+  AND split_part(note, ':', 1) IN ('call failed', 'paid for, but failed');
