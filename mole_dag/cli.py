@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from mole_dag.core import MAX_QUESTION_CHARS
 from mole_dag.diskfull import (
     DiskFull,
     disk_full,
@@ -75,7 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("research", help="research a question within a hard budget")
-    r.add_argument("question", help="the question, in quotes")
+    r.add_argument(
+        "question",
+        help=f"the question, in quotes: at most {MAX_QUESTION_CHARS:,} characters (a guess at "
+        "what a planner can use); terminal control sequences in it are removed",
+    )
     budget = r.add_argument_group("budget (exactly one is required; there is no default)")
     budget.add_argument("--usd", metavar="AMOUNT", help="ceiling in US dollars, e.g. 0.50")
     budget.add_argument("--tokens", metavar="N", help="ceiling in model tokens")

@@ -20,6 +20,14 @@ MAX_CLAIM_CHARS = 600
 # A three-word quote matches almost any document by chance; 24 collapsed characters is roughly
 # four or five words, the shortest span that still identifies a passage.
 MIN_QUOTE_CHARS = 24
+# The longest question accepted (mole_dag.launch: every front door), in characters, after
+# control sequences are removed and whitespace collapsed. A guess, flagged as one, chosen from
+# what reaches a model: the planning, mining and writing prompts carry the first 1,000
+# characters of the question, and the model-free planner's search is the question's words;
+# twice that leaves room for a question that states its setting at length, while a pasted
+# document (130,000 bytes took 29 s of CPU and was echoed whole) is refused instead of being
+# cut where nobody sees it.
+MAX_QUESTION_CHARS = 2000
 
 
 class Role(StrEnum):

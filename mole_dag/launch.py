@@ -25,7 +25,8 @@ from mole_dag.actors.search_settings import (
     read_config,
     resolve_settings,
 )
-from mole_dag.core import Unit
+from mole_dag.core import MAX_QUESTION_CHARS, Unit
+from mole_dag.sanitize import one_line
 
 log = logging.getLogger("mole.launch")
 
@@ -87,6 +88,14 @@ def check_text(text: str, what: str) -> str:
             "pass it in UTF-8"
         ) from None
     return text
+
+
+def clean_question(question: str) -> str:
+    """The question as it is stored and searched for: terminal control sequences (ANSI CSI and
+    OSC escapes whole, so no "31m" or window title is left behind), C0/C1 controls and bidi
+    overrides removed, whitespace collapsed. A question is typed by a person; an escape in it
+    is never a word to search for, and stored it would replay in every terminal it is shown in."""
+    return one_line(question)
 
 
 def check_budget(usd: str | None, tokens: str | None, flag: str = "--") -> tuple[Unit, int]:
@@ -237,10 +246,16 @@ def check_launch(
     from mole_dag.actors.local import CorpusError, LocalCorpus
     from mole_dag.paths import demo_corpus
 
-    question = " ".join(question.split())
+    question = clean_question(question)
     if not question:
         raise LaunchError("the question is empty; ask something, in quotes")
     check_text(question, "the question")
+    if len(question) > MAX_QUESTION_CHARS:
+        # Named by its length, never echoed: the point is not to print it whole.
+        raise LaunchError(
+            f"the question is {len(question):,} characters long; ask it in at most "
+            f"{MAX_QUESTION_CHARS:,} characters"
+        )
     unit, total = check_budget(usd, tokens, flag)
     if session_id is not None:
         check_session_id(session_id, flag)

@@ -107,10 +107,11 @@ def session_exists(store: Store, session_id: str) -> bool:
 def _same_launch(row: SessionRow, question: str, usd: str | None, tokens: str | None) -> None:
     """A launch config for a session that exists must name its question and budget: a config
     that says otherwise is refused in one line, never silently ignored."""
-    from mole_dag.launch import LaunchError, check_budget
+    from mole_dag.launch import LaunchError, check_budget, clean_question
 
     unit, total = check_budget(usd, tokens, "")
-    if " ".join(question.split()) != " ".join(row.question.split()):
+    # Compared as stored: the launch check removes control sequences before a question is kept.
+    if clean_question(question) != clean_question(row.question):
         raise LaunchError(
             f"session {row.id!r} exists with another question ({row.question!r}); add a new "
             "partition for a new question, or give this one's question"

@@ -608,18 +608,18 @@ class Ledger:
         except PaidCallFailed as exc:
             if not h.done:
                 if exc.actual is None:
-                    h.release(note=f"call failed: {type(exc).__name__}")
+                    h.release(note=f"call failed: {_failure(exc)}")
                 else:
                     h.settle(
                         exc.actual,
                         usage=exc.usage,
-                        note=f"paid for, but failed: {type(exc).__name__}",
+                        note=f"paid for, but failed: {_failure(exc)}",
                         model=getattr(exc, "model", None) or None,
                     )
             raise
         except Exception as exc:
             if not h.done:
-                h.release(note=f"call failed: {type(exc).__name__}")
+                h.release(note=f"call failed: {_failure(exc)}")
             raise
         except BaseException as exc:
             # KeyboardInterrupt, SystemExit, Dagster's DagsterExecutionInterruptedError: the
@@ -808,6 +808,18 @@ class Ledger:
 
     def spend_by_stage(self, session_id: str) -> list[dict[str, Any]]:
         return self.store.named("spend_by_stage", {"session_id": session_id})
+
+
+# How much of a failed call's error its ledger row keeps: enough for the report to name it.
+FAILURE_NOTE_CHARS = 240
+
+
+def _failure(exc: BaseException) -> str:
+    """A failed call's note: the error's type and the first line of its message (providers'
+    errors are redacted where they are raised), so a report can say what went wrong."""
+    lines = str(exc).strip().splitlines()
+    detail = " ".join(lines[0].split()) if lines else ""
+    return f"{type(exc).__name__}: {detail}"[:FAILURE_NOTE_CHARS] if detail else type(exc).__name__
 
 
 class Hold:

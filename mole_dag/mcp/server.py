@@ -38,7 +38,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from mole_dag.core import MIN_QUOTE_CHARS
+from mole_dag.core import MAX_QUESTION_CHARS, MIN_QUOTE_CHARS
 from mole_dag.mcp import sessions, toolkit
 from mole_dag.mcp.redact import redact, redact_all
 from mole_dag.mcp.toolkit import BadInput
@@ -48,7 +48,6 @@ from mole_dag.mcp.workers import Workers
 # UI) holds it. A guess, flagged as one: long enough to outlast a short write, short enough that
 # a polling agent hears "busy" rather than hanging.
 STORE_WAIT_S = float(os.environ.get("MOLE_MCP_STORE_WAIT_S", "15"))
-MAX_QUESTION_CHARS = 2000
 MAX_PATH_CHARS = 4096
 MAX_SEARCH_PROVIDERS = 8
 

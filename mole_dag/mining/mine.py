@@ -21,6 +21,7 @@ from mole_dag.llm.fanout import Job, Status, fan_out
 from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.score_relevance import score_relevance, session_passages, session_stats
 from mole_dag.skills.protocol import Metered, MineRequest, keep_list
+from mole_dag.skills.unreadable import write_unreadable
 from mole_dag.store import q, utcnow
 from mole_dag.store.dead_ends import store_dead_end
 from mole_dag.store.records import ChunkRow, LeadClaimsRow, LeadSourceRow, fetch_all
@@ -109,9 +110,11 @@ class _Pending:
     discarded: list[dict[str, Any]] = field(default_factory=list)
     mined: list[dict[str, Any]] = field(default_factory=list)
     dead_ends: list[tuple[DeadEnd, str, str]] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # why each lost reply was lost
 
     def write(self, cur: Any, sid: str, created_by: str) -> None:
         now = utcnow()
+        write_unreadable(cur, sid, [("mine", p) for p in self.unreadable], now)
         if self.claims:
             cur.execute(
                 q("claim_insert_many"),
@@ -174,6 +177,7 @@ class _Pending:
     def clear(self) -> None:
         """After the commit, not inside the transaction: Store.transact may run it again."""
         self.claims, self.grades, self.discarded, self.mined, self.dead_ends = [], [], [], [], []
+        self.unreadable = []
 
 
 def mine_claims(run: Run) -> MineResult:
@@ -266,6 +270,8 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
             paid = paid or got.cost > 0
             result.calls += 1
             result.spent += got.cost
+            if got.unreadable:
+                pending.unreadable.append(got.unreadable)
             drafts.extend(got.value)
 
         causes: Counter[str] = Counter()

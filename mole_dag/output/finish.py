@@ -20,6 +20,29 @@ from mole_dag.verifier.grounding import (
 )
 
 
+def grounding_line(grounding: GroundReport) -> str:
+    """What grounding did, in one line. A check whose model call failed was not a re-read:
+    it is counted apart, never as a claim re-read with 0 confirmed (issue 29 saw "5 claims
+    re-read from 5 sources: 0 confirmed, 0 unsupported, ..." when all 5 calls had failed)."""
+    s = grounding.summary()
+    read = s["checked"] - s["failed"]
+    line = "grounding: "
+    if read:
+        line += (
+            f"{read} claim{'s' if read != 1 else ''} re-read from {s['fetches']} "
+            f"source{'s' if s['fetches'] != 1 else ''}: "
+            f"{s['confirmed']} confirmed, {s['unsupported']} unsupported, "
+            f"{s['vanished']} vanished, {s['unreachable']} unreachable"
+        )
+        undecided = s["undecided"] - s["failed"]
+        if undecided:
+            line += f", {undecided} undecided"
+    if s["failed"]:
+        line += "; " if read else ""
+        line += f"{s['failed']} could not be checked: the model call failed"
+    return line
+
+
 @dataclass
 class FinishResult:
     escrow_released: int
@@ -51,12 +74,7 @@ def finish_session(
         parallel=run.parallel,
     )
     if grounding.checked:
-        s = grounding.summary()
-        run.progress(
-            f"grounding: {s['checked']} claims re-read from {s['fetches']} sources: "
-            f"{s['confirmed']} confirmed, {s['unsupported']} unsupported, "
-            f"{s['vanished']} vanished, {s['unreachable']} unreachable"
-        )
+        run.progress(grounding_line(grounding))
     score_session(run)
     # Claims added since the last round's scoring (local-data findings) get their relevance
     # too; the report orders and cuts by it.

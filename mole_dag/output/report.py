@@ -37,6 +37,7 @@ from mole_dag.paths import reports_dir
 from mole_dag.redaction import redact_known
 from mole_dag.sanitize import one_line, strip_controls
 from mole_dag.skills.protocol import FindingForWriter, WriteRequest, WrittenAnswer
+from mole_dag.skills.unreadable import STAGE_NAMES, write_unreadable
 from mole_dag.store import q, utcnow
 from mole_dag.store.records import ClusterMemberRow, EdgeRow, FindingRow, SessionRow, SourceRow
 from mole_dag.verifier.source_class import STRENGTH
@@ -339,6 +340,48 @@ def _causes(rows: Iterable[dict[str, Any]]) -> str:
     return ", ".join(f"{str(r['cause']).replace('_', ' ')} {int(r['n'])}" for r in rows)
 
 
+def stop_causes(run: Run) -> list[str]:
+    """What starved the session's model work, from the store, each a clause of the report's
+    reason line: an overrun (which stops dispatching, so what follows reads as "budget
+    exhausted" at a few per cent spent), model calls that failed, replies that could not be
+    read (an answered, paid call whose answer was lost). Empty when none happened."""
+    store, sid = run.store, run.session_id
+    out: list[str] = []
+    bal = run.ledger.balance(sid)
+    if bal.overrun:
+        out.append(
+            "the provider reported more tokens than a call was allowed (overrun of "
+            f"{_fmt_amount(bal.overrun, str(bal.unit))}), so dispatching stopped"
+        )
+    failed = failed_model_calls(run)
+    if failed is not None:
+        n, last = failed
+        out.append(f"{_count(n, 'model call')} failed, their work skipped (last: {last})")
+    rows = store.named("report_unreadable_replies", {"session_id": sid})
+    if rows:
+        lost = sum(int(r["n"]) for r in rows)
+        replies = sum(max(int(r["calls"]), int(r["n"])) for r in rows)
+        stages = "/".join(STAGE_NAMES.get(str(r["skill"]), str(r["skill"])) for r in rows)
+        out.append(
+            f"the model's replies could not be read ({lost} of {replies} {stages} "
+            "replies unparseable)"
+        )
+    return out
+
+
+def failed_model_calls(run: Run) -> tuple[int, str] | None:
+    """How many model calls failed in the session and the last one's error, one line; None
+    when none did. The ledger's row of a failed call keeps its error (Ledger.hold)."""
+    got = run.store.named("report_failed_model_calls", {"session_id": run.session_id})[0]
+    n = int(got["n"] or 0)
+    if not n:
+        return None
+    note = str(got["last"] or "")
+    # "call failed: ProviderUnavailable: ..." -> "ProviderUnavailable: ...".
+    last = note.partition(": ")[2] or note
+    return n, one_line(last)[:200]
+
+
 def empty_reason(run: Run, sel: Selection) -> str:
     """What happened, from the store, when nothing can be listed. Each case names its own
     cause: a session whose quote check discarded nothing must never read as one that did."""
@@ -376,6 +419,9 @@ def empty_reason(run: Run, sel: Selection) -> str:
         why = f"nothing could be fetched: {_count(dead_total, 'dead end')} ({_causes(dead)})"
     else:
         why = f"nothing was fetched from {_count(leads, 'search', 'searches')}"
+    # What stopped the model's work comes first: "budget exhausted" or "the planner proposed
+    # nothing" alone hid an overrun, an outage or replies nobody could read (issue 29).
+    why = "; ".join([*stop_causes(run), why])
     counts = (
         f"Searches: {leads}; sources read: {sources}; dead ends: {dead_total}"
         + (f" ({_causes(dead)})" if dead else "")
@@ -606,6 +652,10 @@ def _write(run: Run, req: WriteRequest, findings: list[Finding], decision: Decis
             metered = run.skills.write(req, unit)
             h.settle(metered.cost, usage=metered.usage, model=metered.model or None)
         got, spent = metered.value, metered.cost
+        if metered.unreadable:
+            run.store.transact(
+                lambda cur: write_unreadable(cur, sid, [("write", metered.unreadable)], utcnow())
+            )
     except BudgetOverrun as exc:
         why = "writer not run: a provider overran its allowance, so no further call is made"
         budget_note = (
@@ -710,6 +760,9 @@ def write_report(
             "by confidence and some may not bear on the question."
         )
     if findings:
+        causes = stop_causes(run)
+        if causes:
+            banners.append(f"This report is incomplete: {'; '.join(causes)}.")
         decision = session_decision(
             store,
             sid,
@@ -784,9 +837,14 @@ def write_report(
                 {"report_id": report_id, "session_id": sid, "number": n, "source_id": src.id},
             )
         # An overrun ends the session as exhausted: its report is what it had before the
-        # provider broke its bound.
+        # provider broke its bound. (A provider that stopped answering never gets here: it
+        # interrupts the session, and `mole resume` writes the report once it answers.)
         status = SessionStatus.EXHAUSTED if bal.overrun else SessionStatus.DONE
-        cur.execute(q("session_set_status"), {"status": str(status), "now": now, "session_id": sid})
+        reason = None
+        cur.execute(
+            q("session_set_status_reason"),
+            {"status": str(status), "reason": reason, "now": now, "session_id": sid},
+        )
 
     store.transact(tx)
     run.progress(f"report: {len(findings)} findings, {len(numbered)} sources cited")

@@ -15,7 +15,9 @@ from mole_dag.mining.relevance import is_broad
 from mole_dag.paths import demo_corpus
 from mole_dag.planner.ahead import take as take_ahead
 from mole_dag.planner.extractive import BROAD_TOPICS, is_wide
+from mole_dag.sanitize import one_line
 from mole_dag.skills.protocol import Digest, Metered, PlannedQuestion
+from mole_dag.skills.unreadable import write_unreadable
 from mole_dag.store import q, utcnow
 from mole_dag.store.records import RoundStateRow, SessionRow, SubQuestionClaimsRow, scalar
 
@@ -68,9 +70,12 @@ def build_digest(run: Run, round_no: int) -> Digest:
     dead_by_sq = store.named("digest_dead_ends_by_sub_question", {"session_id": sid})
     contradictions = store.scalar(q("digest_contradictions"), {"session_id": sid}) or 0
     bal = run.ledger.balance(sid)
+    # Control sequences are never search words ("\x1b[31m" planned as "31m"): a question stored
+    # before the launch check removed them, or written by a direct library call, is cleaned here.
+    question = one_line(sess.question)
     return Digest(
-        corpus_topics=_corpus_topics(run, sess.question) if round_no == 1 else (),
-        question=sess.question,
+        corpus_topics=_corpus_topics(run, question) if round_no == 1 else (),
+        question=question,
         round=round_no,
         sub_questions=tuple((s.text, s.claims) for s in subs),
         dead_ends=tuple((d["cause"], int(d["n"])) for d in dead),
@@ -216,6 +221,8 @@ def _plan(
     def write(cur: Any) -> None:
         # The round's plan is written: from here a stop resumes the round, not its planning.
         cur.execute(q("round_mark_planned"), {"session_id": sid, "round": round_no, "now": now})
+        if planned.unreadable:
+            write_unreadable(cur, sid, [("plan", planned.unreadable)], now)
         if subs:
             cur.execute(
                 q("sub_question_insert_many"),

@@ -28,6 +28,9 @@ class Metered(Generic[T]):
     cost: int = 0
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    # Why the model's reply could not be read ('' when it could): an answered, paid call whose
+    # answer was lost. The stage records it (mole_dag.skills.unreadable) for the report.
+    unreadable: str = ""
 
 
 def keep_list(item: type[Any]) -> Keep[Metered[list[Any]]]:
@@ -35,11 +38,16 @@ def keep_list(item: type[Any]) -> Keep[Metered[list[Any]]]:
     judge's verdicts): as JSON, made again at no cost with the model that answered."""
 
     def encode(got: Metered[list[Any]]) -> str:
-        return json.dumps({"model": got.model, "items": [asdict(x) for x in got.value]})
+        items = [asdict(x) for x in got.value]
+        return json.dumps({"model": got.model, "items": items, "unreadable": got.unreadable})
 
     def decode(text: str) -> Metered[list[Any]]:
         data = json.loads(text)
-        return Metered([item(**x) for x in data["items"]], model=data["model"])
+        return Metered(
+            [item(**x) for x in data["items"]],
+            model=data["model"],
+            unreadable=data.get("unreadable", ""),
+        )
 
     return Keep(encode, decode)
 

@@ -29,6 +29,7 @@ from mole_dag.skills.protocol import (
     WriteRequest,
     WrittenAnswer,
 )
+from mole_dag.skills.unreadable import unreadable_items
 from mole_dag.skills.view import HypothesisChoice, ProfileView
 from mole_dag.verifier.prompts import ground_call, judge_call, parse_ground, parse_judge
 
@@ -114,28 +115,50 @@ class ModelSkills:
 
     def plan(self, digest: Digest, unit: Unit) -> Metered[list[PlannedQuestion]]:
         done, cost = self._complete(plan_call(digest), unit)
-        return Metered(parse_plan(done.text, digest), cost, done.usage, done.model)
+        return Metered(
+            parse_plan(done.text, digest),
+            cost,
+            done.usage,
+            done.model,
+            unreadable_items(done.text, "sub_questions"),
+        )
 
     def estimate_mine(self, req: MineRequest, unit: Unit) -> int:
         return self.estimate(mine_call(req), unit)
 
     def mine(self, req: MineRequest, unit: Unit) -> Metered[list[ClaimDraft]]:
         done, cost = self._complete(mine_call(req), unit)
-        return Metered(parse_mine(done.text), cost, done.usage, done.model)
+        return Metered(
+            parse_mine(done.text),
+            cost,
+            done.usage,
+            done.model,
+            unreadable_items(done.text, "claims"),
+        )
 
     def estimate_judge(self, pairs: list[tuple[str, str]], unit: Unit) -> int:
         return self.estimate(self._judge_call(pairs), unit)
 
     def judge(self, pairs: list[tuple[str, str]], unit: Unit) -> Metered[list[Verdict]]:
         done, cost = self._complete(self._judge_call(pairs), unit)
-        return Metered(parse_judge(done.text, len(pairs)), cost, done.usage, done.model)
+        return Metered(
+            parse_judge(done.text, len(pairs)),
+            cost,
+            done.usage,
+            done.model,
+            unreadable_items(done.text, "verdicts"),
+        )
 
     def estimate_write(self, req: WriteRequest, unit: Unit) -> int:
         return self.estimate(write_call(req), unit)
 
     def write(self, req: WriteRequest, unit: Unit) -> Metered[WrittenAnswer]:
         done, cost = self._complete(write_call(req), unit)
-        return Metered(parse_write(done.text), cost, done.usage, done.model)
+        got = parse_write(done.text)
+        # Unreadable: no sentence and no decision could be read from it (a cut-off answer
+        # that kept its whole sentences was read).
+        lost = got.problem if got.answered and not got.sentences else ""
+        return Metered(got, cost, done.usage, done.model, lost)
 
     def estimate_ground(self, req: GroundRequest, unit: Unit) -> int:
         return self.estimate(ground_call(req), unit)

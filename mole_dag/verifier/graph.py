@@ -18,6 +18,7 @@ from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, columns, stable_id
 from mole_dag.llm.fanout import Allowance
 from mole_dag.skills.protocol import Verdict, keep_list
+from mole_dag.skills.unreadable import write_unreadable
 from mole_dag.store import q, utcnow
 from mole_dag.store.records import ClaimRow
 from mole_dag.verifier.followups import ClaimInfo, FollowUp, propose
@@ -68,6 +69,7 @@ class EdgeResult:
     calls: int = 0
     spent: int = 0
     calls_failed: int = 0
+    unreadable: list[str] = field(default_factory=list)
 
 
 def edges_from(
@@ -201,6 +203,7 @@ def _build_edges(
     result.pairs_unjudged = len(first.unjudged)
     result.pairs_skipped_budget = len(first.stopped_for_budget or [])
     result.calls_failed += first.calls_failed
+    result.unreadable += first.unreadable
 
     # The confirm pass: an edge is kept only when a second judgement, shown the pair the other
     # way round, agrees. Measured on the original system: contradiction precision 51% with one
@@ -230,6 +233,7 @@ def _build_edges(
         result.calls += second.calls
         result.spent += second.spent
         result.calls_failed += second.calls_failed
+        result.unreadable += second.unreadable
         again = {j.pair: j.relation for j in second.judged}
         for j in edge_building:
             if j.pair in again:
@@ -301,6 +305,7 @@ def _build_edges(
             )
         if verified:
             cur.execute(q("claims_mark_verified"), {"session_id": sid, "ids": verified})
+        write_unreadable(cur, sid, [("judge", p) for p in result.unreadable], now)
         # Follow-ups read the edges just written (this thread's cursor sees them inside the
         # transaction), and their leads join it.
         return queue_follow_up_leads(run) if queue_follow_ups else []

@@ -58,6 +58,9 @@ class GroundReport:
     calls: int = 0
     spent: int = 0
     skipped_for_budget: int = 0
+    # Checks whose model call failed: the source was read again, but nothing judged it, so
+    # they are not re-reads in any count a user sees (stored as undecided).
+    failed: int = 0
     results: list[GroundResult] = field(default_factory=list)
 
     def count(self, outcome: str) -> int:
@@ -81,6 +84,7 @@ class GroundReport:
             "calls": self.calls,
             "spent": self.spent,
             "skipped_for_budget": self.skipped_for_budget,
+            "failed": self.failed,
         }
 
 
@@ -237,6 +241,7 @@ def _check_claims(
             continue
         if o.status == Status.FAILED:
             # A check that failed is not a claim that failed.
+            report.failed += 1
             report.results.append(
                 GroundResult(
                     c.claim_id,

@@ -8,7 +8,7 @@ not answer stays unjudged (and is retried by a later pass), never guessed."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from mole_dag.core import Unit, stable_id
@@ -40,6 +40,8 @@ class BatchOutcome:
     calls_failed: int = 0
     spent: int = 0
     stopped_for_budget: list[Pair] | None = None
+    # Why each reply that could not be read was lost (mole_dag.skills.unreadable).
+    unreadable: list[str] = field(default_factory=list)
 
 
 def batches(items: Sequence[Pair], size: int) -> list[list[Pair]]:
@@ -101,6 +103,8 @@ def judge_pairs(
         assert got is not None
         out.calls += 1
         out.spent += got.cost
+        if got.unreadable:
+            out.unreadable.append(got.unreadable)
         parsed = parse_verdicts(got, batch, got.model or skills.name)
         out.judged.extend(parsed.judged)
         out.unjudged.extend(parsed.unjudged)

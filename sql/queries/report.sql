@@ -26,3 +26,32 @@ GROUP BY 1 ORDER BY 1;
 -- name: report_dead_ends
 SELECT cause, count(*) AS n FROM dead_ends WHERE session_id = $session_id
 GROUP BY cause ORDER BY n DESC, cause;
+
+-- name: unreadable_reply_insert_many
+INSERT INTO unreadable_replies (session_id, skill, problem, created_at)
+SELECT $session_id, unnest($skill), unnest($problem), $now;
+
+-- name: report_unreadable_replies
+-- Replies the stages could not read, by skill, beside the replies that skill's calls got
+-- (settled model calls): "7 of 9".
+SELECT u.skill, u.n, coalesce(c.calls, 0) AS calls
+FROM (SELECT skill, count(*) AS n FROM unreadable_replies WHERE session_id = $session_id
+      GROUP BY skill) AS u
+LEFT JOIN (SELECT split_part(tool, ':', 2) AS skill, count(*) AS calls FROM tool_calls
+           WHERE session_id = $session_id AND status = 'settled' AND model IS NOT NULL
+           GROUP BY 1) AS c ON c.skill = u.skill
+ORDER BY u.skill;
+
+-- name: report_failed_model_calls
+-- Model calls that failed and whose work the session went on without (released, or settled
+-- because the provider charged for an empty answer): how many, and the newest one's note,
+-- which names the error. Not a provider that stopped answering (ProviderUnavailable): that
+-- interrupts the session, and `mole resume` asks for the same work again; nor a call not
+-- retried because its pass was interrupted (CallNotRetried), whose work resume does again too.
+SELECT count(*) AS n, arg_max(note, completed_at) AS last
+FROM tool_calls
+WHERE session_id = $session_id
+  AND split_part(tool, ':', 2) IN ('plan', 'mine', 'judge', 'write', 'ground', 'hypothesize')
+  -- Not LIKE 'call failed:%': a literal % is a placeholder to the Postgres driver.
+  AND split_part(note, ':', 1) IN ('call failed', 'paid for, but failed')
+  AND trim(split_part(note, ':', 2)) NOT IN ('ProviderUnavailable', 'CallNotRetried');
