@@ -22,7 +22,7 @@ from mole_dag.llm.concurrency import DEFAULT_PARALLEL
 from mole_dag.paths import default_store_path
 from mole_dag.store import Store
 from tests.model_server import ModelServer, Received, Reply, SimulatedModel, chat_completion
-from tests.test_cli_ceiling import QUESTION
+from tests.test_cli_ceiling import _research as research_with_openai
 
 
 def _outage() -> Reply:
@@ -70,22 +70,7 @@ class HalfRefused(SimulatedModel):
 
 
 def _research(server: ModelServer, corpus: Path, sid: str, mp: pytest.MonkeyPatch) -> int:
-    mp.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    return cli.main(
-        [
-            "research",
-            QUESTION,
-            "--usd",
-            "0.50",
-            "--corpus",
-            str(corpus),
-            "--provider",
-            "openai",
-            "--session-id",
-            sid,
-            "--no-report-print",
-        ]
-    )
+    return research_with_openai(server, corpus, "0.50", sid, mp)
 
 
 def _resume(server: ModelServer, sid: str, mp: pytest.MonkeyPatch) -> int:

@@ -10,16 +10,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mole_dag.budget import Ledger
 from mole_dag.context import Run
-from mole_dag.core import Unit
 from mole_dag.executor import execute_leads
-from mole_dag.llm.retry import RetryPolicy
 from mole_dag.mining.mine import mine_claims
 from mole_dag.output.finish import finish_session
 from mole_dag.output.report import ReportResult
 from mole_dag.planner import plan_round
-from mole_dag.skillsets import skills_for
 from mole_dag.store import Store
 from mole_dag.verifier.confidence import score_session
 from mole_dag.verifier.graph import build_edges
@@ -31,32 +27,13 @@ from tests.model_server import (
     claude_error,
     claude_message,
 )
-
-FAST = RetryPolicy(max_attempts=2, base_delay_s=0.0, max_delay_s=0.0)
+from tests.test_model_failures import _run as failures_run
 
 
 def _run(store: Store, server: ModelServer, corpus: Path, sid: str) -> Run:
-    skills = skills_for(
-        "anthropic",
-        {
-            "anthropic": {
-                "api_key": "k",
-                "base_url": server.url,
-                "models": {"cheap": "claude-haiku-4-5", "strong": "claude-sonnet-4-5"},
-            }
-        },
-    )
-    skills.provider.policy = FAST
-    ledger = Ledger(store)
-    ledger.create_session(
-        "Does green tea affect sleep and stroke risk?",
-        Unit.USD_MICROS,
-        1_000_000,
-        session_id=sid,
-        provider="anthropic",
-        corpus=str(corpus),
-    )
-    return Run(store, ledger, skills, sid, progress=lambda m: None, parallel=1)
+    run = failures_run(store, server, corpus, sid)
+    run.progress, run.parallel = (lambda m: None), 1
+    return run
 
 
 def _research(run: Run, lines: list[str] | None = None) -> ReportResult:
