@@ -21,7 +21,7 @@ import shutil
 import socket
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +142,30 @@ def _one_line(err: str) -> str:
     return said[0]
 
 
+def _refused(code: int, capsys: pytest.CaptureFixture[str]) -> str:
+    """The command failed with one line; that line."""
+    err = capsys.readouterr().err
+    assert code != 0, err
+    return _one_line(err)
+
+
+def _fill_while_mining(
+    disk: Disk, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[], None]:
+    """The disk under `folder` fills while round 1 runs (its runs and events are already being
+    written); returns what puts mining back."""
+    import assets.research as research
+
+    mine = research.mine_claims
+
+    def fill_then_mine(run: Any) -> Any:
+        disk.fill(folder)
+        return mine(run)
+
+    monkeypatch.setattr(research, "mine_claims", fill_then_mine)
+    return lambda: monkeypatch.setattr(research, "mine_claims", mine)
+
+
 def _leftovers(folder: Path) -> list[Path]:
     """Half-written files: temporary names, or empty files."""
     return [
@@ -158,10 +182,7 @@ def test_dagster_folder_full_at_research_start(
 ) -> None:
     dagster = home / "dagster"
     disk.fill(dagster)
-    code = _research("s-start")
-    err = capsys.readouterr().err
-    assert code != 0
-    line = _one_line(err)
+    line = _refused(_research("s-start"), capsys)
     assert line.startswith(f"{NO_ROOM}{dagster}: free some space, then "), line
     assert _leftovers(dagster) == []
     # Dagster's folder is made ready before the session: nothing was created, nothing strands.
@@ -172,34 +193,18 @@ def test_dagster_folder_full_at_research_start(
 def test_dagster_folder_full_mid_session_then_resume(
     home: Path, disk: Disk, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import assets.research as research
-
     dagster = home / "dagster"
     db = Path(os.environ["MOLE_DB"])
-    mine = research.mine_claims
-
-    def fill_then_mine(run: Any) -> Any:
-        # The disk fills while round 1 runs (its runs and events are already being written).
-        disk.fill(dagster)
-        return mine(run)
-
-    monkeypatch.setattr(research, "mine_claims", fill_then_mine)
-    code = _research("s-mid")
-    err = capsys.readouterr().err
-    assert code != 0
-    line = _one_line(err)
-    assert line == f"{NO_ROOM}{dagster}: free some space, then `mole resume s-mid`", line
+    unfill = _fill_while_mining(disk, dagster, monkeypatch)
+    said = f"{NO_ROOM}{dagster}: free some space, then `mole resume s-mid`"
+    assert _refused(_research("s-mid"), capsys) == said
     got = _status(db, "s-mid")
     assert got is not None and got[0] == "interrupted", got
     assert got[1] and "no space left on device" in got[1], got
-    monkeypatch.setattr(research, "mine_claims", mine)
+    unfill()
 
     # Still full: one line again, and still resumable.
-    code = cli.main(["resume", "s-mid", "--no-report-print"])
-    err = capsys.readouterr().err
-    assert code != 0
-    line = _one_line(err)
-    assert line == f"{NO_ROOM}{dagster}: free some space, then `mole resume s-mid`", line
+    assert _refused(cli.main(["resume", "s-mid", "--no-report-print"]), capsys) == said
     got = _status(db, "s-mid")
     assert got is not None and got[0] == "interrupted", got
 
@@ -216,10 +221,7 @@ def test_dagster_folder_full_mid_session_then_resume(
 def test_index_folder_full(home: Path, disk: Disk, capsys: pytest.CaptureFixture[str]) -> None:
     index = home / "index"
     disk.fill(index)
-    code = _research("s-index")
-    err = capsys.readouterr().err
-    assert code != 0
-    line = _one_line(err)
+    line = _refused(_research("s-index"), capsys)
     assert line.startswith(f"{NO_ROOM}{index}: free some space, then "), line
     assert _leftovers(index) == []
     got = _status(Path(os.environ["MOLE_DB"]), "s-index")
@@ -233,10 +235,7 @@ def test_report_folder_full_for_show_html(
     capsys.readouterr()
     out_dir = home / "elsewhere"
     disk.fill(out_dir)
-    code = cli.main(["show", "s-html", "--html", str(out_dir / "s-html.html")])
-    err = capsys.readouterr().err
-    assert code != 0
-    line = _one_line(err)
+    line = _refused(cli.main(["show", "s-html", "--html", str(out_dir / "s-html.html")]), capsys)
     assert line.startswith(f"{NO_ROOM}{out_dir}: free some space"), line
     assert list(out_dir.iterdir()) == []
 
@@ -253,7 +252,6 @@ def test_store_folder_full_mid_session_then_resume(
     `failed` but waits for `mole resume`."""
     import duckdb
 
-    import assets.research as research
     from mole_dag.store.db import Store as DuckStore
 
     folder = tmp_path / "store"
@@ -275,21 +273,12 @@ def test_store_folder_full_mid_session_then_resume(
             yield cur
 
     monkeypatch.setattr(DuckStore, "write", write)
-    mine = research.mine_claims
-
-    def fill_then_mine(run: Any) -> Any:
-        disk.fill(folder)
-        return mine(run)
-
-    monkeypatch.setattr(research, "mine_claims", fill_then_mine)
-    code = _research("s-store")
-    err = capsys.readouterr().err
-    assert code != 0
-    line = _one_line(err)
-    assert line == f"{NO_ROOM}{folder}: free some space, then `mole resume s-store`", line
+    unfill = _fill_while_mining(disk, folder, monkeypatch)
+    said = f"{NO_ROOM}{folder}: free some space, then `mole resume s-store`"
+    assert _refused(_research("s-store"), capsys) == said
     # A commit that found no room is not a lost race: not retried (200 times a transaction).
     assert 0 < len(refused) <= 20, len(refused)
-    monkeypatch.setattr(research, "mine_claims", mine)
+    unfill()
     disk.free()  # to look, and to stand in for the process ending: its owner tag is dead
     got = _status(db, "s-store")
     # The status could not be written either: still `running`, never `failed`.
@@ -309,11 +298,7 @@ def test_store_folder_full_mid_session_then_resume(
 
     # Still full: `mole resume` is one line too.
     disk.fill(folder)
-    code = cli.main(["resume", "s-store", "--no-report-print"])
-    err = capsys.readouterr().err
-    assert code != 0
-    line = _one_line(err)
-    assert line == f"{NO_ROOM}{folder}: free some space, then `mole resume s-store`", line
+    assert _refused(cli.main(["resume", "s-store", "--no-report-print"]), capsys) == said
 
     disk.free()
     code = cli.main(["resume", "s-store", "--no-report-print"])
@@ -359,10 +344,7 @@ def test_real_full_tmpfs_under_dagster_folder(
     db = Path(os.environ["MOLE_DB"])
     with _tmpfs(dagster, "16m"):
         ballast = _fill_up(dagster)
-        code = _research("s-tmpfs")
-        err = capsys.readouterr().err
-        assert code != 0
-        line = _one_line(err)
+        line = _refused(_research("s-tmpfs"), capsys)
         assert line.startswith(f"{NO_ROOM}{dagster}: free some space, then "), line
         assert _leftovers(dagster) == []
         got = _status(db, "s-tmpfs")
@@ -372,10 +354,7 @@ def test_real_full_tmpfs_under_dagster_folder(
         assert _research("s-tmpfs-2") == 0, capsys.readouterr().err
         capsys.readouterr()
         ballast = _fill_up(dagster)
-        code = _research("s-tmpfs-3")
-        err = capsys.readouterr().err
-        assert code != 0
-        line = _one_line(err)
+        line = _refused(_research("s-tmpfs-3"), capsys)
         assert line.startswith(f"{NO_ROOM}{dagster}: free some space, then "), line
         # dagster.yaml is in place, so the session starts and its first run finds no room.
         assert line.endswith("`mole resume s-tmpfs-3`"), line
