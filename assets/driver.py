@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 import dagster as dg
+from dagster._utils.error import SerializableErrorInfo
 
 from assets.jobs import research_report, research_round
 from assets.partitions import SESSIONS
@@ -78,7 +79,7 @@ def failure_line(result: dg.ExecuteInProcessResult) -> str:
     for ev in result.all_events:
         if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
             err = ev.step_failure_data.error
-            return f"step {ev.step_key}: {' '.join(redact((err.cause or err).message).split())}"
+            return f"step {ev.step_key}: {_said(err.cause or err)}"
     return "the run failed"
 
 
@@ -90,8 +91,16 @@ def provider_down(result: dg.ExecuteInProcessResult) -> str | None:
             err = ev.step_failure_data.error
             for e in (err, err.cause):
                 if e is not None and e.cls_name == "ProviderUnavailable":
-                    return " ".join(redact(e.message).split())
+                    return _said(e)
     return None
+
+
+def _said(err: SerializableErrorInfo) -> str:
+    """An error's own words on one line, without the "package.module.Class: " Dagster puts
+    before them (a reader of the line wants the cause, not our module path)."""
+    text = " ".join(redact(err.message).split())
+    head, sep, rest = text.partition(": ")
+    return rest if sep and err.cls_name and head.endswith(err.cls_name) else text
 
 
 def stop_after_failed_run(store: Store, sid: str, result: dg.ExecuteInProcessResult) -> None:
