@@ -149,6 +149,11 @@ def drop_dagster_noise(text: str) -> bool:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    """`path` whole or not at all, as UTF-8 text (see write_bytes_atomic)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
     """`path` whole or not at all: written under a temporary name in the same folder (so the
     rename cannot cross file systems), then renamed over it; the temporary file is removed when
     anything fails, so a full disk leaves no empty or half-written file behind."""
@@ -157,8 +162,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     with writing(folder):
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            with open(part, "w", encoding="utf-8") as f:
-                f.write(text)
+            with open(part, "wb") as f:
+                f.write(data)
                 # On disk before the rename: a file system may report no room only on flush.
                 f.flush()
                 os.fsync(f.fileno())

