@@ -237,3 +237,12 @@ def test_save_writes_only_a_change_and_clears_other_models_vectors(tmp_path: Pat
 
 def test_content_key_is_the_sha1_of_the_text() -> None:
     assert content_key("") == "da39a3ee5e6b4b0d3255bfef95601890afd80709"
+
+
+def test_batches_keep_to_the_text_and_token_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embed_mod, "BATCH", 3)
+    monkeypatch.setattr(embed_mod, "BATCH_TOKENS", 20)
+    lengths = [2, 2, 2, 2, 6, 7, 30]
+    batches = embed_mod._batches(list(range(len(lengths))), lengths)
+    assert batches == [[0, 1, 2], [3, 4], [5], [6]]  # a text over the budget goes alone
+    assert all(len(b) <= 3 and len(b) * lengths[b[-1]] <= 20 for b in batches[:-1])
