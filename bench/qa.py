@@ -326,8 +326,8 @@ def half(qid: str) -> str:
 
 
 HALVES_NOTE = (
-    "DEV's halves are fixed by the parity of the number in the id: A = odd (D01, D03, ..., "
-    "U01, ...), B = even (D02, ..., U02, ...)."
+    "DEV's halves are fixed by the parity of the number that ends the id: A = odd (01, 03, ...), "
+    "B = even (02, 04, ...)."
 )
 
 
@@ -394,7 +394,8 @@ def mean_of(vals: Iterable[float | None]) -> float | None:
 def sets_table(heads: list[str], rows: list[tuple[str, list[str]]], first: str) -> str:
     """A Markdown table: one column per set (or half), one row per figure."""
     out = [f"| {first} | " + " | ".join(heads) + " |", "|---|" + "---|" * len(heads)]
-    out += [f"| {label} | " + " | ".join(vals) + " |" for label, vals in rows]
+    # A figure no column has (e.g. declines without unanswerable questions) is left out.
+    out += [f"| {label} | " + " | ".join(v) + " |" for label, v in rows if set(v) != {"-"}]
     return "\n".join(out) + "\n"
 
 
@@ -1131,7 +1132,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
     summaries = {x.name: summarise(runs) for x, runs in scored}
     body = (
         "Mole and the BM25 baseline per question set"
-        + ("" if all(not x.dev for x in sets) else f"; {HALVES_NOTE}")
+        + ("" if all(not x.dev for x in sets) else f"; {HALVES_NOTE[:-1]}, unanswerable ones too.")
         + "\n\n"
         + html_sets_table(scored)
     )
