@@ -10,6 +10,14 @@ ones they do not.
     .venv/bin/python bench/qa.py --rescore OUT/run    # re-score an earlier run folder
     .venv/bin/python bench/qa.py --heldout OUT/run    # the held-out check over its sessions
     .venv/bin/python bench/qa.py --record             # also write the table into BENCHMARKS.md
+    .venv/bin/python bench/qa.py --qa ../shared/qa-dev bench/qa-html-unseen  # DEV and another set
+
+Every run prints first one table with a column per question set: DEV whole, its halves A (odd
+ids) and B (even ids), and each other set given with --qa (same pages, same server), mole's
+hit@1 / hit@5 / MRR / report@ / decisions beside the BM25 baseline's figures on the same
+sentences, so that a change which raises DEV but not the other sets shows at once. Then each
+set's own table and per-question rows. A set other than DEV runs into OUT/run.NAME (NAME = its
+folder's name) and OUT/run.NAME.unanswerable; --rescore OUT/run finds them again.
 
 The questions, the pages, the fake SearXNG, the runner and the scorer live outside the project
 (`../shared/qa-dev/` and `../shared/web-pages/` beside the checkout, or $MOLE_QA_DIR /
@@ -317,6 +325,157 @@ def half(qid: str) -> str:
     return "odd" if m and int(m.group(1)) % 2 else "even"
 
 
+HALVES_NOTE = (
+    "DEV's halves are fixed by the parity of the number that ends the id: A = odd (01, 03, ...), "
+    "B = even (02, 04, ...)."
+)
+
+
+@dataclass
+class QSet:
+    """A question set: a folder with qa.jsonl (and, for HTML, qa-unanswerable.jsonl)."""
+
+    name: str  # "DEV" or the folder's name
+    folder: Path
+    dev: bool
+    qa: dict[str, dict]
+    unanswerable: dict[str, dict]
+
+
+def set_name(folder: Path, dev: bool, taken: Iterable[str]) -> str:
+    """DEV, or the folder's name; a name already taken gets a number (two folders alike)."""
+    if dev:
+        return "DEV"
+    name, taken, k = folder.name or str(folder), set(taken), 2
+    while name in taken:
+        name, k = f"{folder.name}-{k}", k + 1
+    return name
+
+
+def set_parts(name: str, dev: bool, ids: Iterable[str]) -> list[tuple[str, list[str]]]:
+    """The columns a set gives in the sets table: DEV whole and its two halves (so a change that
+    helps one half only shows), any other set whole."""
+    ids = sorted(ids)
+    if not dev:
+        return [(name, ids)]
+    return [
+        ("DEV all", ids),
+        ("DEV A (odd ids)", [q for q in ids if half(q) == "odd"]),
+        ("DEV B (even ids)", [q for q in ids if half(q) == "even"]),
+    ]
+
+
+def mole_metrics(rows: list[dict]) -> dict:
+    """hit@1, hit@5, MRR, report@, ... over some of qa_score.py's per-question rows (its own
+    summary covers the whole file only); {} for no rows."""
+    n = len(rows)
+    if not n:
+        return {}
+    ranks = [r.get("rank") for r in rows]
+    precs = [r["prec"] for r in rows if r.get("prec") is not None]
+    return {
+        "n": n,
+        "hit@1": sum(1 for x in ranks if x and x <= 1) / n,
+        "hit@5": sum(1 for x in ranks if x and x <= 5) / n,
+        "mrr": sum(1 / x for x in ranks if x) / n,
+        "report@": sum(1 for r in rows if r.get("report")) / n,
+        "mined@": sum(1 for r in rows if r.get("mined")) / n,
+        "fetched@": sum(1 for r in rows if r.get("fetched")) / n,
+        "relevance_precision": sum(precs) / len(precs) if precs else None,
+    }
+
+
+def mean_of(vals: Iterable[float | None]) -> float | None:
+    """The mean over the repeats, None values skipped (None when all are)."""
+    got = [v for v in vals if v is not None]
+    return statistics.mean(got) if got else None
+
+
+def sets_table(heads: list[str], rows: list[tuple[str, list[str]]], first: str) -> str:
+    """A Markdown table: one column per set (or half), one row per figure."""
+    out = [f"| {first} | " + " | ".join(heads) + " |", "|---|" + "---|" * len(heads)]
+    # A figure no column has (e.g. declines without unanswerable questions) is left out.
+    out += [f"| {label} | " + " | ".join(v) + " |" for label, v in rows if set(v) != {"-"}]
+    return "\n".join(out) + "\n"
+
+
+def html_sets_table(scored: list[tuple[QSet, list[dict]]]) -> str:
+    """DEV, its halves and each other set side by side: mole's figures and the BM25 baseline's
+    of the same run, averaged over the repeats."""
+    cols: list[tuple[str, list[dict], list[str], list[str] | None]] = []
+    for qset, runs in scored:
+        una = sorted(runs[0].get("unanswerable", {})) if runs else []
+        ans = sorted(runs[0]["mole"]) if runs else []
+        for (label, a_ids), (_, u_ids) in zip(
+            set_parts(qset.name, qset.dev, ans), set_parts(qset.name, qset.dev, una), strict=True
+        ):
+            cols.append((label, runs, a_ids, u_ids if una else None))
+
+    def figure(
+        get: Callable[[dict, list[str], list[str] | None], float | None],
+    ) -> list[float | None]:
+        return [mean_of(get(r, a, u) for r in runs) for _, runs, a, u in cols]
+
+    def mole(key: str) -> list[float | None]:
+        return figure(
+            lambda r, a, u: mole_metrics([r["mole"][q] for q in a if q in r["mole"]]).get(key)
+        )
+
+    def base(variant: str, key: str) -> list[float | None]:
+        def get(r: dict, a: list[str], u: list[str] | None) -> float | None:
+            b = r["baseline"][variant]
+            rows = [b[q] for q in a if q in b]
+            return (
+                metrics([x["rank"] for x in rows], [x["prec5"] for x in rows])[key]
+                if rows
+                else None
+            )
+
+        return figure(get)
+
+    def decided(key: str) -> list[float | None]:
+        return figure(
+            lambda r, a, u: decisions_summary(
+                {q: r["mole"][q] for q in a if q in r["mole"]},
+                {q: r["unanswerable"][q] for q in u or [] if q in r.get("unanswerable", {})},
+            )[key]
+        )
+
+    def of(vals: list[float | None], totals: list[int]) -> list[str]:
+        return ["-" if v is None else f"{v:g} of {t}" for v, t in zip(vals, totals, strict=True)]
+
+    n_a = [len(a) for _, _, a, _ in cols]
+    n_u = [len(u or []) for _, _, _, u in cols]
+    mrr, b_mrr = mole("mrr"), base("all", "mrr")
+    rows = [
+        ("mole hit@1", [pct(x) for x in mole("hit@1")]),
+        ("mole hit@5", [pct(x) for x in mole("hit@5")]),
+        ("mole MRR", [num(x) for x in mrr]),
+        ("mole report@", [pct(x) for x in mole("report@")]),
+        ("mole: Answer paragraph states the answer", [pct(x) for x in decided("answer@")]),
+        ("unanswerable questions declined", of(decided("declined"), n_u)),
+        ("answerable questions wrongly declined", of(decided("false_declines"), n_a)),
+        ("BM25 over all pages hit@1", [pct(x) for x in base("all", "hit@1")]),
+        ("BM25 over all pages hit@5", [pct(x) for x in base("all", "hit@5")]),
+        ("BM25 over all pages MRR", [num(x) for x in b_mrr]),
+        ("BM25 over fetched pages hit@1", [pct(x) for x in base("fetched", "hit@1")]),
+        ("BM25 over fetched pages hit@5", [pct(x) for x in base("fetched", "hit@5")]),
+        ("BM25 over fetched pages MRR", [num(x) for x in base("fetched", "mrr")]),
+        (
+            "MRR, mole minus BM25 over all pages",
+            [
+                "-" if m is None or b is None else f"{m - b:+.2f}"
+                for m, b in zip(mrr, b_mrr, strict=True)
+            ],
+        ),
+    ]
+    # "+ 0" on a half without unanswerable questions; nothing on a set without any
+    heads = [f"{label} ({len(a)}{'' if u is None else f' + {len(u)}'})" for label, _, a, u in cols]
+    reps = max((len(runs) for _, runs, _, _ in cols), default=1)
+    first = "set (answerable + unanswerable)" + (f", mean of {reps} runs" if reps > 1 else "")
+    return sets_table(heads, rows, first)
+
+
 def report_decisions(db: Path, sessions: dict[str, str]) -> dict[str, dict]:
     """qid -> the session's latest report: its markdown and whether it answered (None when the
     store predates the recorded decision, or the session wrote no report)."""
@@ -366,6 +525,12 @@ def read_sessions(run: Path) -> dict[str, str]:
         return {}
     with open(path, encoding="utf-8") as fh:
         return {r["qid"]: r["session"] for r in csv.DictReader(fh, delimiter="\t") if r.get("qid")}
+
+
+def set_run(run: Path, qset: QSet) -> Path:
+    """Where a set's sessions of one run went: DEV's in the run folder itself (as before there
+    were sets), any other set's in a sibling named after it."""
+    return run if qset.dev else run.with_name(f"{run.name}.{qset.name}")
 
 
 def unanswerable_run(run: Path) -> Path:
@@ -784,6 +949,19 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
         help="the saved pages ($MOLE_QA_PAGES)",
     )
     ap.add_argument(
+        "--qa",
+        "--sets",
+        dest="sets",
+        type=Path,
+        nargs="+",
+        action="extend",
+        metavar="DIR",
+        help="question sets to run, each a folder with qa.jsonl and optionally "
+        "qa-unanswerable.jsonl, over the same pages and server (default: --qa-dir alone, DEV); "
+        "e.g. --qa ../shared/qa-dev bench/qa-html-unseen. --rescore without it takes the sets "
+        "the run was made with",
+    )
+    ap.add_argument(
         "--only", nargs="+", default=[], metavar="QID", help="question ids to run (default: all)"
     )
     ap.add_argument(
@@ -830,7 +1008,6 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
     a = ap.parse_args(argv)
 
     qa_file = a.qa_dir / "qa.jsonl"
-    una_file = a.qa_dir / "qa-unanswerable.jsonl"
     need = [qa_file, a.qa_dir / "qa_run.sh", a.qa_dir / "qa_score.py", a.pages]
     missing = [str(p) for p in need if not p.exists()]
     if missing:
@@ -847,18 +1024,29 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
         )
         return 0
     qs = load_module(a.qa_dir / "qa_score.py", "qa_score_shared")
-    qa = load_questions(qa_file)
-    unanswerable = {} if a.no_unanswerable else load_questions(una_file)
-    unknown = [q for q in a.only if q not in qa and q not in unanswerable]
+    folders = a.sets
+    if not folders and a.rescore:  # the sets the run was made with
+        folders = [Path(f) for f in run_meta(a.rescore[0]).get("sets", [])]
+    sets: list[QSet] = []
+    for folder in folders or [a.qa_dir]:
+        if not (folder / "qa.jsonl").exists():
+            print(
+                f"qa: no question set at {folder} ({folder / 'qa.jsonl'} missing)", file=sys.stderr
+            )
+            return 2
+        dev = folder.resolve() == a.qa_dir.resolve()
+        una = {} if a.no_unanswerable else load_questions(folder / "qa-unanswerable.jsonl")
+        name = set_name(folder, dev, (x.name for x in sets))
+        sets.append(QSet(name, folder, dev, load_questions(folder / "qa.jsonl"), una))
+    known = {q for x in sets for q in (*x.qa, *x.unanswerable)}
+    unknown = [q for q in a.only if q not in known]
     if unknown:
         print(f"qa: unknown question ids {unknown}", file=sys.stderr)
         return 2
     if a.heldout:
-        return heldout_main(a, qa, unanswerable, qs)
-    only_a = [q for q in a.only if q in qa]
-    only_u = [q for q in a.only if q in unanswerable]
-    run_a = not a.only or bool(only_a)
-    run_u = bool(unanswerable) and (not a.only or bool(only_u))
+        return heldout_main(a, sets[0].qa, sets[0].unanswerable, qs)
+    # Each set keeps only what --only picked of it; a set it picked nothing of is not run.
+    sets = [x for x in sets if not a.only or any(q in x.qa or q in x.unanswerable for q in a.only)]
     mole_args = " ".join(
         x for x in ((f"--provider {a.provider}" if a.provider else ""), a.mole_args) if x
     )
@@ -870,6 +1058,11 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
         out = a.out or a.rescore[0].parent
         out.mkdir(parents=True, exist_ok=True)
         run_dirs = list(a.rescore)
+        for x in sets:
+            gone = [r for r in run_dirs if not set_run(r, x).exists()]
+            if gone:
+                print(f"qa: {x.name}: no run folder {set_run(gone[0], x)}", file=sys.stderr)
+                return 2
     else:
         if not (REPO / ".venv" / "bin" / "mole").exists():
             print(
@@ -887,7 +1080,6 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
                 f"qa: run {k}/{a.repeat} -> {run} (port {port}, MOLE_ARGS={mole_args!r})",
                 flush=True,
             )
-            run.mkdir(parents=True, exist_ok=True)
             meta = {
                 "mole_args": mole_args,
                 "commit": commit,
@@ -895,11 +1087,27 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
                 "port": port,
                 "date": dt.datetime.now().isoformat(timespec="seconds"),
                 "only": a.only,
+                "sets": [str(x.folder.resolve()) for x in sets],
             }
-            (run / "qa-bench-meta.json").write_text(json.dumps(meta), encoding="utf-8")
-            jobs = ([(qa_file, run, only_a)] if run_a else []) + (
-                [(una_file, unanswerable_run(run), only_u)] if run_u else []
-            )
+            jobs = []
+            for x in sets:
+                folder = set_run(run, x)
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "qa-bench-meta.json").write_text(
+                    json.dumps(meta | {"set": x.name}), encoding="utf-8"
+                )
+                only_a = [q for q in a.only if q in x.qa]
+                only_u = [q for q in a.only if q in x.unanswerable]
+                if not a.only or only_a:
+                    jobs.append((x.folder / "qa.jsonl", folder, only_a))
+                if x.unanswerable and (not a.only or only_u):
+                    jobs.append(
+                        (x.folder / "qa-unanswerable.jsonl", unanswerable_run(folder), only_u)
+                    )
+            # The base folder holds the sets' list even when DEV is not among them (--rescore).
+            run.mkdir(parents=True, exist_ok=True)
+            if not (run / "qa-bench-meta.json").exists():
+                (run / "qa-bench-meta.json").write_text(json.dumps(meta), encoding="utf-8")
             for questions, folder, only in jobs:
                 folder.mkdir(parents=True, exist_ok=True)
                 rc = run_sessions(
@@ -917,14 +1125,27 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
     t0 = time.perf_counter()
     sents = extract_pages(a.pages)
     extract_s = time.perf_counter() - t0
-    runs = [score_run(r, qa, sents, qs, unanswerable) for r in run_dirs]
-    summ = summarise(runs)
-    body = table(summ, runs, qa)
+    scored = [
+        (x, [score_run(set_run(r, x), x.qa, sents, qs, x.unanswerable) for r in run_dirs])
+        for x in sets
+    ]
+    summaries = {x.name: summarise(runs) for x, runs in scored}
+    body = (
+        "Mole and the BM25 baseline per question set"
+        + ("" if all(not x.dev for x in sets) else f"; {HALVES_NOTE[:-1]}, unanswerable ones too.")
+        + "\n\n"
+        + html_sets_table(scored)
+    )
+    for x, runs in scored:
+        where = "" if x.dev else f" (`{x.folder}`)"
+        body += f"\n### {x.name}{where}\n\n" + table(summaries[x.name], runs, x.qa)
+    runs, summ = scored[0][1], summaries[scored[0][0].name]
     n_sent = sum(len(v) for v in sents.values())
     cmd = (
         "make qa"
-        if not (a.only or a.repeat > 1 or a.provider or a.mole_args or a.no_unanswerable)
+        if not (a.only or a.repeat > 1 or a.provider or a.mole_args or a.no_unanswerable or a.sets)
         else ".venv/bin/python bench/qa.py"
+        + (f" --qa {' '.join(str(x.folder) for x in sets)}" if a.sets else "")
         + (f" --only {' '.join(a.only)}" if a.only else "")
         + (" --no-unanswerable" if a.no_unanswerable else "")
         + (f" --repeat {a.repeat}" if a.repeat > 1 else "")
@@ -932,9 +1153,9 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
     )
     shown_args = f"MOLE_ARGS `{mole_args}`" if mole_args else "the extractive provider"
     if a.rescore:  # the sessions ran earlier: take their commit from the runner's log
-        logged = {run_commit(r) for r in run_dirs} - {None}
+        logged = {run_commit(set_run(r, x)) for r in run_dirs for x in sets} - {None}
         commit = ", ".join(sorted(logged)) or commit
-        metas = [run_meta(r) for r in run_dirs]
+        metas = [run_meta(set_run(r, x)) for r in run_dirs for x in sets]
         args = {m.get("mole_args", "?") for m in metas}
         dirty = any(m.get("dirty") for m in metas)
         shown_args = (
@@ -951,7 +1172,19 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
         f"# QA (DEV set): mole vs plain BM25\n\n{header}\n\n{body}", encoding="utf-8"
     )
     (out / "qa-bench.json").write_text(
-        json.dumps({"commit": commit, "runs": runs, "summary": summ}, indent=1, default=str),
+        json.dumps(
+            {
+                "commit": commit,
+                "runs": runs,
+                "summary": summ,
+                "sets": {
+                    x.name: {"folder": str(x.folder), "runs": r, "summary": summaries[x.name]}
+                    for x, r in scored
+                },
+            },
+            indent=1,
+            default=str,
+        ),
         encoding="utf-8",
     )
     print()

@@ -239,3 +239,51 @@ def test_replay_settings_are_the_defaults_the_ablations_and_the_grid() -> None:
     assert small[1].label(WEIGHTS) == "context 0, threshold 0.2"
     full = rp.settings(WEIGHTS, 0.2, full=True)
     assert len({(s.weights, s.min_coverage) for s in full}) == len(full) > len(small)
+
+
+# -- issue 30: DEV, its halves and other question sets side by side --------------------------
+
+
+def test_set_parts_split_dev_by_id_parity_and_keep_other_sets_whole() -> None:
+    ids = ["D01", "D02", "D03", "U10"]
+    assert qa.set_parts("DEV", True, ids) == [
+        ("DEV all", ["D01", "D02", "D03", "U10"]),
+        ("DEV A (odd ids)", ["D01", "D03"]),
+        ("DEV B (even ids)", ["D02", "U10"]),
+    ]
+    assert qa.set_parts("qa-html-unseen", False, ["H02", "H01"]) == [
+        ("qa-html-unseen", ["H01", "H02"])
+    ]
+    assert qa.set_name(Path("/x/qa-dev"), True, []) == "DEV"
+    assert qa.set_name(Path("/y/unseen"), False, ["unseen"]) == "unseen-2"
+
+
+def test_sets_table_has_a_column_per_half_and_set_and_mole_beside_bm25() -> None:
+    def run(ranks: dict[str, int | None], base: dict[str, int | None]) -> dict:
+        return {
+            "mole": {q: {"rank": r, "report": r is not None} for q, r in ranks.items()},
+            "unanswerable": {},
+            "baseline": {
+                v: {q: {"rank": r, "prec5": None} for q, r in base.items()}
+                for v in ("all", "fetched")
+            },
+        }
+
+    dev = qa.QSet("DEV", Path("dev"), True, {}, {})
+    other = qa.QSet("unseen", Path("unseen"), False, {}, {})
+    out = qa.html_sets_table(
+        [
+            (dev, [run({"D01": 1, "D02": None}, {"D01": 2, "D02": 1})]),
+            (other, [run({"H01": 5}, {"H01": None})]),
+        ]
+    )
+    lines = out.splitlines()
+    assert lines[0] == (
+        "| set (answerable + unanswerable) | DEV all (2) | DEV A (odd ids) (1) "
+        "| DEV B (even ids) (1) | unseen (1) |"
+    )
+    rows = {ln.split(" | ")[0][2:]: ln.split(" | ")[1:] for ln in lines[2:]}
+    assert rows["mole hit@1"] == ["50%", "100%", "0%", "0% |"]
+    assert rows["BM25 over all pages hit@1"] == ["50%", "0%", "100%", "0% |"]
+    assert rows["MRR, mole minus BM25 over all pages"] == ["-0.25", "+0.50", "-1.00", "+0.20 |"]
+    assert "unanswerable questions declined" not in rows  # no column has any
