@@ -8,13 +8,16 @@ from collections import Counter
 
 from mole_dag.actors.quote import collapse
 from mole_dag.core import MAX_CLAIM_CHARS, MIN_QUOTE_CHARS, ClaimDraft
+from mole_dag.mining import relevance
 from mole_dag.mining.furniture import non_claim_reason
 from mole_dag.mining.passages import Passages, Sentence
+from mole_dag.mining.ranker import model, warm
 from mole_dag.mining.relevance import (
     CONTEXT_WINDOW,
     Query,
     TermStats,
     document_terms,
+    evidence,
     score_stretch,
 )
 from mole_dag.skills.protocol import MineRequest
@@ -22,6 +25,9 @@ from mole_dag.skills.protocol import MineRequest
 # How many claims one chunk may yield. A guess, flagged as one: enough to catch a paragraph's
 # distinct statements without turning every sentence into a claim.
 MAX_CLAIMS_PER_CHUNK = 8
+# How many of a chunk's sentences the meaning model re-ranks (_candidates): twice what it may
+# yield. A guess, flagged as one.
+CANDIDATES = 2 * MAX_CLAIMS_PER_CHUNK
 
 # Four words hold a short answer ("Redonda is now recovering."); the quote check's 24-character
 # floor still applies.
@@ -151,7 +157,45 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
     # is kept on the sentence's own match, so the words naming the document do not let every
     # sentence of it through.
     document = document_terms((s.text for s in page.sentences), req.title)
+    candidates = _candidates(page, queries, stats, req.title)
+    if relevance.LEARNED:
+        # The learned ranking reads meaning: embed the candidates in one batch now, so scoring
+        # them one by one below costs nothing more.
+        warm(
+            [
+                *(qq.text for qq in queries),
+                *(t for s, around in candidates for t in (s.text, *around)),
+            ]
+        )
+        floor = model().mine_floor
     scored: list[tuple[float, int, str]] = []
+    for s, around in candidates:
+        sentence = s.text
+        if (
+            max(score_stretch(qq, stats, sentence, around, req.title).value for qq in queries)
+            < floor
+        ):
+            continue
+        rel = max(
+            score_stretch(qq, stats, sentence, around, req.title, document=document).value
+            for qq in queries
+        )
+        scored.append((rel, s.start, sentence))
+    best = sorted(scored, key=lambda x: (-x[0], x[1]))[:MAX_CLAIMS_PER_CHUNK]
+    best.sort(key=lambda x: x[1])
+    # A trailing colon is left out of the quote: the statement ends before the display.
+    quotes = [x[2].rstrip().removesuffix(":").rstrip() for x in best]
+    return [ClaimDraft(text=" ".join(q.split()), quote=q) for q in quotes]
+
+
+def _candidates(
+    page: Passages, queries: list[Query], stats: TermStats, title: str
+) -> list[tuple[Sentence, list[str]]]:
+    """The units of a chunk that may be claims (furniture, headings, fragments refused), with
+    the sentences around each, among those that share a word with a query in themselves or
+    around them (the title does not count: it is every sentence's): a sentence with none of the
+    question near it is not scored, so the meaning model reads only what could answer."""
+    out: list[tuple[float, Sentence, list[str]]] = []
     worded = Counter(s.block for s in page.sentences if any(ch.isalpha() for ch in s.text))
     for s in _units(page):
         sentence = s.text
@@ -169,18 +213,13 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
         if _cut_off(sentence):
             continue
         around = page.around(s.start, s.end, CONTEXT_WINDOW)
-        if (
-            max(score_stretch(qq, stats, sentence, around, req.title).value for qq in queries)
-            < floor
-        ):
-            continue
-        rel = max(
-            score_stretch(qq, stats, sentence, around, req.title, document=document).value
-            for qq in queries
+        near = max(
+            (ev := evidence(qq, stats, sentence, around, title)).own + ev.around for qq in queries
         )
-        scored.append((rel, s.start, sentence))
-    best = sorted(scored, key=lambda x: (-x[0], x[1]))[:MAX_CLAIMS_PER_CHUNK]
-    best.sort(key=lambda x: x[1])
-    # A trailing colon is left out of the quote: the statement ends before the display.
-    quotes = [x[2].rstrip().removesuffix(":").rstrip() for x in best]
-    return [ClaimDraft(text=" ".join(q.split()), quote=q) for q in quotes]
+        if near > 0:
+            out.append((near, s, around))
+    # The meaning model reads the chunk's CANDIDATES best by words (in itself and around it), a
+    # few times what the chunk may yield: embedding every sentence of every chunk cost a PDF
+    # session three times its time.
+    out.sort(key=lambda c: (-c[0], c[1].start))
+    return [(s, around) for _, s, around in out[:CANDIDATES]]

@@ -78,6 +78,10 @@ class Weights:
 
 
 WEIGHTS = Weights()
+# Score with the learned ranking (mining.ranker: features weighed by a model fitted outside
+# this project's question sets, meaning among them) rather than the hand-set Weights below,
+# which stay for the comparison bench/fit_ranker.py prints and for a replay with other weights.
+LEARNED = True
 # How much a model's grade (0..3) weighs against the lexical score when a model mined the claim.
 MODEL_GRADE_WEIGHT = 0.5
 
@@ -509,10 +513,20 @@ class Relevance:
     other_title: bool = False
     # Question words the sentence says another way, as (sentence's word, question's word).
     said: tuple[tuple[str, str], ...] = ()
+    # The learned ranking (mining.ranker): the features that decided, as a reader checks them
+    # ("meaning 0.71 · words 0.42 · a number, as asked"); empty when scored by weigh().
+    decided: str = ""
 
     def explain(self) -> str:
         if self.other_title:
             return f"{self.value:.2f}: the question quotes the title of another source"
+        if self.decided:
+            parts = [f"{self.value:.2f} = {self.decided}"]
+            if self.said:
+                parts.append("(" + ", ".join(f'"{a}" for "{b}"' for a, b in self.said) + ")")
+            if self.scope:
+                parts.append(f"x in the document the question names {self.scope:.2f}")
+            return " ".join(parts)
         parts = [f"{self.value:.2f} = question terms in the sentence {self.own:.2f}"]
         if self.said:
             parts.append("(" + ", ".join(f'"{a}" for "{b}"' for a, b in self.said) + ")")
@@ -730,7 +744,13 @@ def score(
     document: DocumentTerms | None = None,
 ) -> Relevance:
     ev = evidence(query, stats, sentence, context, title, document)
-    return said_otherwise(weigh(ev, weights), ev, sentence, query.text)
+    if LEARNED and weights is WEIGHTS:
+        from mole_dag.mining.ranker import rank
+
+        rel = rank(query, ev, sentence)
+    else:
+        rel = weigh(ev, weights)
+    return said_otherwise(rel, ev, sentence, query.text)
 
 
 # What a sentence of a source scores for a question that quotes another source's title.

@@ -13,8 +13,10 @@ import duckdb
 from mole_dag.context import Run
 from mole_dag.core import columns
 from mole_dag.mining.passages import Passages, char_offset
+from mole_dag.mining.ranker import keep, warm
 from mole_dag.mining.relevance import (
     CONTEXT_WINDOW,
+    LEARNED,
     WEIGHTS,
     DocumentTerms,
     Query,
@@ -103,11 +105,22 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
     quoted = {
         text: quoted_titles(text, title_terms) for text in [question, *(s.text for s in subs)]
     }
+    contexts = {c.id: claim_context(passages, c) for c in claims}
+    if LEARNED:
+        # Every text the learned ranking will read, embedded in one batch (ranker.warm).
+        warm(
+            [
+                question,
+                *(s.text for s in subs),
+                *(" ".join(c.quote.split()) for c in claims),
+            ]
+        )
+        keep()
     documents: dict[str, DocumentTerms] = {}
     rows: list[dict[str, Any]] = []
     now = utcnow()
     for c in claims:
-        context = claim_context(passages, c)
+        context = contexts[c.id]
         sentence = " ".join(c.quote.split())
         title = titles.get(c.source_id, "")
         if c.source_id not in documents:
