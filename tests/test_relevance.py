@@ -47,6 +47,16 @@ OTHER = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _lexical(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These are the hand-weighted lexical scorer's behaviours (relevance.weigh), kept as the
+    baseline bench/fit_ranker.py compares with and for replays; a session ranks with the
+    learned model (mining.ranker, tests/test_ranker.py)."""
+    import mole_dag.mining.relevance as lexical
+
+    monkeypatch.setattr(lexical, "LEARNED", False)
+
+
 def _stats() -> TermStats:
     return TermStats.from_sentences([s.text for s in Passages(PAGE).sentences] + OTHER)
 

@@ -14,6 +14,16 @@ from mole_dag.skills.protocol import MineRequest
 from mole_dag.text import stem
 
 
+@pytest.fixture(autouse=True)
+def _lexical(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These are the hand-weighted lexical scorer's behaviours (relevance.weigh), kept as the
+    baseline bench/fit_ranker.py compares with and for replays; a session ranks with the
+    learned model (mining.ranker, tests/test_ranker.py)."""
+    import mole_dag.mining.relevance as lexical
+
+    monkeypatch.setattr(lexical, "LEARNED", False)
+
+
 @pytest.mark.parametrize(
     ("question", "expected"),
     [

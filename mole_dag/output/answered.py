@@ -114,9 +114,9 @@ def decide(
     min_coverage: float = MIN_COVERAGE,
     absent_share: float = ABSENT_NAMES_SHARE,
 ) -> Decision:
-    if not candidates:
+    question = queries[0] if queries else None
+    if question is None or (not candidates and question.total <= 0):
         return Decision(False, "no finding to answer from")
-    question = queries[0]
     if question.total <= 0:
         return Decision(
             True,
@@ -141,6 +141,9 @@ def decide(
             f"no source read uses {_words([written.get(t, t) for t in unused])}, "
             f"{unused_weight / question.total:.2f} of the question's term weight",
         )
+    if not candidates:
+        # The sources do mention what the question names: they just hold nothing near it.
+        return Decision(False, "no finding to answer from")
     answering: dict[int, float] = {}
     closest: tuple[float, int] = (-1.0, 0)
     for qi, query in enumerate(queries):
@@ -198,8 +201,6 @@ def session_decision(
     """The decision for the findings a report lists, from the session's stored pages: each
     finding's quote, the sentences around it and its page title, weighed against the question
     and each of its sub-questions with the session's term weights."""
-    if not shown:
-        return decide([], TermStats(0, {}, 1.0), [])
     passages = session_passages(store, session_id)
     stats = session_stats(passages)
     subs = store.many(SubQuestionRow, q("relevance_sub_questions"), {"session_id": session_id})

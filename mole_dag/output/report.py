@@ -783,7 +783,12 @@ def write_report(
     else:
         # No finding, no writer call: there is nothing a sentence could be bound to.
         answer, why = empty_reason(run, sel), ""
-        written = _Written(Binding((), 0), "none", answered=False, basis="no finding to report")
+        # Why, as the decision over findings would say it where it can tell from the pages
+        # alone ("no source read mentions FIFA"); else that nothing was found.
+        basis = session_decision(store, sid, session.question, []).basis
+        if basis == "no finding to answer from":
+            basis = "no finding to report"
+        written = _Written(Binding((), 0), "none", answered=False, basis=basis)
 
     bal = run.ledger.balance(sid)
     session = run.session()

@@ -1,0 +1,115 @@
+"""The learned ranking (mole_dag/mining/ranker.py): a sentence's relevance from general features
+weighed by a model fitted outside this project's question sets (mole_dag/data/ranker_weights.json,
+made by bench/fit_ranker.py). Sentences of our own."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+import mole_dag.mining.ranker as ranker
+from mole_dag.mining.extractive import mine_sentences
+from mole_dag.mining.passages import Passages
+from mole_dag.mining.relevance import Query, TermStats, score
+from mole_dag.skills.protocol import MineRequest
+
+PAGE = (
+    "Coffee has been studied for decades by researchers in many countries. People who drank "
+    "three to four cups a day had a lower risk of death over the study period. The cafe on the "
+    "corner opens at seven and sells pastries.\n\n"
+    "The stadium was rebuilt in 1990 after a fire destroyed the old stand."
+)
+OTHER = [f"Unrelated page {i} talks about gardening, rainfall and tomatoes." for i in range(30)]
+
+
+def _stats() -> TermStats:
+    return TermStats.from_sentences([s.text for s in Passages(PAGE).sentences] + OTHER)
+
+
+def test_the_weights_say_what_fitted_them() -> None:
+    data = json.loads(resources.files("mole_dag.data").joinpath("ranker_weights.json").read_text())
+    assert "WikiQA" in data["fitted_on"] and "fit_ranker.py" in data["command"]
+    assert set(data["weights"]) == set(ranker.FEATURES)
+    m = ranker.model()
+    # Fitted, not set by hand: meaning counts, and a restatement counts against a sentence.
+    assert m.weights["meaning"] > 0 and m.weights["restates"] < 0
+    assert 0 < m.mine_floor < m.answer_floor < 1
+
+
+def test_an_answer_in_other_words_outranks_an_unrelated_sentence() -> None:
+    stats = _stats()
+    q = Query.of("How many cups of coffee a day are linked to lower mortality?", stats)
+    answer = score(q, stats, "People who drank three to four cups a day had a lower risk of death.")
+    unrelated = score(q, stats, "The cafe on the corner opens at seven and sells pastries.")
+    assert answer.value > unrelated.value
+    assert "meaning" in answer.explain()
+
+
+def test_the_explanation_names_what_decided() -> None:
+    stats = _stats()
+    q = Query.of("How many cups of coffee a day lower the risk of death?", stats)
+    r = score(q, stats, "People who drank 3 to 4 cups a day had a lower risk of death.")
+    assert r.explain().startswith(f"{r.value:.2f} = ")
+    assert "meaning 0." in r.decided and "words 0." in r.decided
+    assert "a number, as asked" in r.decided
+
+
+def test_a_restatement_ranks_below_the_answer() -> None:
+    question = "Why is a warning issued when the plot uses a log axis?"
+    stats = TermStats.from_sentences(
+        [question, "The default panel function does not accept a log scale.", *OTHER]
+    )
+    q = Query.of(question, stats)
+    restated = score(q, stats, "A warning is issued when the plot uses a log axis.")
+    assert restated.restates and "restates the question" in restated.decided
+    answer = score(
+        q,
+        stats,
+        "The warning comes from the default panel function, which does not accept a log axis.",
+    )
+    assert answer.value > restated.value
+
+
+def test_the_miner_reads_meaning() -> None:
+    req = MineRequest(
+        "How many cups of coffee a day lower the risk of death?", "", PAGE, "Coffee", _stats()
+    )
+    quotes = [d.quote for d in mine_sentences(req)]
+    assert any("three to four cups" in x for x in quotes), quotes
+    assert not any("stadium" in x for x in quotes), quotes
+
+
+def test_unreadable_weights_are_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    broken = tmp_path / "ranker_weights.json"
+    broken.write_text('{"intercept": 1')  # cut off
+
+    class Files:
+        def joinpath(self, name: str) -> Path:
+            return tmp_path / name
+
+    monkeypatch.setattr(ranker.resources, "files", lambda _pkg: Files())
+    ranker.model.cache_clear()
+    try:
+        with pytest.raises(ranker.RankerWeightsError) as got:
+            ranker.model()
+        assert "\n" not in str(got.value) and "fit_ranker.py" in str(got.value)
+    finally:
+        ranker.model.cache_clear()
+
+
+def test_vectors_are_kept_for_the_next_session(tmp_path: Path) -> None:
+    """A second session over the same texts embeds nothing (the vectors are on disk)."""
+    texts = ["Coffee is brewed from roasted beans.", "Tea leaves are steeped in hot water."]
+    ranker.warm(texts)
+    ranker.keep()
+    folder = ranker.vectors().folder
+    assert any(folder.iterdir())
+    from mole_dag.meaning.store import VectorCache
+
+    again = VectorCache(folder, embed=lambda _t: pytest.fail("embedded again"))
+    assert again.get_many(texts).shape == (2, 384)
