@@ -25,6 +25,14 @@ PAGE = (
 OTHER = [f"Unrelated page {i} talks about gardening, rainfall and tomatoes." for i in range(30)]
 
 
+@pytest.fixture(autouse=True)
+def _learned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The learned ranking is opt-in (MOLE_RANKING=learned); these tests turn it on."""
+    import mole_dag.mining.relevance as relevance
+
+    monkeypatch.setattr(relevance, "LEARNED", True)
+
+
 def _stats() -> TermStats:
     return TermStats.from_sentences([s.text for s in Passages(PAGE).sentences] + OTHER)
 

@@ -12,11 +12,11 @@ import duckdb
 
 from mole_dag.context import Run
 from mole_dag.core import columns
+from mole_dag.mining import relevance
 from mole_dag.mining.passages import Passages, char_offset
 from mole_dag.mining.ranker import keep, warm
 from mole_dag.mining.relevance import (
     CONTEXT_WINDOW,
-    LEARNED,
     WEIGHTS,
     DocumentTerms,
     Query,
@@ -106,7 +106,7 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
         text: quoted_titles(text, title_terms) for text in [question, *(s.text for s in subs)]
     }
     contexts = {c.id: claim_context(passages, c) for c in claims}
-    if LEARNED:
+    if relevance.LEARNED:
         # Every text the learned ranking will read, embedded in one batch (ranker.warm).
         warm(
             [
