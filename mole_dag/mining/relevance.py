@@ -81,9 +81,9 @@ class Weights:
 WEIGHTS = Weights()
 # Score with the learned ranking (mining.ranker: features weighed by a model fitted outside
 # this project's question sets, meaning among them) rather than the hand-set Weights below.
-# Off by default, by measurement (BENCHMARKS.md, issue 30): fitted on WikiQA and SQuAD it beat
-# BM25 and the hand weights there and on the unseen PDF questions, but lost on DEV and on the
-# unseen web questions (most of them no longer mined). MOLE_RANKING=learned turns it on.
+# Off by default, by measurement (BENCHMARKS.md, issue 30): it beats the hand weights on both
+# unseen question sets but falls under DEV's floors and costs a cold PDF session 2.8x its time.
+# MOLE_RANKING=learned turns it on.
 LEARNED = os.environ.get("MOLE_RANKING", "").strip().lower() == "learned"
 # How much a model's grade (0..3) weighs against the lexical score when a model mined the claim.
 MODEL_GRADE_WEIGHT = 0.5
