@@ -24,10 +24,13 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mole_dag.meaning.store import VectorCache
 from mole_dag.mining.relevance import AnswerType, Evidence, Query, Relevance
 from mole_dag.paths import index_dir
+
+if TYPE_CHECKING:
+    from mole_dag.meaning.store import VectorCache
 
 FEATURES = ("words", "around", "title", "kind", "restates", "meaning")
 
@@ -105,6 +108,9 @@ _VECTORS_LOCK = threading.Lock()
 def vectors() -> VectorCache:
     """The sentence vectors of this data folder, kept on disk beside the corpus index (under
     MOLE_HOME), so a text read again, by this session or a later one, is not embedded again."""
+    # Imported here: numpy and onnxruntime load only when the learned ranking runs.
+    from mole_dag.meaning.store import VectorCache
+
     folder = index_dir() / "meaning"
     with _VECTORS_LOCK:
         cache = _VECTORS.get(folder)
