@@ -139,12 +139,13 @@ def keep() -> None:
     vectors().save()
 
 
-def features(ev: Evidence, meaning_own: float) -> Features:
-    """The features of a sentence whose question names no document (the fitting's case)."""
+def features(ev: Evidence, meaning_own: float, rest: float = 1.0) -> Features:
+    """The features of a sentence. `rest`: the share of the question's weight left once the
+    words naming its document are set aside (rank); 1 where it names none (the fitting's case)."""
     return Features(
-        words=ev.own,
-        around=ev.around,
-        title=ev.title,
+        words=min(ev.own / rest, 1.0),
+        around=min(ev.around / rest, 1.0),
+        title=min(ev.title / rest, 1.0),
         kind=1.0 if ev.cue else 0.0,
         restates=1.0 if ev.restates else 0.0,
         meaning=max(meaning_own, 0.0),
@@ -183,15 +184,7 @@ def rank(query: Query, ev: Evidence, sentence: str) -> Relevance:
     rest of the question and scaled by how much of the named document's words its document
     holds, as relevance.weigh does: within the document the naming words order nothing."""
     rest = 1.0 - ev.scoped if 0.0 < ev.scoped < 1.0 else 1.0
-    own_m = meaning(query.text, sentence)
-    x = Features(
-        words=min(ev.own / rest, 1.0),
-        around=min(ev.around / rest, 1.0),
-        title=min(ev.title / rest, 1.0),
-        kind=1.0 if ev.cue else 0.0,
-        restates=1.0 if ev.restates else 0.0,
-        meaning=max(own_m, 0.0),
-    )
+    x = features(ev, meaning(query.text, sentence), rest)
     m = model()
     value = m.probability(x)
     if rest < 1.0:
