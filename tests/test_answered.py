@@ -360,3 +360,16 @@ def test_bench_reads_the_decision_from_the_store(tmp_path: Path, corpus: Path) -
     got = qa.report_decisions(tmp_path / "s.duckdb", {"U1": sid})
     assert got["U1"]["answered"] is False and "FIFA" in got["U1"]["basis"]
     assert json.dumps(got)  # plain data, for qa-bench.json
+
+
+def test_an_empty_report_says_why_from_the_pages(tmp_path: Path, corpus: Path) -> None:
+    """Nothing mined at all: the decision still says what the pages lack, not only that no
+    finding was made."""
+    store = Store(tmp_path / "s.duckdb")
+    sid = _session(store, corpus, "When did Kilimanjaro Airways begin flights to Zanzibar?")
+    row = store.row(
+        "SELECT findings, answered, answer_basis FROM reports WHERE session_id = ?", [sid]
+    )
+    store.close()
+    assert row is not None and row["findings"] == 0 and row["answered"] is False
+    assert "no source read mentions" in row["answer_basis"], row["answer_basis"]
