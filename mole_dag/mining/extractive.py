@@ -25,7 +25,7 @@ from mole_dag.skills.protocol import MineRequest
 # How many claims one chunk may yield. A guess, flagged as one: enough to catch a paragraph's
 # distinct statements without turning every sentence into a claim.
 MAX_CLAIMS_PER_CHUNK = 8
-# How many of a chunk's sentences the meaning model re-ranks (_candidates): twice what it may
+# How many of a chunk's sentences the meaning model re-ranks (_nearest): twice what it may
 # yield. A guess, flagged as one.
 CANDIDATES = 2 * MAX_CLAIMS_PER_CHUNK
 
@@ -157,16 +157,12 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
     # is kept on the sentence's own match, so the words naming the document do not let every
     # sentence of it through.
     document = document_terms((s.text for s in page.sentences), req.title)
-    candidates = _candidates(page, queries, stats, req.title)
+    candidates = _units_to_score(page)
     if relevance.LEARNED:
+        candidates = _nearest(candidates, queries, stats, req.title)
         # The learned ranking reads meaning: embed the candidates in one batch now, so scoring
         # them one by one below costs nothing more.
-        warm(
-            [
-                *(qq.text for qq in queries),
-                *(t for s, around in candidates for t in (s.text, *around)),
-            ]
-        )
+        warm([*(qq.text for qq in queries), *(s.text for s, _ in candidates)])
         floor = model().mine_floor
     scored: list[tuple[float, int, str]] = []
     for s, around in candidates:
@@ -188,14 +184,10 @@ def mine_sentences(req: MineRequest) -> list[ClaimDraft]:
     return [ClaimDraft(text=" ".join(q.split()), quote=q) for q in quotes]
 
 
-def _candidates(
-    page: Passages, queries: list[Query], stats: TermStats, title: str
-) -> list[tuple[Sentence, list[str]]]:
+def _units_to_score(page: Passages) -> list[tuple[Sentence, list[str]]]:
     """The units of a chunk that may be claims (furniture, headings, fragments refused), with
-    the sentences around each, among those that share a word with a query in themselves or
-    around them (the title does not count: it is every sentence's): a sentence with none of the
-    question near it is not scored, so the meaning model reads only what could answer."""
-    out: list[tuple[float, Sentence, list[str]]] = []
+    the sentences around each."""
+    out: list[tuple[Sentence, list[str]]] = []
     worded = Counter(s.block for s in page.sentences if any(ch.isalpha() for ch in s.text))
     for s in _units(page):
         sentence = s.text
@@ -212,14 +204,24 @@ def _candidates(
             continue
         if _cut_off(sentence):
             continue
-        around = page.around(s.start, s.end, CONTEXT_WINDOW)
-        near = max(
-            (ev := evidence(qq, stats, sentence, around, title)).own + ev.around for qq in queries
+        out.append((s, page.around(s.start, s.end, CONTEXT_WINDOW)))
+    return out
+
+
+def _nearest(
+    units: list[tuple[Sentence, list[str]]], queries: list[Query], stats: TermStats, title: str
+) -> list[tuple[Sentence, list[str]]]:
+    """For the learned ranking: the CANDIDATES units best by words, in themselves and around
+    them (the title does not count: it is every sentence's), among those that share any; a
+    sentence with none of the question near it is not scored, so the meaning model reads only
+    what could answer (embedding every sentence of every chunk cost a PDF session three times
+    its time)."""
+
+    def words(s: Sentence, a: list[str]) -> float:
+        return max(
+            ev.own + ev.around for ev in (evidence(q, stats, s.text, a, title) for q in queries)
         )
-        if near > 0:
-            out.append((near, s, around))
-    # The meaning model reads the chunk's CANDIDATES best by words (in itself and around it), a
-    # few times what the chunk may yield: embedding every sentence of every chunk cost a PDF
-    # session three times its time.
-    out.sort(key=lambda c: (-c[0], c[1].start))
-    return [(s, around) for _, s, around in out[:CANDIDATES]]
+
+    near = [(words(s, a), s, a) for s, a in units]
+    kept = sorted((n for n in near if n[0] > 0), key=lambda c: (-c[0], c[1].start))
+    return [(s, a) for _, s, a in kept[:CANDIDATES]]
