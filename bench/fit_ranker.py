@@ -22,7 +22,8 @@ A linear score over the features, fitted listwise (a softmax over each question'
 with a small L2 penalty, then scaled to a probability (fit()). The decline floor is the
 top-candidate probability that best separates WikiQA's questions whose page answers them from
 those whose page does not (balanced accuracy, on train); the mining floor the probability that
-MINE_RECALL of train's answer sentences reach."""
+MINE_RECALL of train's answer sentences reach; the report's gap the log-odds below a question's
+best candidate that MINE_RECALL of its answer sentences are within."""
 
 from __future__ import annotations
 
@@ -266,6 +267,18 @@ def decline_floor(groups: list[list[Candidate]], prob) -> tuple[float, float]:  
     return best
 
 
+def report_gap(groups: list[list[Candidate]], m: ranker.Model) -> float:
+    """How far below its question's best candidate an answer sentence may score and still be
+    kept, in the model's log-odds: the gap MINE_RECALL of the answered questions' first answer
+    sentences are within. A report keeps what is within this of its best (report.choose)."""
+    gaps = sorted(
+        max(m.logit(c.x) for c in g) - max(m.logit(c.x) for c in g if c.label)
+        for g in groups
+        if any(c.label for c in g)
+    )
+    return round(gaps[min(int(MINE_RECALL * len(gaps)), len(gaps) - 1)], 3)
+
+
 def balanced(groups: list[list[Candidate]], prob, floor: float) -> float:  # noqa: ANN001
     tops = [(max(prob(c) for c in g), any(c.label for c in g)) for g in groups]
     pos = [p >= floor for p, a in tops if a]
@@ -316,6 +329,7 @@ def main() -> int:
     # The mining floor: the probability that MINE_RECALL of train's answer sentences reach.
     answers = sorted(prob(c) for g in pooled for c in g if c.label)
     mine_floor = round(answers[int((1 - MINE_RECALL) * len(answers))], 4)
+    gap = report_gap(pooled, m)
     report: dict[str, dict[str, object]] = {}
     for name, groups in splits.items():
         report[name] = {
@@ -327,7 +341,13 @@ def main() -> int:
         }
     print(
         json.dumps(
-            {"intercept": b, "weights": m.weights, "answer_floor": floor, "mine_floor": mine_floor},
+            {
+                "intercept": b,
+                "weights": m.weights,
+                "answer_floor": floor,
+                "mine_floor": mine_floor,
+                "report_gap": gap,
+            },
             indent=1,
         )
     )
@@ -363,6 +383,7 @@ def main() -> int:
                     "weights": {k: round(v, 4) for k, v in m.weights.items()},
                     "answer_floor": floor,
                     "mine_floor": mine_floor,
+                    "report_gap": gap,
                     "mine_recall": MINE_RECALL,
                     "l2": L2,
                     "distractor_pages": DISTRACTOR_PAGES,

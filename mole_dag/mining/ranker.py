@@ -66,6 +66,9 @@ class Model:
     # miner's floor), and the best candidate's below which its question went unanswered.
     mine_floor: float = 0.0
     answer_floor: float = 0.0
+    # The log-odds below a question's best candidate within which MINE_RECALL of the fitting
+    # data's answer sentences lie: what a report keeps (near_best).
+    report_gap: float = 0.0
 
     def logit(self, x: Features) -> float:
         return self.intercept + sum(
@@ -93,12 +96,27 @@ def model() -> Model:
             str(data["fitted_on"]),
             float(data["mine_floor"]),
             float(data["answer_floor"]),
+            float(data["report_gap"]),
         )
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise RankerWeightsError(
             f"the ranking weights (mole_dag/data/ranker_weights.json) cannot be read ({e}); "
             "reinstall mole-dag, or refit them with bench/fit_ranker.py"
         ) from e
+
+
+def _log_odds(p: float) -> float:
+    p = min(max(p, 1e-9), 1 - 1e-9)
+    return math.log(p / (1 - p))
+
+
+def near_best(value: float, best: float, m: Model | None = None) -> bool:
+    """Whether a probability is close enough to the best one beside it to be listed with it:
+    within the fitted report_gap in log-odds. A ratio of probabilities would cut a sentence at
+    0.3 beside one at 0.9, which the model rates a near tie in log-odds terms."""
+    if value <= 0:
+        return False
+    return _log_odds(value) >= _log_odds(best) - (m or model()).report_gap
 
 
 _VECTORS: dict[Path, VectorCache] = {}

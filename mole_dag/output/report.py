@@ -27,6 +27,7 @@ from mole_dag.budget import BudgetExhausted, BudgetOverrun
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, stable_id
 from mole_dag.llm.provider import ModelCallFailed
+from mole_dag.mining import ranker, relevance
 from mole_dag.mining.relevance import WEIGHTS, Weights
 from mole_dag.output.answered import MIN_COVERAGE, Decision, Shown, session_decision
 from mole_dag.output.binding import Binding, bind
@@ -140,6 +141,14 @@ def rank_key(row: FindingRow, position: tuple[str, int] | None = None) -> tuple[
     )
 
 
+def _near(value: float, best: float, share: float) -> bool:
+    """Whether a relevance is near enough the best beside it to be listed: a share of it for the
+    word-overlap scores, the fitted gap for the learned ranking's probabilities."""
+    if relevance.LEARNED:
+        return ranker.near_best(value, best)
+    return value >= share * best
+
+
 def choose(
     rows: list[FindingRow],
     *,
@@ -172,8 +181,8 @@ def choose(
             r
             for r in ranked
             if float(r.relevance) > 0
-            and section_best[str(r.sub_question_id)] >= RELATIVE_FLOOR * best
-            and float(r.relevance) >= RELATIVE_FLOOR * section_best[str(r.sub_question_id)]
+            and _near(section_best[str(r.sub_question_id)], best, RELATIVE_FLOOR)
+            and _near(float(r.relevance), section_best[str(r.sub_question_id)], RELATIVE_FLOOR)
         ]
 
         # A source whose best finding is far below the session's best is not where the answer
@@ -183,7 +192,7 @@ def choose(
         def source(r: FindingRow) -> str:
             return pos.get(r.claim_id, ("", 0))[0].partition("#")[0]
 
-        strong = {source(r) for r in ranked if float(r.relevance) >= SOURCE_FLOOR * best}
+        strong = {source(r) for r in ranked if _near(float(r.relevance), best, SOURCE_FLOOR)}
         ranked = [r for r in ranked if source(r) in strong or r.cluster_id in forced]
     chosen = {r.cluster_id for r in ranked if r.cluster_id in forced}
     for r in ranked:
