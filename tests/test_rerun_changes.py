@@ -16,12 +16,14 @@ from mole_dag.actors.registry import forget_cached
 from mole_dag.budget import Ledger
 from mole_dag.cli import main
 from mole_dag.context import Run
-from mole_dag.core import Unit
+from mole_dag.core import SessionStatus, Unit
 from mole_dag.driver import run_session
 from mole_dag.output.changes import as_json, diff_sessions
 from mole_dag.session import check_rerun, create_rerun, create_session
 from mole_dag.skillsets import skills_for
-from mole_dag.store import Store
+from mole_dag.store import Store, q
+from mole_dag.store.records import SessionRow
+from tests.fakeweb import FakeWeb, Route, Seen, page
 
 QUESTION = "Does drinking green tea lower the risk of stroke?"
 COHORT = "https://cohort.example.org/tea"
@@ -246,3 +248,124 @@ def test_mole_diff_prints_the_section_and_the_json(
     # A session against itself: nothing material.
     assert main(["--db", str(pair.db), "diff", pair.new, pair.new]) == 0
     assert "Nothing material changed" in capsys.readouterr().out
+
+
+# -- bad input: one clear line, nothing written ------------------------------------------------
+
+
+def _snapshot(db: Path) -> dict[str, int]:
+    with Store(db) as st:
+        return {
+            t: int(st.scalar(f"SELECT count(*) FROM {t}"))
+            for t in ("sessions", "tool_calls", "source_changes", "session_diffs", "claims")
+        }
+
+
+@pytest.fixture
+def small_store(tmp_path: Path, mini_corpus: Path) -> tuple[Path, str, str, str]:
+    """A finished session, a running one, and a finished one of another question."""
+    db = tmp_path / "bad.duckdb"
+    with Store(db) as st:
+        ledger = Ledger(st)
+        done = create_session(st, QUESTION, Unit.TOKENS, 20_000, corpus=str(mini_corpus))
+        other = create_session(
+            st, "Is green tea safe?", Unit.TOKENS, 20_000, corpus=str(mini_corpus)
+        )
+        running = create_session(st, QUESTION, Unit.TOKENS, 20_000, corpus=str(mini_corpus))
+        # Their states are what matters here, not their findings.
+        for sid in (done.session_id, other.session_id):
+            ledger.set_status(sid, SessionStatus.DONE)
+        ledger.set_status(running.session_id, SessionStatus.RUNNING)
+    forget_cached()
+    return db, done.session_id, running.session_id, other.session_id
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["rerun", "nope", "--usd", "0.1"], "no session 'nope'"),
+        (["rerun", "{running}", "--usd", "0.1"], "is running: re-run it once it has finished"),
+        (["rerun", "{done}"], "a budget is required"),
+        (["rerun", "{done}", "--usd", "0.1", "--tokens", "5"], "not both"),
+        (["diff", "{done}", "nope"], "no session 'nope'"),
+        (["diff", "{done}", "{other}"], "ask different questions"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(
+    small_store: tuple[Path, str, str, str],
+    argv: list[str],
+    said: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    db, done, running, other = small_store
+    before = _snapshot(db)
+    args = [a.format(done=done, running=running, other=other) for a in argv]
+    assert main(["--db", str(db), *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and said in err, err
+    assert _snapshot(db) == before
+
+
+# -- web pages: conditional re-reads, gone versus unreachable ----------------------------------
+
+
+@pytest.fixture
+def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeWeb]:
+    from mole_dag.actors import web_registry
+    from mole_dag.actors.fetch import FetchLimits
+
+    # No pacing between requests to one host: the test reads four pages of one server.
+    monkeypatch.setattr(web_registry, "FETCH_LIMITS", FetchLimits(interval_s=0.0))
+    server = FakeWeb().start()
+    yield server
+    server.stop()
+
+
+def test_web_reread_is_conditional_and_tells_gone_from_unreachable(
+    tmp_path: Path, web: FakeWeb, mini_corpus: Path
+) -> None:
+    from mole_dag.actors.search_settings import SearchSettings
+    from mole_dag.executor.rerun import PreviousSource, digest, read_again
+
+    body = page("Tea", "Green tea drinkers had a lower risk of stroke in a large cohort study.")
+
+    def same(seen: Seen) -> Route:
+        if seen.headers.get("if-none-match") == '"v1"':
+            return Route(b"", 304, {"ETag": '"v1"'})
+        return Route(body, 200, {"Content-Type": "text/html; charset=utf-8", "ETag": '"v1"'})
+
+    web.handlers["/same"] = same
+    web.route("/changed", page("Tea", "Green tea drinkers had no lower risk of stroke at all."))
+    web.route("/down", b"busy", 503, content_type="text/plain")
+    with Store(tmp_path / "web.duckdb") as st:
+        sid = create_session(
+            st,
+            QUESTION,
+            Unit.TOKENS,
+            1000,
+            corpus=str(mini_corpus),
+            search=SearchSettings(("local",), None, ("127.0.0.1",)),
+        ).session_id
+        sess = check_rerun_row(st, sid)
+
+        def prev(path: str, etag: str | None = None, sha: str = "") -> PreviousSource:
+            url = web.url(path)
+            return PreviousSource(f"src-{path}", url, "searxng", url, False, sha, etag)
+
+        first = read_again(sess, prev("/same"), st)
+        assert first.document is not None and first.document.metadata["etag"] == '"v1"'
+        again = read_again(sess, prev("/same", '"v1"', digest(first.document.text)), st)
+        assert (again.outcome, again.document) == ("unchanged", None)
+        assert web.requests_to("/same")[-1].headers["if-none-match"] == '"v1"'
+        changed = read_again(sess, prev("/changed", '"v0"', "old digest"), st)
+        assert changed.document is not None and "no lower risk" in changed.document.text
+        gone = read_again(sess, prev("/gone", '"v1"'), st)
+        assert (gone.outcome, gone.detail) == ("gone", "HTTP 404")
+        down = read_again(sess, prev("/down"), st)
+        assert down.outcome == "unreachable" and "503" in down.detail
+
+
+def check_rerun_row(st: Store, sid: str) -> SessionRow:
+    row = st.one(SessionRow, q("session_get"), {"session_id": sid})
+    assert row is not None
+    return row

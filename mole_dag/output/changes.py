@@ -426,10 +426,9 @@ def source_outcomes(store: Store, old: str, new: str) -> dict[str, SourceOutcome
 def diff_sessions(store: Store, old: str, new: str) -> Diff:
     """`mole diff OLD NEW`: any two sessions of one question. Raises DiffRefused (one line)
     for an unknown id or two different questions."""
-    from mole_dag.launch import clean_question
-
     a, b = load_side(store, old), load_side(store, new)
-    if clean_question(a.question) != clean_question(b.question):
+    # As the launch cleans a question before it is stored (mole_dag.launch.clean_question).
+    if one_line(a.question) != one_line(b.question):
         raise DiffRefused(
             f"sessions {old} and {new} ask different questions ({a.question!r} and "
             f"{b.question!r}); a diff compares two sessions of one question"
