@@ -5,6 +5,8 @@
                   [--cassette FILE | --record FILE] [--session-id ID] [--data PATH]
                   [--parallel N]
     mole resume SESSION [--parallel N]
+    mole rerun SESSION (--usd X | --tokens N) [--parallel N]
+    mole diff OLD NEW [--json]
     mole sessions
     mole show SESSION [--html [PATH]]
     mole trace SESSION
@@ -162,6 +164,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not print the report itself, only where it was written",
     )
 
+    rr = sub.add_parser(
+        "rerun",
+        help="research a finished session's question again, linked to it: unchanged sources "
+        "are carried, and the report opens with what changed",
+    )
+    rr.add_argument("session")
+    rr_budget = rr.add_argument_group("budget (exactly one is required; there is no default)")
+    rr_budget.add_argument("--usd", metavar="AMOUNT", help="ceiling in US dollars, e.g. 0.50")
+    rr_budget.add_argument("--tokens", metavar="N", help="ceiling in model tokens")
+    rr.add_argument("--parallel", metavar="N", help="model calls in flight at once (as research)")
+    rr.add_argument("--quiet", action="store_true", help="print only the report path and session")
+    rr.add_argument(
+        "--no-report-print",
+        action="store_true",
+        help="do not print the report itself, only where it was written",
+    )
+    df = sub.add_parser("diff", help="what changed between two sessions of one question")
+    df.add_argument("old")
+    df.add_argument("new")
+    df.add_argument("--json", action="store_true", help="machine-readable output")
+
     m = sub.add_parser(
         "materialize",
         help="materialise a session's Dagster assets (as `dagster asset "
@@ -241,6 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_research(args)
         if args.command == "resume":
             return cmd_resume(args)
+        if args.command == "rerun":
+            return cmd_rerun(args)
+        if args.command == "diff":
+            return cmd_diff(args)
         if args.command == "materialize":
             return cmd_materialize(args)
         if args.command == "sessions":
@@ -984,6 +1011,88 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return _drive(
         args.session, skills, first=first, quiet=args.quiet, print_report=not args.no_report_print
     )
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    """A new session of a finished session's question, linked to it (issue 32). Everything is
+    checked on a read-only store before the session is created: bad input writes nothing."""
+    from mole_dag.launch import LaunchError, check_budget, choose_skills
+    from mole_dag.session import RerunRefused, check_rerun, create_rerun
+    from mole_dag.store import StoreError, check_target
+
+    try:
+        check_target(default_store_path())
+        unit, total = check_budget(args.usd, args.tokens)
+        _parallel_flag(args)
+    except (LaunchError, StoreError) as exc:
+        raise CliError(str(exc)) from None
+    store = _open_store(read_only=True)
+    try:
+        try:
+            prev = check_rerun(store, args.session)
+        except RerunRefused as exc:
+            raise CliError(str(exc)) from None
+    finally:
+        store.close()
+    try:
+        skills = choose_skills(prev.provider, unit)
+        if "local" in prev.actors.split(","):
+            from mole_dag.actors.local import CorpusError, LocalCorpus
+
+            try:
+                LocalCorpus.open(prev.corpus or "")
+            except CorpusError as exc:
+                raise LaunchError(str(exc)) from None
+    except LaunchError as exc:
+        raise CliError(str(exc)) from None
+    dagster_home()
+    store = _open_store()
+    try:
+        try:
+            # Checked again with the writing store: another process may have started since.
+            prev = check_rerun(store, args.session)
+        except RerunRefused as exc:
+            raise CliError(str(exc)) from None
+        bal = create_rerun(store, prev, unit, total)
+    finally:
+        store.close()
+    sid = bal.session_id
+    _progress_to_stderr(args.quiet)
+    if not args.quiet:
+        print(
+            f"session {sid}: rerun of {prev.id} ({prev.question!r}), budget "
+            f"{_fmt(total, str(unit))} ({_fmt(bal.escrow, str(unit))} in escrow for the report)",
+            file=sys.stderr,
+        )
+    return _drive(
+        sid,
+        skills,
+        first="round",
+        quiet=args.quiet,
+        print_report=not args.no_report_print,
+        plan_ahead=True,
+    )
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """What changed between two sessions of one question; reads only."""
+    import json
+
+    from mole_dag.output.changes import DiffRefused, as_json, diff_sessions, render_section
+
+    store = _open_store(read_only=True)
+    try:
+        try:
+            diff = diff_sessions(store, args.old, args.new)
+        except DiffRefused as exc:
+            raise CliError(str(exc)) from None
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(as_json(diff), ensure_ascii=False, indent=2))
+    else:
+        print(escape_controls("\n".join(render_section(diff)).rstrip()))
+    return 0
 
 
 def _parallel_flag(args: argparse.Namespace) -> None:

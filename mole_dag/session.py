@@ -54,9 +54,12 @@ def create_session(
     session_id: str | None = None,
     search: SearchSettings | None = None,
     data: str | None = None,
+    previous_session_id: str | None = None,
 ) -> Balance:
     """`data`: a CSV file or folder for the local-data boundary, recorded with the session in
-    the same transaction (validate it first: mole_dag.local_data.connector.Dataset.open)."""
+    the same transaction (validate it first: mole_dag.local_data.connector.Dataset.open).
+    `previous_session_id`: the session this one re-runs (issue 32), linked in that transaction
+    too, so no rerun exists unlinked."""
     if search is not None:
         # Written first, under the id the session will have: a crash in between leaves an
         # orphan settings row (harmless), never a web session without its allow-list.
@@ -77,6 +80,15 @@ def create_session(
         if data:
             cur.execute(
                 q("session_set_data"), {"data": data, "now": utcnow(), "session_id": bal.session_id}
+            )
+        if previous_session_id:
+            cur.execute(
+                q("session_set_previous"),
+                {
+                    "previous_session_id": previous_session_id,
+                    "now": utcnow(),
+                    "session_id": bal.session_id,
+                },
             )
         return bal
 
@@ -212,3 +224,47 @@ def stop_session(ledger: Ledger, session_id: str, status: SessionStatus, reason:
         ledger.release_escrow(session_id)
     ledger.set_status(session_id, status, " ".join(reason.split())[:500])
     return True
+
+
+class RerunRefused(ValueError):
+    """A rerun that cannot start; the message is one line for the user."""
+
+
+def check_rerun(store: Store, previous_id: str) -> SessionRow:
+    """The session to re-run, or RerunRefused: unknown, still running (its findings are not
+    settled, and a rerun reads them), or not a research session."""
+    row = store.one(SessionRow, q("session_get"), {"session_id": previous_id})
+    if row is None:
+        raise RerunRefused(f"no session {previous_id!r}; `mole sessions` lists them")
+    if (row.kind or "research") != "research":
+        raise RerunRefused(f"session {previous_id} is a {row.kind} session, not a question")
+    if row.status in OPEN:
+        raise RerunRefused(
+            f"session {previous_id} is {row.status}: re-run it once it has finished "
+            f"(`mole resume {previous_id}` finishes an interrupted one)"
+        )
+    return row
+
+
+def create_rerun(
+    store: Store, previous: SessionRow, unit: Unit, total: int, *, session_id: str | None = None
+) -> Balance:
+    """A new session of `previous`'s question with its provider, corpus, search providers,
+    search settings and data, linked to it (issue 32), with a budget of its own."""
+    from mole_dag.actors.search_settings import load_for_session
+
+    searxng_url, allow_hosts = load_for_session(store, previous.id)
+    actors = tuple(a for a in previous.actors.split(",") if a)
+    return create_session(
+        store,
+        previous.question,
+        unit,
+        total,
+        corpus=previous.corpus,
+        provider=previous.provider,
+        actors=actors,
+        session_id=session_id,
+        search=SearchSettings(actors, searxng_url, allow_hosts),
+        data=previous.data,
+        previous_session_id=previous.id,
+    )

@@ -212,6 +212,7 @@ def test_views_answer_sql(tmp_path: Path, mini_corpus: Path) -> None:
         "crossings",
         "claim_pages",
         "session_answers",
+        "claim_changes",
     }
     # Issue 21: the answered-or-not decision is queryable, one row per reported session.
     assert rows["session_answers"] == 1

@@ -86,7 +86,18 @@ def pdf_page_document(fetched: Fetched, limits: PdfLimits | None = None) -> Docu
 
 
 def page_document(fetched: Fetched, pdf_limits: PdfLimits | None = None) -> Document | DeadEnd:
-    """Extract a fetched page, or say why it has nothing to offer."""
+    """Extract a fetched page, or say why it has nothing to offer. The server's validators go
+    with the document (stored with the source: a rerun's re-read asks for changes only)."""
+    got = _page_document(fetched, pdf_limits)
+    if isinstance(got, Document):
+        for key in ("etag", "last_modified"):
+            value = getattr(fetched, key, None)
+            if value:
+                got.metadata[key] = value
+    return got
+
+
+def _page_document(fetched: Fetched, pdf_limits: PdfLimits | None = None) -> Document | DeadEnd:
     if fetched.is_pdf:
         return pdf_page_document(fetched, pdf_limits)
     if fetched.is_html:

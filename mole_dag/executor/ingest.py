@@ -67,6 +67,8 @@ def store_source(
             "byte_length": len(data),
             "now": now,
             "locator": locator,
+            "etag": doc.metadata.get("etag"),
+            "last_modified": doc.metadata.get("last_modified"),
         },
     )
     spans = chunk_text(doc.text)

@@ -275,6 +275,12 @@ def execute_leads(run: Run, workers: int = DEFAULT_WORKERS) -> ExecResult:
                 writer.flush()
     # Every page this round fetched is stored now: the registry keeps where, not the text.
     once.settle(sid)
+    # A rerun (issue 32): the previous session's cited sources the search did not bring back
+    # are read again, and every source is set beside its previous copy.
+    if run.session().previous_session_id:
+        from mole_dag.executor.rerun import reread_previous
+
+        reread_previous(run)
     result.lead_ids.sort()
     run.progress(
         f"executed {result.leads_run} leads: {result.new_sources} new sources, "

@@ -123,6 +123,8 @@ def _write_finding(
             "now": now,
             # Re-verified by re-running its query (mole crossings --verify), not by re-reading.
             "locator": None,
+            "etag": None,
+            "last_modified": None,
         },
     )
     spans = chunk_text(text)

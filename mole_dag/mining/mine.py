@@ -91,6 +91,8 @@ class MineResult:
     failed_calls: int = 0
     # Claims of the whole session with a relevance above zero, after this round's re-scoring.
     relevant: int = 0
+    # Of `claims`: copied from a previous session's unchanged sources, not mined (issue 32).
+    carried: int = 0
 
 
 def _chunk_at(chunks: list[ChunkRow], byte_pos: int) -> str:
@@ -111,6 +113,8 @@ class _Pending:
     mined: list[dict[str, Any]] = field(default_factory=list)
     dead_ends: list[tuple[DeadEnd, str, str]] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # why each lost reply was lost
+    # Claims copied from a previous session's unchanged source (issue 32): their provenance.
+    carried: list[dict[str, Any]] = field(default_factory=list)
 
     def write(self, cur: Any, sid: str, created_by: str) -> None:
         now = utcnow()
@@ -169,6 +173,11 @@ class _Pending:
                     **columns(self.discarded, ("source_id", "cause", "n")),
                 },
             )
+        if self.carried:
+            cur.execute(
+                q("carried_claim_insert_many"),
+                {"session_id": sid, **columns(self.carried, ("claim_id", "previous_claim_id"))},
+            )
         if self.mined:
             cur.execute(q("lead_sources_mined_many"), columns(self.mined, ("lead_id", "source_id")))
         for dead, sub_question_id, lead_id in self.dead_ends:
@@ -177,7 +186,64 @@ class _Pending:
     def clear(self) -> None:
         """After the commit, not inside the transaction: Store.transact may run it again."""
         self.claims, self.grades, self.discarded, self.mined, self.dead_ends = [], [], [], [], []
-        self.unreadable = []
+        self.unreadable, self.carried = [], []
+
+
+def _carry(
+    store: Any,
+    sid: str,
+    items: list[LeadSourceRow],
+    carry: dict[str, str],
+    by_source: dict[str, list[ChunkRow]],
+    stored: set[tuple[str, int, int]],
+    pending: _Pending,
+) -> None:
+    """Copy the previous session's claims of each unchanged source into this session, under the
+    sub-question of the first lead that found it (as mining would file them), with their
+    provenance. The text is the same (same digest), so each quote sits at the same bytes; a
+    quote that does not is not copied."""
+    old = {}
+    for r in store.named("rerun_old_claims", {"source_ids": sorted(set(carry.values()))}):
+        old.setdefault(r["source_id"], []).append(r)
+    now = utcnow()
+    for item in items:
+        chunks = by_source.get(item.source_id, [])
+        data = "".join(c.text for c in chunks).encode("utf-8")
+        for r in old.get(carry[item.source_id], []):
+            start, end = int(r["quote_byte_start"]), int(r["quote_byte_end"])
+            key = (item.source_id, start, end)
+            if key in stored or data[start:end].decode("utf-8", "replace") != r["quote"]:
+                continue
+            stored.add(key)
+            claim_id = stable_id(sid, item.source_id, str(start), str(end), prefix="c-")
+            pending.claims.append(
+                {
+                    "id": claim_id,
+                    "source_id": item.source_id,
+                    "chunk_id": _chunk_at(chunks, start),
+                    "sub_question_id": item.sub_question_id,
+                    "text": r["text"],
+                    "quote": r["quote"],
+                    "quote_byte_start": start,
+                    "quote_byte_end": end,
+                    "created_at": now,
+                }
+            )
+            pending.carried.append({"claim_id": claim_id, "previous_claim_id": r["id"]})
+            if r["model_grade"] is not None:
+                pending.grades.append(
+                    {
+                        "claim_id": claim_id,
+                        "relevance": 0.0,
+                        "to_question": 0.0,
+                        "to_sub_question": 0.0,
+                        "sub_question_id": item.sub_question_id,
+                        "basis": "model+lexical",
+                        "model_grade": int(r["model_grade"]),
+                        "explanation": "not scored yet",
+                    }
+                )
+        pending.mined.append({"lead_id": item.lead_id, "source_id": item.source_id})
 
 
 def mine_claims(run: Run) -> MineResult:
@@ -192,10 +258,20 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
     unit = run.unit
     result = MineResult()
     work = store.many(LeadSourceRow, q("unmined_lead_sources"), {"session_id": sid})
+    # A rerun's unchanged sources (issue 32): their previous claims are copied, not mined.
+    carry: dict[str, str] = {}
+    if work and sess.previous_session_id:
+        carry = {
+            r["new_source_id"]: r["old_source_id"]
+            for r in store.named("rerun_carried_sources", {"session_id": sid})
+        }
+    to_mine = [w for w in work if w.source_id not in carry]
     # Term weights over every page read so far, so the model-free miner weighs a question word
     # by how rare it is across the session's pages, not within one chunk.
     stats = (
-        session_stats(session_passages(store, sid)) if work and not run.skills.uses_model else None
+        session_stats(session_passages(store, sid))
+        if to_mine and not run.skills.uses_model
+        else None
     )
     # Where the session's claims already sit: a quote mined twice (two leads sharing a source)
     # is skipped here, in memory, instead of asking the store once per claim.
@@ -218,8 +294,13 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
     # Every chunk's call, in plan order (work item by work item, chunk by chunk), made
     # concurrently within the session's gate; outcomes come back in this order, so what is
     # stored does not depend on which call finished first (issue 20).
+    if carry:
+        carried = [w for w in work if w.source_id in carry]
+        _carry(store, sid, carried, carry, by_source, stored, pending)
+        result.carried = len(pending.carried)
+        result.claims += len(pending.carried)
     jobs: list[Job[Metered[list[ClaimDraft]]]] = []
-    for item in work:
+    for item in to_mine:
         for ch in by_source.get(item.source_id, []):
             req = MineRequest(sess.question, item.sub_question, ch.text, item.title or "", stats)
             jobs.append(
@@ -235,7 +316,7 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
     fan = run.fan(Role.EXECUTOR, STAGE, "mine", "mining", keep=keep_list(ClaimDraft))
     outcomes = fan_out(fan, jobs)
     at = 0
-    for item in work:
+    for item in to_mine:
         chunks = by_source.get(item.source_id, [])
         if not chunks:
             continue

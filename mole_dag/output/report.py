@@ -526,6 +526,7 @@ def render(
     appendix: list[str] | None = None,
     answered: bool = True,
     why: str = "",
+    preface: list[str] | None = None,
 ) -> str:
     """The report's Markdown. When the findings do not answer the question (`answered` False),
     the Answer section is the plain notice in `answer`, with `why` under it, and every section
@@ -540,6 +541,7 @@ def render(
     out.append("")
     for b in banners:
         out += [f"> {one_line(b)}", ""]
+    out += preface or []  # a rerun's "What changed since" section (mole_dag/output/changes.py)
     # One line, or the lines of a list of quotes (render_answer), each made one line.
     out += ["## Answer", "", *(one_line(line) for line in answer.split("\n")), ""]
     if why:
@@ -799,6 +801,16 @@ def write_report(
             basis = "no finding to report"
         written = _Written(Binding((), 0), "none", answered=False, basis=basis)
 
+    # What the Answer rests on (issue 32: a rerun compares evidence, not wording).
+    by_no = {f.number: f for f in findings}
+    answer_claims = frozenset(
+        by_no[n].claim_id for s in written.binding.kept for n in s.findings if n in by_no
+    )
+    diff = None
+    if session.previous_session_id:
+        from mole_dag.output.changes import for_report, render_section
+
+        diff = for_report(store, sid, session.previous_session_id, written.answered, answer_claims)
     bal = run.ledger.balance(sid)
     session = run.session()
     markdown = render(
@@ -812,6 +824,7 @@ def write_report(
         appendix=local_data_section(store, sid),
         answered=written.answered or not findings,
         why=why,
+        preface=render_section(diff) if diff is not None else None,
     )
     # A known secret (a key a server echoed into a page or an answer) is never written: only
     # exact known values and URL passwords are masked, so a source's words stay its words.
@@ -850,6 +863,15 @@ def write_report(
                 q("report_citation_insert"),
                 {"report_id": report_id, "session_id": sid, "number": n, "source_id": src.id},
             )
+        for claim_id in sorted(answer_claims):
+            cur.execute(
+                q("report_answer_claim_insert"),
+                {"report_id": report_id, "session_id": sid, "claim_id": claim_id},
+            )
+        if diff is not None:
+            from mole_dag.output.changes import write_diff
+
+            write_diff(cur, diff)
         # An overrun ends the session as exhausted: its report is what it had before the
         # provider broke its bound. (A provider that stopped answering never gets here: it
         # interrupts the session, and `mole resume` writes the report once it answers.)

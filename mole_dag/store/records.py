@@ -68,6 +68,8 @@ class SessionRow:
     driver: str | None
     owner: str | None
     stop_reason: str | None
+    # The session this one re-runs (issue 32); None for a first run.
+    previous_session_id: str | None = None
 
 
 @dataclass(frozen=True)

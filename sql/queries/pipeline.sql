@@ -117,10 +117,10 @@ LIMIT 1;
 -- name: source_insert
 INSERT INTO sources (id, session_id, url, title, publisher, publisher_name, author, published, doi,
                      pmid, pmcid, arxiv_id, source_class, actor, provider_supplied,
-                     content_sha256, byte_length, fetched_at, locator)
+                     content_sha256, byte_length, fetched_at, locator, etag, last_modified)
 VALUES ($id, $session_id, $url, $title, $publisher, $publisher_name, $author, $published, $doi,
         $pmid, $pmcid, $arxiv_id, $source_class, $actor, $provider_supplied,
-        $content_sha256, $byte_length, $now, $locator);
+        $content_sha256, $byte_length, $now, $locator, $etag, $last_modified);
 
 -- name: chunk_insert
 INSERT INTO chunks (id, session_id, source_id, ordinal, byte_start, byte_end, text)
@@ -613,3 +613,81 @@ FROM sessions s
 LEFT JOIN session_rounds r ON r.session_id = s.id AND r.round = s.rounds
 WHERE s.id = $session_id
 GROUP BY s.rounds;
+
+-- reruns (issue 32) ---------------------------------------------------------------------------
+
+-- name: session_set_previous
+UPDATE sessions SET previous_session_id = $previous_session_id, updated_at = $now
+WHERE id = $session_id;
+
+-- name: rerun_cited_sources
+-- The previous session's sources that back at least one claim: the ones a rerun reads again.
+SELECT * FROM sources s
+WHERE s.session_id = $session_id
+  AND EXISTS (SELECT 1 FROM claims c WHERE c.source_id = s.id)
+ORDER BY s.url;
+
+-- name: rerun_leads
+-- The session's leads in plan order, with their sub-question's wording: where a source read
+-- again is linked, so the miner takes it up (or carries its claims).
+SELECT l.id AS lead_id, l.sub_question_id, sq.text AS sub_question
+FROM leads l JOIN sub_questions sq ON sq.id = l.sub_question_id
+WHERE l.session_id = $session_id
+ORDER BY sq.round, sq.ordinal, l.depth, l.actor, l.query, l.id;
+
+-- name: rerun_source_sub_questions
+-- The wording of the sub-questions a previous source's claims were mined for, most claims first.
+SELECT sq.text AS sub_question, count(*) AS n
+FROM claims c JOIN sub_questions sq ON sq.id = c.sub_question_id
+WHERE c.source_id = $source_id
+GROUP BY sq.text
+ORDER BY n DESC, sq.text;
+
+-- name: source_changes_urls
+SELECT url FROM source_changes WHERE session_id = $session_id;
+
+-- name: source_change_insert
+INSERT INTO source_changes (session_id, previous_session_id, url, old_source_id, new_source_id,
+                            outcome, detail, checked_at)
+VALUES ($session_id, $previous_session_id, $url, $old_source_id, $new_source_id, $outcome,
+        $detail, $now)
+ON CONFLICT DO NOTHING;
+
+-- name: rerun_unclassified
+-- This session's sources with no source_changes row yet, beside the previous session's source
+-- of the same URL (if any) and whether that one was mined.
+SELECT n.id AS new_source_id, n.url, n.content_sha256 AS new_sha256,
+       o.id AS old_source_id, o.content_sha256 AS old_sha256
+FROM sources n
+LEFT JOIN sources o ON o.session_id = $previous_session_id AND o.url = n.url
+WHERE n.session_id = $session_id
+  AND n.url NOT IN (SELECT url FROM source_changes WHERE session_id = $session_id)
+ORDER BY n.url;
+
+-- name: rerun_carried_sources
+-- This session's sources whose claims are copied from the previous session rather than mined:
+-- unchanged (or unreachable, so nothing learned), and mined there.
+SELECT sc.new_source_id, sc.old_source_id
+FROM source_changes sc
+WHERE sc.session_id = $session_id AND sc.outcome IN ('unchanged', 'unreachable')
+  AND EXISTS (SELECT 1 FROM lead_sources ls WHERE ls.source_id = sc.old_source_id AND ls.mined);
+
+-- name: rerun_old_claims
+-- The claims of previous sources, with the model's grade when a model mined them, in byte order.
+SELECT c.id, c.source_id, c.text, c.quote, c.quote_byte_start, c.quote_byte_end,
+       r.model_grade
+FROM claims c LEFT JOIN claim_relevance r ON r.claim_id = c.id
+WHERE c.source_id IN (SELECT unnest($source_ids))
+ORDER BY c.source_id, c.quote_byte_start, c.quote_byte_end, c.id;
+
+-- name: carried_claim_insert_many
+INSERT INTO carried_claims (session_id, claim_id, previous_claim_id)
+SELECT $session_id, unnest($claim_id), unnest($previous_claim_id)
+ON CONFLICT DO NOTHING;
+
+-- name: source_copy_chunks
+SELECT ordinal, byte_start, byte_end, text FROM chunks WHERE source_id = $source_id
+ORDER BY ordinal;
+
+-- name: source_copy_pages
+SELECT page, byte_start, byte_end FROM source_pages WHERE source_id = $source_id ORDER BY page;

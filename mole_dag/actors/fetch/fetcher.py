@@ -84,6 +84,10 @@ class Fetched:
     redirects: tuple[str, ...] = ()
     # A PDF's bytes (`text` is then empty): extracted by the caller, not decoded as text.
     data: bytes = b""
+    # The server's validators, kept with the source so a later re-read can ask whether the
+    # page changed (issue 32: a 304 is an unchanged page at no transfer).
+    etag: str | None = None
+    last_modified: str | None = None
 
     @property
     def is_html(self) -> bool:
@@ -95,9 +99,22 @@ class Fetched:
 
 
 class FetchFailed(Exception):
-    def __init__(self, cause: DeadEndCause, detail: str, url: str) -> None:
+    def __init__(
+        self, cause: DeadEndCause, detail: str, url: str, *, status: int | None = None
+    ) -> None:
         super().__init__(f"{cause}: {detail}")
         self.cause, self.detail, self.url = cause, detail, url
+        # The HTTP status when the server answered with one: a rerun tells a page that is gone
+        # (404/410) from one that could not be reached.
+        self.status = status
+
+
+class NotModified(Exception):
+    """The server answered 304 to a conditional re-read: the page is as it was."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(f"not modified: {url}")
+        self.url = url
 
 
 @dataclass
@@ -195,7 +212,13 @@ class Fetcher:
             raise FetchFailed(DeadEndCause.RATE_LIMITED, str(exc), url) from None
 
     def _request(
-        self, url: str, *, max_bytes: int, deadline: float, accept: frozenset[str] | None
+        self,
+        url: str,
+        *,
+        max_bytes: int,
+        deadline: float,
+        accept: frozenset[str] | None,
+        headers: dict[str, str] | None = None,
     ) -> _Hop:
         """One GET, no redirect following. Reads the body only for a 2xx of an accepted type."""
         left = deadline - time.monotonic()
@@ -208,7 +231,7 @@ class Fetcher:
             pool=left,
         )
         try:
-            with self._client.stream("GET", url, timeout=timeout) as resp:
+            with self._client.stream("GET", url, timeout=timeout, headers=headers) as resp:
                 hop = _Hop(resp.status_code, resp.headers, str(resp.url))
                 if not 200 <= resp.status_code < 300:
                     return hop
@@ -266,6 +289,7 @@ class Fetcher:
         deadline: float,
         accept: frozenset[str] | None,
         robots: bool,
+        headers: dict[str, str] | None = None,
     ) -> tuple[_Hop, list[str]]:
         """GET with redirects followed by hand, each hop guarded (and robots-checked)."""
         hops: list[str] = []
@@ -276,7 +300,9 @@ class Fetcher:
             if rules is not None and not rules.allows(current):
                 raise FetchFailed(DeadEndCause.ROBOTS, "robots.txt disallows this path", current)
             self._pace(current, rules)
-            hop = self._request(current, max_bytes=max_bytes, deadline=deadline, accept=accept)
+            hop = self._request(
+                current, max_bytes=max_bytes, deadline=deadline, accept=accept, headers=headers
+            )
             if hop.status in (301, 302, 303, 307, 308):
                 location = hop.headers.get("location")
                 if not location:
@@ -342,23 +368,46 @@ class Fetcher:
 
     # -- the page ----------------------------------------------------------------------------
 
-    def fetch(self, url: str) -> Fetched:
+    def fetch(
+        self, url: str, *, etag: str | None = None, last_modified: str | None = None
+    ) -> Fetched:
+        """The page. With `etag` or `last_modified` (from an earlier read) the request is
+        conditional, and NotModified is raised when the server says the page has not changed."""
         deadline = time.monotonic() + self.limits.total_timeout_s
+        conditional = {
+            k: v for k, v in (("If-None-Match", etag), ("If-Modified-Since", last_modified)) if v
+        }
         hop, hops = self._follow(
             url,
             max_bytes=self.limits.max_bytes,
             deadline=deadline,
             accept=ALLOWED_TYPES,
             robots=True,
+            headers=conditional or None,
         )
         final = hop.url or url
+        if hop.status == 304 and conditional:
+            raise NotModified(final)
         if not 200 <= hop.status < 300:
-            raise FetchFailed(DeadEndCause.FETCH_FAILED, f"HTTP {hop.status}", final)
+            raise FetchFailed(
+                DeadEndCause.FETCH_FAILED, f"HTTP {hop.status}", final, status=hop.status
+            )
+        validators = {
+            "etag": hop.headers.get("etag") or None,
+            "last_modified": hop.headers.get("last-modified") or None,
+        }
         media, declared = _media_type(hop.headers)
         if is_pdf(hop.data):
             # Whatever the label says: the bytes are a PDF (issue 19), extracted by the caller.
             return Fetched(
-                final, "application/pdf", "", "", hop.raw_bytes, tuple(hops), data=hop.data
+                final,
+                "application/pdf",
+                "",
+                "",
+                hop.raw_bytes,
+                tuple(hops),
+                data=hop.data,
+                **validators,
             )
         if media in PDF_TYPES:
             raise FetchFailed(
@@ -376,7 +425,7 @@ class Fetcher:
             text, charset = decode_text(hop.data, declared=declared, html=media in HTML_TYPES)
         except BodyRefused as exc:
             raise FetchFailed(exc.cause, exc.detail, final) from None
-        return Fetched(final, media, text, charset, hop.raw_bytes, tuple(hops))
+        return Fetched(final, media, text, charset, hop.raw_bytes, tuple(hops), **validators)
 
 
 def scheme_ok(url: str) -> bool:
