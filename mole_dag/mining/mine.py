@@ -202,7 +202,7 @@ def _carry(
     sub-question of the first lead that found it (as mining would file them), with their
     provenance. The text is the same (same digest), so each quote sits at the same bytes; a
     quote that does not is not copied."""
-    old = {}
+    old: dict[str, list[Any]] = {}
     for r in store.named("rerun_old_claims", {"source_ids": sorted(set(carry.values()))}):
         old.setdefault(r["source_id"], []).append(r)
     now = utcnow()

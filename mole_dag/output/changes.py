@@ -295,11 +295,11 @@ def compute(
 
     # Confidence moves of findings that stayed.
     for f in old.findings:
-        g = matched.get(f.claim_id)
-        if g is None or f.confidence is None or g.confidence is None or not g.finding:
+        kept = matched.get(f.claim_id)
+        if kept is None or f.confidence is None or kept.confidence is None or not kept.finding:
             continue
-        if abs(g.confidence - f.confidence) >= CONFIDENCE_SHIFT - 1e-9:
-            diff.shifts.append(Shift(g, f.confidence, g.confidence, g.explanation or ""))
+        if abs(kept.confidence - f.confidence) >= CONFIDENCE_SHIFT - 1e-9:
+            diff.shifts.append(Shift(kept, f.confidence, kept.confidence, kept.explanation or ""))
 
     diff.answer_changed = _answer_changed(old, new, matched)
     gone = {o.url for o in outcomes.values() if o.outcome == "gone"}

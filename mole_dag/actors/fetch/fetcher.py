@@ -392,7 +392,7 @@ class Fetcher:
             raise FetchFailed(
                 DeadEndCause.FETCH_FAILED, f"HTTP {hop.status}", final, status=hop.status
             )
-        validators = {
+        validators: dict[str, str | None] = {
             "etag": hop.headers.get("etag") or None,
             "last_modified": hop.headers.get("last-modified") or None,
         }
@@ -425,7 +425,15 @@ class Fetcher:
             text, charset = decode_text(hop.data, declared=declared, html=media in HTML_TYPES)
         except BodyRefused as exc:
             raise FetchFailed(exc.cause, exc.detail, final) from None
-        return Fetched(final, media, text, charset, hop.raw_bytes, tuple(hops), **validators)
+        return Fetched(
+            final,
+            media,
+            text,
+            charset,
+            hop.raw_bytes,
+            tuple(hops),
+            **validators,  # type: ignore[arg-type]
+        )
 
 
 def scheme_ok(url: str) -> bool:
