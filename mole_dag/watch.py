@@ -25,7 +25,7 @@ from typing import Any
 
 from mole_dag.core import SessionStatus, Unit
 from mole_dag.redaction import redact
-from mole_dag.session import RerunRefused, check_rerun, create_rerun
+from mole_dag.session import OPEN, RerunRefused, check_rerun, create_rerun
 from mole_dag.store import Store, q, utcnow
 from mole_dag.store.records import SessionRow, WatchRow, WatchRunRow
 
@@ -225,7 +225,7 @@ def due(store: Store, now: datetime) -> list[tuple[WatchRow, datetime]]:
     out = []
     for w in store.many(WatchRow, q("watches_active")):
         runs = runs_of(store, w.id)
-        if runs and runs[0].status == "running":
+        if runs and runs[0].status == "running" and _open(store, runs[0].session_id):
             continue
         since = runs[0].due_at if runs else w.created_at
         tick = latest_tick(w.cron, since, now)
@@ -234,16 +234,26 @@ def due(store: Store, now: datetime) -> list[tuple[WatchRow, datetime]]:
     return out
 
 
+def _open(store: Store, session_id: str) -> bool:
+    row = store.one(SessionRow, q("session_get"), {"session_id": session_id})
+    return row is not None and row.status in OPEN
+
+
 def start_run(
     store: Store, watch_id: str, due_at: datetime, *, session_id: str | None = None
 ) -> WatchRunRow:
     """The run of `watch_id` for the tick `due_at`: its rerun session created, with the
     watch's budget, and recorded. Idempotent per tick: a run already started for it is
-    returned, not started twice (a retried Dagster run)."""
+    returned, not started twice (a retried Dagster run). A run before it whose process died
+    (its session since ended, by the research driver sensor or as failed) is finished first,
+    so its difference is recorded and the chain goes on from the right session."""
     watch = get_watch(store, watch_id)
     seen = store.one(WatchRunRow, q("watch_run_get"), {"watch_id": watch_id, "due_at": due_at})
     if seen is not None:
         return seen
+    for run in runs_of(store, watch_id):
+        if run.status == "running" and not _open(store, run.session_id):
+            finish_run(store, watch_id, run.due_at)
     try:
         prev = check_rerun(store, last_session(store, watch))
     except RerunRefused as exc:

@@ -154,6 +154,35 @@ def test_schedule_runs_a_watch_stores_the_diff_and_notifies_only_on_change(
     forget_cached()
 
 
+def test_a_run_whose_process_died_is_finished_by_the_next(
+    small_store: tuple[Path, str, str],
+) -> None:
+    """A watch run's process died and its session ended without it (the research driver
+    sensor, or failed): the watch is due again at its next tick, and the next run records the
+    dead one first and re-runs from the last session that finished."""
+    from mole_dag.session import stop_session
+    from mole_dag.watch import add_watch, due, runs_of, start_run
+
+    db, done, _running = small_store
+    with Store(db) as st:
+        w = add_watch(st, done, "daily", Unit.TOKENS, 20_000)
+        tick1 = (w.created_at + timedelta(days=1)).replace(
+            hour=0, minute=0, second=0, microsecond=0
+        )
+        assert [(x.id, t) for x, t in due(st, tick1 + timedelta(minutes=5))] == [(w.id, tick1)]
+        first = start_run(st, w.id, tick1)
+        assert start_run(st, w.id, tick1) == first  # a retried Dagster run starts nothing
+        # While its session is open, the watch waits for it, even past its next tick.
+        assert due(st, tick1 + timedelta(days=1, minutes=5)) == []
+        stop_session(Ledger(st), first.session_id, SessionStatus.FAILED, "the run died")
+        tick2 = tick1 + timedelta(days=1)
+        assert [t for _x, t in due(st, tick2 + timedelta(minutes=5))] == [tick2]
+        second = start_run(st, w.id, tick2)
+        assert second.previous_session_id == done  # not the failed session
+        runs = {r.due_at: r.status for r in runs_of(st, w.id)}
+        assert runs == {tick1: "failed", tick2: "running"}
+
+
 # -- bad input: one clear line, nothing written ------------------------------------------------
 
 
