@@ -20,6 +20,7 @@ from mole_dag.redaction import redact_known
 from mole_dag.resources import BudgetResource, StoreResource, make_run
 from mole_dag.session import SessionMissing, recover, session_exists
 from mole_dag.stage_metadata import (
+    changes_metadata,
     fields_of,
     grounding_metadata,
     money,
@@ -224,6 +225,9 @@ def report(
     done = finish_session(run)
     res = done.report
     unit = session_unit(run)
+    changes = changes_metadata(res.changes)
+    if "what_changed" in changes:
+        changes["what_changed"] = dg.MetadataValue.md(changes["what_changed"])
     return dg.MaterializeResult(
         metadata={
             **fields_of(res, "findings", "sources_cited", "writer"),
@@ -237,6 +241,7 @@ def report(
             },
             "path": str(res.path) if res.path else "-",
             "report": dg.MetadataValue.md(res.markdown),
+            **changes,
             **stage_spend(run, REPORT_STAGE),
             **session_summary(run),
         }

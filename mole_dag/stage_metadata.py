@@ -7,11 +7,14 @@ int). The ledger's micro-dollar integers never reach the UI as they are: `escrow
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mole_dag.context import Run
 from mole_dag.core import Unit
 from mole_dag.store import q
+
+if TYPE_CHECKING:
+    from mole_dag.output.changes import Diff
 
 MICROS_PER_USD = 1_000_000
 
@@ -77,3 +80,28 @@ def grounding_metadata(unit: Unit | str, summary: dict[str, int]) -> dict[str, A
     """Re-grounding's counts, with its spend in the paying session's unit."""
     counts = {f"grounding_{k}": v for k, v in summary.items() if k != "spent"}
     return counts | money(unit, grounding_spent=int(summary.get("spent", 0)))
+
+
+def changes_metadata(diff: Diff | None) -> dict[str, Any]:
+    """A rerun report's difference for the UI (issue 32): the change counts and the "What
+    changed" section as Markdown text; nothing for a first run."""
+    if diff is None:
+        return {}
+    from mole_dag.output.changes import render_section
+
+    return {
+        "previous_session": diff.old,
+        "changes_material": diff.material,
+        "answer_changed": diff.answer_changed,
+        "findings_new": len(diff.of("new")),
+        "findings_removed": len(diff.of("removed")),
+        "findings_changed": len(diff.of("changed")),
+        "findings_same": diff.same,
+        "sources_added": len(diff.sources_added),
+        "sources_removed": len(diff.sources_removed),
+        "sources_changed": len(diff.sources_changed),
+        "sources_unreachable": len(diff.sources_unreachable),
+        "confidence_shifts": len(diff.shifts),
+        # Markdown: the asset shows it as such.
+        "what_changed": "\n".join(render_section(diff)).strip(),
+    }

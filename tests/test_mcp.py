@@ -38,6 +38,7 @@ TOOLS = {
     "report",
     "trace",
     "eval",
+    "diff",
     "chunk",
     "find_quote",
     "publisher_of",
@@ -63,6 +64,9 @@ def home(tmp_path: Path) -> Iterator[dict[str, str]]:
         "MOLE_PROVIDER": "extractive",
         # A key the server holds: no answer may carry it.
         "ANTHROPIC_API_KEY": CANARY,
+        # The code under test when it is not the installed one (a checkout run with
+        # PYTHONPATH): the server must import the same package as the test.
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
     }
     yield env
     for meta in (mole_home / "mcp").glob("*.json") if (mole_home / "mcp").exists() else []:

@@ -269,6 +269,22 @@ def test_mole_diff_prints_the_section_and_the_json(
     assert "Nothing material changed" in capsys.readouterr().out
 
 
+def test_mcp_diff_tool_gives_the_same_json(pair: Pair, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from mole_dag.mcp import server
+
+    monkeypatch.setenv("MOLE_DB", str(pair.db))
+    got = server.diff(pair.old, pair.new)
+    with Store(pair.db) as st:
+        assert got == as_json(diff_sessions(st, pair.old, pair.new))
+    assert len(got["findings"]["changed"]) == 1
+    with pytest.raises(ToolError, match="no session 'nope'"):
+        server.diff(pair.old, "nope")
+    with pytest.raises(ToolError, match="is not a session id"):
+        server.diff("../x", pair.new)
+
+
 # -- bad input: one clear line, nothing written ------------------------------------------------
 
 

@@ -95,6 +95,15 @@ def test_schedule_runs_a_watch_stores_the_diff_and_notifies_only_on_change(
         second = md["session"]
         assert md["previous_session"] == first
         assert watch_id in md["watched_questions"] and "1 changed" in md["watched_questions"]
+        # The UI: the rerun's report carries the change counts and the section as metadata.
+        ev = instance.get_latest_materialization_event(dg.AssetKey("report"))
+        assert ev is not None and ev.asset_materialization is not None
+        assert ev.asset_materialization.partition == second
+        rep = {k: v.value for k, v in ev.asset_materialization.metadata.items()}
+        assert (rep["findings_changed"], rep["findings_new"], rep["findings_removed"]) == (1, 1, 1)
+        assert (rep["sources_added"], rep["sources_removed"], rep["sources_changed"]) == (1, 1, 1)
+        assert rep["previous_session"] == first and rep["changes_material"] is True
+        assert rep["what_changed"].startswith(f"## What changed since {first} (")
         # The same tick again: already run, nothing requested.
         assert _tick(instance, db, day1 + timedelta(minutes=15)) == []
 

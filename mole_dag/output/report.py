@@ -20,7 +20,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mole_dag.actors.local import corpus_path
 from mole_dag.budget import BudgetExhausted, BudgetOverrun
@@ -42,6 +42,9 @@ from mole_dag.skills.unreadable import STAGE_NAMES, write_unreadable
 from mole_dag.store import q, utcnow
 from mole_dag.store.records import ClusterMemberRow, EdgeRow, FindingRow, SessionRow, SourceRow
 from mole_dag.verifier.source_class import STRENGTH
+
+if TYPE_CHECKING:  # changes.py imports this module at run time
+    from mole_dag.output.changes import Diff
 
 log = logging.getLogger("mole.report")
 STAGE = "report"
@@ -115,6 +118,8 @@ class ReportResult:
     spent: int = 0
     answered: bool = False
     answer_basis: str = ""
+    # A rerun's difference from the session it re-runs (issue 32); None for a first run.
+    changes: Diff | None = None
 
 
 # -- choosing and ordering findings ----------------------------------------------------------
@@ -897,4 +902,5 @@ def write_report(
         written.spent,
         written.answered,
         written.basis,
+        diff,
     )
