@@ -161,9 +161,39 @@ def plan_round_now(run: Run) -> PlanResult:
 def _plan(
     run: Run, sess: SessionRow, round_no: int, now: datetime, free: FreeCallBatch
 ) -> PlanResult:
-    store, sid = run.store, run.session_id
     digest = build_digest(run, round_no)
-    unit = run.unit
+    planned = _carried_plan(run, sess, round_no) or _call_planner(run, digest, round_no)
+    if planned is None:
+        return PlanResult(round_no, 0, 0, 0, 0)
+    return _write_plan(run, sess, round_no, now, free, digest, planned)
+
+
+def _carried_plan(
+    run: Run, sess: SessionRow, round_no: int
+) -> Metered[list[PlannedQuestion]] | None:
+    """A rerun's first round takes the plan of the session it re-runs (issue 32), at no model
+    cost: the same question asked again is planned the same way, and the same sub-questions
+    let the re-read sources and carried claims fall under the ones they were found for. Later
+    rounds plan as usual, from what this session found. A model-free plan costs nothing and
+    reads the corpus as it is now (a broad question's topics), so it is made afresh."""
+    if round_no != 1 or not sess.previous_session_id or not run.skills.uses_model:
+        return None
+    rows = run.store.named("rerun_first_plan", {"session_id": sess.previous_session_id})
+    if not rows:
+        return None  # the previous session never planned: plan afresh
+    run.progress(
+        f"round 1: the plan of {sess.previous_session_id} carried ({len(rows)} sub-questions), "
+        "no planner call"
+    )
+    return Metered(
+        [PlannedQuestion(r["text"], r["query"], bool(r["search"])) for r in rows], cost=0
+    )
+
+
+def _call_planner(run: Run, digest: Digest, round_no: int) -> Metered[list[PlannedQuestion]] | None:
+    """The planner's answer for this round; None when a first round cannot be planned (the
+    session has been ended as exhausted)."""
+    sid, unit = run.session_id, run.unit
     estimate = run.skills.estimate_plan(digest, unit)
     try:
         with run.ledger.hold(
@@ -179,7 +209,7 @@ def _plan(
             reason = budget_too_small(exc, run.ledger.balance(sid).total)
             run.ledger.set_status(sid, SessionStatus.EXHAUSTED, reason)
             run.progress(reason)
-            return PlanResult(round_no, 0, 0, 0, 0)
+            return None
         run.progress(f"round {round_no}: no new sub-questions ({exc})")
         planned = Metered[list[PlannedQuestion]]([])
     except ModelCallFailed as exc:
@@ -189,7 +219,19 @@ def _plan(
         # does not cover a planning call) ends the research; the report still gets written.
         run.progress(f"round {round_no}: no new sub-questions ({exc})")
         planned = Metered[list[PlannedQuestion]]([])
+    return planned
 
+
+def _write_plan(
+    run: Run,
+    sess: SessionRow,
+    round_no: int,
+    now: datetime,
+    free: FreeCallBatch,
+    digest: Digest,
+    planned: Metered[list[PlannedQuestion]],
+) -> PlanResult:
+    store, sid = run.store, run.session_id
     actors = [a.strip() for a in sess.actors.split(",") if a.strip()]
     existing = {s[0].casefold() for s in digest.sub_questions}
     added_sq = added_leads = 0

@@ -57,6 +57,8 @@ class EdgeResult:
     claims_verified: int = 0
     pairs_retrieved: int = 0
     pairs_decided_free: int = 0
+    # A rerun's pairs of carried claims the previous session judged: its verdict, no call.
+    pairs_carried: int = 0
     pairs_judged: int = 0
     pairs_unjudged: int = 0
     pairs_skipped_budget: int = 0
@@ -107,6 +109,34 @@ def _free_verdict(a: ClaimRow, b: ClaimRow, pair: Pair) -> Judged | None:
         # they can differ, never contradict (mole_dag/local_data).
         return Judged(pair, NEITHER, "rule:same-dataset", "two aggregates of one dataset")
     return None
+
+
+def _carried_verdicts(run: Run) -> dict[Pair, tuple[Judged, bool | None]]:
+    """A rerun's verdicts carried from the session it re-runs (issue 32), by pair of this
+    session's claims: a pair of two claims copied from that session's unchanged sources, which
+    it judged, is the same two statements, so its verdict (and confirm-pass outcome) holds
+    without another judge call. Empty for a first run."""
+    prev = run.session().previous_session_id
+    if not prev:
+        return {}
+    store, sid = run.store, run.session_id
+    new_of = {
+        r["previous_claim_id"]: r["claim_id"]
+        for r in store.named("rerun_carried_map", {"session_id": sid})
+    }
+    if len(new_of) < 2:
+        return {}
+    out: dict[Pair, tuple[Judged, bool | None]] = {}
+    for r in store.named("rerun_previous_verdicts", {"session_id": prev}):
+        a, b = new_of.get(r["a_claim_id"]), new_of.get(r["b_claim_id"])
+        if a is None or b is None:
+            continue
+        # Pairs are stored with a < b; the copies' ids may sort the other way round, and a
+        # duplicate_of verdict then reads in the copies' order.
+        pair = Pair(min(a, b), max(a, b))
+        why = f"carried from {prev}" + (f": {r['rationale']}" if r["rationale"] else "")
+        out[pair] = (Judged(pair, r["relation"], r["decided_by"], why), r["confirmed"])
+    return out
 
 
 def _allowance(run: Run, max_share: float) -> Allowance:
@@ -177,11 +207,20 @@ def _build_edges(
 
     verdicts: list[Judged] = []
     to_judge: list[Pair] = []
+    # Confirm-pass outcomes by pair: of this pass's judgements, and of verdicts carried.
+    confirmed: dict[Pair, bool] = {}
+    carried = _carried_verdicts(run)
     for p in pairs:
         by_rule = _free_verdict(by_id[p.a], by_id[p.b], p)
         if by_rule:
             verdicts.append(by_rule)
             result.pairs_decided_free += 1
+        elif p in carried:
+            got, was_confirmed = carried[p]
+            verdicts.append(got)
+            if was_confirmed is not None:
+                confirmed[p] = was_confirmed
+            result.pairs_carried += 1
         else:
             to_judge.append(p)
 
@@ -210,7 +249,6 @@ def _build_edges(
     # judgement, 70% with two, at the cost of keeping about half the edges. A false contradiction
     # spends money researching a disagreement that does not exist, so the trade is taken. A
     # deterministic judge would only agree with itself, so it is not asked twice.
-    confirmed: dict[Pair, bool] = {}
     edge_building = [j for j in first.judged if j.relation != NEITHER]
     if confirm and run.skills.uses_model and edge_building:
         result.confirm_pass = "on"
@@ -317,7 +355,9 @@ def _build_edges(
     result.contradictions = result.edges.get(str(EdgeKind.CONTRADICTS), 0)
     run.progress(
         f"verified {len(verified)} claims: {result.pairs_retrieved} pairs, "
-        f"{result.pairs_decided_free} settled by rule, {result.pairs_judged} judged"
+        f"{result.pairs_decided_free} settled by rule, "
+        + (f"{result.pairs_carried} carried, " if result.pairs_carried else "")
+        + f"{result.pairs_judged} judged"
         + (
             f" ({result.pairs_confirmed} confirmed, {result.pairs_unconfirmed} not)"
             if result.confirm_pass == "on"

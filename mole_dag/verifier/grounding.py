@@ -311,7 +311,9 @@ def ground_session(
     progress: Callable[[str], None] | None = None,
     parallel: int | None = None,
 ) -> GroundReport:
-    """One grounding pass over a research session, paid from its own (released) escrow."""
+    """One grounding pass over a research session, paid from its own (released) escrow. A
+    rerun's carried claims take their previous checks instead (carry_checks)."""
+    carry_checks(store, session_id)
     if max_checks <= 0 or allowance < 0:
         return GroundReport()
     claims = store.many(
@@ -329,3 +331,38 @@ def ground_session(
         progress=progress,
         parallel=parallel,
     )
+
+
+def carry_checks(store: Store, session_id: str) -> int:
+    """A rerun's carried claims (issue 32) take the grounding outcomes of the claims they were
+    copied from: their source was read again and is byte-identical, so the passage a judge
+    would be shown is the one it was shown, and the answer would be the one it gave. Recorded
+    with the check's own judge and payer and a note saying where it came from; the candidates
+    for this session's own checks leave carried claims out (`ground_candidates`). Returns how
+    many outcomes were carried."""
+    latest: dict[str, dict[str, Any]] = {}
+    for r in store.named("rerun_carried_checks", {"session_id": session_id}):
+        latest[r["claim_id"]] = r  # ordered oldest first: the latest check wins
+    if not latest:
+        return 0
+    now = utcnow()
+
+    def write(cur: Any) -> None:
+        for claim_id, r in sorted(latest.items()):
+            cur.execute(
+                q("ground_carried_insert"),
+                {
+                    "id": stable_id(claim_id, session_id, "carried", prefix="g-"),
+                    "session_id": session_id,
+                    "claim_id": claim_id,
+                    "source_id": r["source_id"],
+                    "paid_by": r["paid_by"],
+                    "outcome": r["outcome"],
+                    "note": ("carried: " + (r["note"] or ""))[:300],
+                    "decided_by": r["decided_by"],
+                    "now": now,
+                },
+            )
+
+    store.transact(write)
+    return len(latest)

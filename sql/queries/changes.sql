@@ -63,3 +63,40 @@ VALUES ($old_session_id, $new_session_id, $material, $diff_json, $now);
 -- name: session_diff_get
 SELECT material, diff_json FROM session_diffs
 WHERE old_session_id = $old_session_id AND new_session_id = $new_session_id;
+
+-- name: rerun_first_plan
+-- The plan a rerun carries (issue 32): the previous session's first-round sub-questions in
+-- their order, and whether each searched (a grouping-only one has no lead of its own).
+SELECT sq.text, sq.query,
+       EXISTS (SELECT 1 FROM leads l WHERE l.sub_question_id = sq.id AND l.depth = 0) AS search
+FROM sub_questions sq
+WHERE sq.session_id = $session_id AND sq.round = 1
+ORDER BY sq.ordinal, sq.id;
+
+-- name: rerun_carried_map
+-- A rerun's carried claims and the previous claims they were copied from.
+SELECT claim_id, previous_claim_id FROM carried_claims WHERE session_id = $session_id;
+
+-- name: rerun_previous_verdicts
+-- The verdicts of the session a rerun re-runs, for pairs of claims it carried.
+SELECT a_claim_id, b_claim_id, relation, decided_by, confirmed, rationale
+FROM pair_verdicts
+WHERE session_id = $session_id;
+
+-- name: rerun_carried_checks
+-- Grounding outcomes of the previous claims a rerun carried, oldest first (the latest wins),
+-- for carried claims this session has not checked yet. Only the two outcomes that judge the
+-- passage: the passage is byte-identical (the source is unchanged), so the judgement holds.
+SELECT cc.claim_id, c.source_id, g.outcome, g.note, g.decided_by, g.paid_by
+FROM carried_claims cc
+JOIN claims c ON c.id = cc.claim_id
+JOIN grounding_checks g ON g.claim_id = cc.previous_claim_id
+WHERE cc.session_id = $session_id
+  AND g.outcome IN ('confirmed', 'unsupported')
+  AND cc.claim_id NOT IN (SELECT claim_id FROM grounding_checks WHERE session_id = $session_id)
+ORDER BY cc.claim_id, g.checked_at, g.id;
+
+-- name: ground_carried_insert
+INSERT INTO grounding_checks (id, session_id, claim_id, source_id, paid_by, outcome, note,
+                              decided_by, checked_at)
+VALUES ($id, $session_id, $claim_id, $source_id, $paid_by, $outcome, $note, $decided_by, $now);

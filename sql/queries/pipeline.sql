@@ -365,6 +365,9 @@ WHERE cs.session_id = $session_id AND cs.representative
       SELECT claim_id FROM grounding_checks
       WHERE session_id = $session_id
         AND outcome IN ('confirmed', 'unsupported', 'vanished', 'not_refetchable'))
+  -- A rerun's carried claims (issue 32) keep the checks of the claims they were copied from:
+  -- their source is byte-identical, so a re-read would read what was read.
+  AND c.id NOT IN (SELECT claim_id FROM carried_claims WHERE session_id = $session_id)
 -- Ties by content, not by id (ids hash the session id, so two identical runs grounded
 -- different claims).
 ORDER BY (cs.contradictors > 0) DESC, cs.confidence DESC, s.url, c.quote_byte_start, c.id
