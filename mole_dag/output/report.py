@@ -321,6 +321,7 @@ def _writer_request(question: str, findings: list[Finding], decision: Decision) 
                 disputed=bool(f.disputed_with),
                 superseded=f.superseded,
                 answers=f.number in decision.answering,
+                publishers=f.publishers,
             )
             for f in findings
         ),
