@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mole_dag.actors.local import corpus_path
-from mole_dag.budget import BudgetExhausted, BudgetOverrun
+from mole_dag.budget import BudgetExhausted, BudgetOverrun, charging
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, stable_id
 from mole_dag.llm.provider import ModelCallFailed
@@ -657,9 +657,12 @@ def _write(run: Run, req: WriteRequest, findings: list[Finding], decision: Decis
     budget_note = ""
     estimate = run.skills.estimate_write(req, unit)
     try:
-        with run.ledger.hold(
-            sid, Role.OUTPUT, estimate, tool=f"{run.skills.name}:write", stage=STAGE
-        ) as h:
+        with (
+            run.ledger.hold(
+                sid, Role.OUTPUT, estimate, tool=f"{run.skills.name}:write", stage=STAGE
+            ) as h,
+            charging(h),
+        ):
             metered = run.skills.write(req, unit)
             h.settle(metered.cost, usage=metered.usage, model=metered.model or None)
         got, spent = metered.value, metered.cost
