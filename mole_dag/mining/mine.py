@@ -43,6 +43,12 @@ _FURNITURE = frozenset(
         "code",
         "equation",
         "table",
+        # Issue 31: what a console or a manual prints. Not "fragment": a model may fairly
+        # quote part of a sentence.
+        "console",
+        "keywords",
+        "path",
+        "footnote",
     }
 )
 # A line this short, unpunctuated and verbless is a heading; a guess, flagged as one, and the
