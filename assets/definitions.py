@@ -12,6 +12,7 @@ from assets.jobs import research_report, research_round
 from assets.maintenance import reground_job, reground_schedule, regrounding
 from assets.models import MODEL_ASSETS
 from assets.research import ALL_ASSETS
+from assets.watch import watch_job, watched_questions, watched_questions_schedule
 from mole_dag.redaction import install_log_redaction
 from mole_dag.resources import BudgetResource, StoreResource
 
@@ -28,10 +29,10 @@ def build_definitions(
     install_log_redaction()
     store = StoreResource()
     return dg.Definitions(
-        assets=[*ALL_ASSETS, regrounding, *MODEL_ASSETS],
+        assets=[*ALL_ASSETS, regrounding, watched_questions, *MODEL_ASSETS],
         asset_checks=ALL_CHECKS,
-        jobs=[research_session, research_round, research_report, reground_job],
-        schedules=[reground_schedule],
+        jobs=[research_session, research_round, research_report, reground_job, watch_job],
+        schedules=[reground_schedule, watched_questions_schedule],
         sensors=[make_research_driver(in_process=drive_in_process)],
         resources={"store": store, "budget": BudgetResource(store=store)},
         executor=executor,

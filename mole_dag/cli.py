@@ -7,6 +7,8 @@
     mole resume SESSION [--parallel N]
     mole rerun SESSION (--usd X | --tokens N) [--parallel N]
     mole diff OLD NEW [--json]
+    mole watch SESSION --every daily|weekly|CRON (--usd X | --tokens N) [--notify CMD]
+    mole watch --list | --remove WATCH
     mole sessions
     mole show SESSION [--html [PATH]]
     mole trace SESSION
@@ -185,6 +187,27 @@ def build_parser() -> argparse.ArgumentParser:
     df.add_argument("new")
     df.add_argument("--json", action="store_true", help="machine-readable output")
 
+    w = sub.add_parser(
+        "watch",
+        help="re-run a finished session's question on a schedule (the Dagster schedule "
+        "watched_questions), each run within its own budget; or list / remove watches",
+    )
+    w.add_argument("session", nargs="?", help="the session whose question to watch")
+    w.add_argument(
+        "--every", metavar="WHEN", help="daily, weekly, or a cron string (UTC), e.g. '0 6 * * 1'"
+    )
+    w_budget = w.add_argument_group("budget of each run (exactly one is required)")
+    w_budget.add_argument("--usd", metavar="AMOUNT", help="ceiling per run in US dollars")
+    w_budget.add_argument("--tokens", metavar="N", help="ceiling per run in model tokens")
+    w.add_argument(
+        "--notify",
+        metavar="CMD",
+        help="a command run with the diff's JSON on standard input when something material "
+        "changed, and only then (split like a shell command, run without a shell)",
+    )
+    w.add_argument("--list", action="store_true", help="the watched questions, last change")
+    w.add_argument("--remove", metavar="WATCH", help="stop watching (its spend stays queryable)")
+
     m = sub.add_parser(
         "materialize",
         help="materialise a session's Dagster assets (as `dagster asset "
@@ -268,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_rerun(args)
         if args.command == "diff":
             return cmd_diff(args)
+        if args.command == "watch":
+            return cmd_watch(args)
         if args.command == "materialize":
             return cmd_materialize(args)
         if args.command == "sessions":
@@ -1092,6 +1117,70 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(json.dumps(as_json(diff), ensure_ascii=False, indent=2))
     else:
         print(escape_controls("\n".join(render_section(diff)).rstrip()))
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    """Register, list or remove watches (issue 32). A registration is checked on a read-only
+    store before anything is written: bad input is one line and writes nothing."""
+    from mole_dag.launch import LaunchError, check_budget
+    from mole_dag.redaction import redact
+    from mole_dag.watch import WatchRefused, add_watch, cron_of, list_watches, remove_watch
+
+    modes = [bool(args.session), bool(args.list), args.remove is not None]
+    if sum(modes) != 1:
+        raise CliError("pass a SESSION to watch, --list, or --remove WATCH (one of them)")
+    try:
+        if args.list:
+            store = _open_store(read_only=True)
+            try:
+                rows = list_watches(store)
+            finally:
+                store.close()
+            if not rows:
+                print("no watched questions")
+            for s in rows:
+                w = s.watch
+                budget = _fmt(w.budget, str(w.unit))
+                notify = f"  notify: {redact(w.notify)}" if w.notify else ""
+                print(
+                    escape_controls(
+                        f"{w.id}  every {w.every} ({w.cron})  {budget} per run  "
+                        f"{s.runs} runs  {w.question!r}{notify}\n    last: {s.last_change}"
+                    )
+                )
+            return 0
+        if args.remove is not None:
+            store = _open_store()
+            try:
+                gone = remove_watch(store, args.remove)
+            finally:
+                store.close()
+            print(f"watch {gone.id} removed ({gone.question!r})")
+            return 0
+        if not args.every:
+            raise CliError("--every is required: daily, weekly or a cron string")
+        unit, total = check_budget(args.usd, args.tokens)
+        cron_of(args.every)
+        from mole_dag.session import check_rerun
+
+        store = _open_store(read_only=True)
+        try:
+            check_rerun(store, args.session)
+        finally:
+            store.close()
+        store = _open_store()
+        try:
+            watch = add_watch(store, args.session, args.every, unit, total, args.notify)
+        finally:
+            store.close()
+    except (LaunchError, WatchRefused, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    print(
+        f"watch {watch.id}: {watch.question!r} every {watch.every} ({watch.cron} UTC), "
+        f"{_fmt(total, str(unit))} per run; runs from the Dagster schedule watched_questions "
+        "while the daemon runs (`dagster dev`)"
+    )
     return 0
 
 

@@ -189,6 +189,8 @@ def test_research_end_to_end_in_the_dagster_instance(tmp_path: Path, mini_corpus
         # '*' took in regrounding too, which must not open a maintenance session for it.
         assert st.scalar("SELECT count(*) FROM sessions") == 1
     assert "regrounding skipped" in again.stderr
+    # ... and watched_questions, which must not run a watch (none is named) for it.
+    assert "watched_questions skipped" in again.stderr
 
     # The README's form: the session's research assets only.
     research = subprocess.run(

@@ -213,6 +213,7 @@ def test_views_answer_sql(tmp_path: Path, mini_corpus: Path) -> None:
         "claim_pages",
         "session_answers",
         "claim_changes",
+        "watch_spend",
     }
     # Issue 21: the answered-or-not decision is queryable, one row per reported session.
     assert rows["session_answers"] == 1

@@ -120,14 +120,33 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
         with Store(db) as st:
             old = create_session(st, QUESTION, Unit.TOKENS, 50_000, corpus=str(root)).session_id
             run_session(Run(st, Ledger(st), skills, old, progress=lambda _m: None))
+        # The folder changes under the process that indexed it: the rerun must see it now
+        # (LocalCorpus.is_current), with no cache dropped by hand.
         _second_corpus(root)
-        forget_cached()  # this process indexed the folder before it changed
         with Store(db) as st:
             new = create_rerun(st, check_rerun(st, old), Unit.TOKENS, 50_000).session_id
             _, fin = run_session(Run(st, Ledger(st), skills, new, progress=lambda _m: None))
         forget_cached()
         assert fin is not None
         yield Pair(db, old, new, fin.report.markdown)
+
+
+def test_a_changed_corpus_folder_is_indexed_again(tmp_path: Path) -> None:
+    """A process keeps the corpora it opened; a folder changed since is indexed again, not
+    searched as it was (a watch's reruns run in one long-lived Dagster process)."""
+    from mole_dag.actors.registry import local_corpus
+
+    root = tmp_path / "corpus"
+    _first_corpus(root)
+    first = local_corpus(str(root))
+    assert first.is_current()
+    _second_corpus(root)  # sizes change too, so no mtime granularity is relied on
+    assert not first.is_current()
+    again = local_corpus(str(root))
+    texts = {d.metadata["path"]: d.text for d in again.documents}
+    assert "b.md" not in texts and "f.md" in texts and "by 25 percent" in texts["a.md"]
+    assert again.is_current()
+    forget_cached()
 
 
 def test_rerun_is_linked_and_carries_unchanged_sources(pair: Pair) -> None:

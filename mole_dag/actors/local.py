@@ -499,6 +499,17 @@ class LocalCorpus:
         _write_cache(cache, index)
         return _remember(cache, cls(index))
 
+    def is_current(self) -> bool:
+        """Whether the folder still holds what this index was built from (the files, their
+        sizes and mtimes, and the indexing code). A process that keeps a corpus open (the
+        registry's cache, a watch's runs in the Dagster daemon) asks before each session, so a
+        rerun over a changed folder searches and re-reads what is there now, not the index of
+        the first run (issue 32)."""
+        try:
+            return _fingerprint(self.root, _files(self.root)) == self.index.fingerprint
+        except OSError:
+            return False
+
     @property
     def documents(self) -> list[Document]:
         return self._docs

@@ -23,7 +23,7 @@ class UnknownActor(ValueError):
 def local_corpus(path: str) -> LocalCorpus:
     with _lock:
         corpus = _corpora.get(path)
-        if corpus is None:
+        if corpus is None or not corpus.is_current():
             corpus = LocalCorpus.open(path)
             _corpora[path] = corpus
         return corpus

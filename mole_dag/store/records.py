@@ -547,3 +547,35 @@ def column(
     _execute(cur, sql, params)
     only_column(cur, sql)
     return [_typed(kind, value, sql) for (value,) in cur.fetchall()]
+
+
+@dataclass(frozen=True)
+class WatchRow:
+    """A `watches` row (issue 32): a question re-run on a schedule within a budget per run."""
+
+    id: str
+    session_id: str
+    question: str
+    every: str
+    cron: str
+    unit: Unit
+    budget: int
+    notify: str | None
+    created_at: datetime
+    removed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class WatchRunRow:
+    """A `watch_runs` row: one run of a watch, for one tick of its schedule."""
+
+    watch_id: str
+    due_at: datetime
+    session_id: str
+    previous_session_id: str
+    status: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    material: bool | None = None
+    notified: bool | None = None
+    notify_error: str | None = None
