@@ -1358,6 +1358,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from mole_dag.budget import Ledger, LedgerError
+    from mole_dag.output.unread import unread_files
     from mole_dag.store import q
     from mole_dag.store.records import SessionRow
 
@@ -1376,7 +1377,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         rep = store.row(q("report_latest"), {"session_id": args.session})
         stages = ledger.spend_by_stage(args.session)
         dead = store.named("digest_dead_ends", {"session_id": args.session})
-        pdfs = store.named("pdf_dead_ends", {"session_id": args.session})
+        unread = unread_files(store, args.session, sess.corpus)
         by_model = store.named("spend_by_model", {"session_id": args.session})
         discarded = store.named("discarded_by_cause", {"session_id": args.session})
         throttled = store.row(q("session_throttling"), {"session_id": args.session})
@@ -1421,10 +1422,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"throttled {_throttling(throttled)}")
     if dead:
         print("dead ends " + ", ".join(f"{r['cause']} {r['n']}" for r in dead))
-    for r in pdfs:
-        # A PDF that could not be read (issue 19): which, and what was wrong with it.
-        where = escape_controls(" ".join(str(r["url"] or "").split()))
-        print(f"  {r['cause']:<18} {where}: {escape_controls(' '.join(str(r['detail']).split()))}")
+    for u in unread:
+        # A file that could not be read (issues 19, 33): which (by its path in the corpus
+        # folder), and what was wrong with it, each said once.
+        print(f"  {u.cause:<18} {escape_controls(u.shown)}: {escape_controls(u.reason)}")
     internal = sum(int(r["n"]) for r in dead if r["cause"] == "internal_error")
     if internal:
         # Apart from the causes above: these are ours to fix, not the outside world failing.

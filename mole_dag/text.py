@@ -162,6 +162,19 @@ _ENDS_SENTENCE = re.compile(r"[.!?:\u2026][\"')\]\u201d\u2019]*\Z")
 _CONTINUES = ",;&/(-\u2013\u2014"
 
 
+# A list item's bullet glyph at the start of a sentence: page layout, not the source's words
+# (issue 33: quotes read "“• dispersiontest() tests ...”"). Glyphs only; a hyphen or an
+# asterisk may be a minus sign or a footnote mark, and stays.
+_LEADING_BULLET = re.compile(
+    r"\A\s*[\u2022\u2023\u2043\u2219\u25aa\u25ab\u25cf\u25cb\u25a0\u25a1\u25e6\u25b8\u25ba\uf0b7]+\s*"
+)
+
+
+def strip_bullet(text: str) -> str:
+    """`text` without a leading bullet glyph (and the space after it)."""
+    return _LEADING_BULLET.sub("", text, count=1)
+
+
 def _abbreviation_continues(before: str, after: str) -> bool:
     """Whether the full stop that ends `before` belongs to an abbreviation or initial and the
     sentence goes on into `after`."""

@@ -373,3 +373,16 @@ def test_an_empty_report_says_why_from_the_pages(tmp_path: Path, corpus: Path) -
     store.close()
     assert row is not None and row["findings"] == 0 and row["answered"] is False
     assert "no source read mentions" in row["answer_basis"], row["answer_basis"]
+
+
+def test_a_compound_the_question_hyphenates_may_be_written_together() -> None:
+    # Issue 30: a question naming a hyphenated compound was declined because no page used the
+    # compound as written, though a page answered it in other words.
+    stats = _stats("A WiFi router draws about six watts when idle, the report measured.")
+    q = Query.of("How many watts does an idle Wi-Fi router draw?", stats)
+    got = decide([q], stats, [_cand(1, Evidence(0.5, 0.0, 0.0, True, False), "wifi")])
+    assert got.answered, got.basis
+    # Parts no page uses, together or apart, still decline.
+    stats = _stats("The tower is 300 metres high and was finished in 1889.")
+    q = Query.of("How many watts does an idle Wi-Fi router draw?", stats)
+    assert not decide([q], stats, [_cand(1, Evidence(0.5, 0.0, 0.0, True, False))]).answered

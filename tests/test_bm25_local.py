@@ -281,7 +281,7 @@ def test_open_folder_with_only_unreadable_documents(tmp_path: Path) -> None:
     (root / "b.md").write_text("---\ntitle: empty\n---\n\n", "utf-8")
     with pytest.raises(
         CorpusError,
-        match=r"all 2 documents were skipped \(binary content: 1, "
+        match=r"all 2 documents were skipped \(not text \(binary content\): 1, "
         r"no text after extraction: 1\)",
     ):
         _open(root, tmp_path)
@@ -301,7 +301,7 @@ def test_files_found_and_skipped(corpus_dir: Path, tmp_path: Path) -> None:
     assert paths == {"ash.md", "sub/sourdough.txt", "tides.txt", "monarchs.html", "german.txt"}
     # A PDF is read now (issue 19); this one is broken, and named so.
     assert [(s.path, s.reason, s.cause) for s in c.skipped] == [
-        ("binary.txt", "binary content", ""),
+        ("binary.txt", "not text (binary content)", "wrong_type"),
         (
             "ignored.pdf",
             "PDF: it is damaged or truncated (Failed to load document (PDFium: Data format "

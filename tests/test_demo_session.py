@@ -99,3 +99,11 @@ def test_demo_ledger_is_exact_and_records_every_call(demo: Demo) -> None:
         )
     }
     assert by_status == {"settled": v.calls}
+
+
+def test_demo_answer_opens_with_what_its_publishers_agree_on(demo: Demo) -> None:
+    # Issue 30: the Answer quoted a sentence about sleep from one page while the finding three
+    # publishers agree on sat at #15.
+    answer = demo.done.report.markdown.split("## Answer", 1)[1].split("\n## ", 1)[0]
+    first = next(line for line in answer.splitlines() if line.startswith("- "))
+    assert "three to four cups" in first, answer

@@ -619,3 +619,38 @@ def test_mine_refuses_a_lone_unpunctuated_line_in_any_language() -> None:
     )
     quotes = [d.quote for d in mine_sentences(_req(chunk))]
     assert quotes == ["Green tea drinkers had a lower risk of stroke in a large cohort study."]
+
+
+def test_write_body_states_what_several_publishers_agree_on_first() -> None:
+    # Seen in the demo: the finding three publishers agree on (three to four cups a day, a lower
+    # risk of death) sat at #15 while the Answer quoted a sentence about sleep from one page.
+    findings = (
+        FindingForWriter(1, "Sleep problems can affect health.", 0.21, 0.5, "sleep?", answers=True),
+        FindingForWriter(2, "Moderate coffee suits the liver.", 0.21, 0.45, "liver?", answers=True),
+        FindingForWriter(3, "Intakes far above were not seen.", 0.21, 0.44, "q", answers=True),
+        FindingForWriter(
+            4,
+            "Three to four cups a day: lower risk of death.",
+            0.37,
+            0.33,
+            "q",
+            answers=True,
+            publishers=3,
+        ),
+        FindingForWriter(
+            5,
+            "Two say this but it is disputed.",
+            0.3,
+            0.4,
+            "q",
+            disputed=True,
+            answers=True,
+            publishers=2,
+        ),
+    )
+    got = write_body(_write_req(findings))
+    assert [s.findings for s in got.sentences][0] == (4,)
+    assert len(got.sentences) == 3
+    # One source alone changes nothing: the most relevant per part, as before.
+    single = tuple(f for f in findings if f.number != 4)
+    assert [s.findings for s in write_body(_write_req(single)).sentences] == [(1,), (2,), (3,)]

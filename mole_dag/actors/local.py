@@ -77,12 +77,40 @@ class CorpusError(ValueError):
     """The corpus folder cannot be used; the message says why."""
 
 
-class CorpusPdfError(ExtractionError):
+class CorpusFileError(ExtractionError):
+    """A file of the corpus that cannot be read, with its dead-end cause; the message is the
+    reason a reader is shown ("empty file")."""
+
+    def __init__(self, cause: DeadEndCause, reason: str) -> None:
+        super().__init__(reason)
+        self.cause = cause
+
+
+class CorpusPdfError(CorpusFileError):
     """A PDF in the corpus that cannot be read, with its dead-end cause."""
 
     def __init__(self, cause: DeadEndCause, detail: str) -> None:
-        super().__init__(f"PDF: {detail}")
-        self.cause = cause
+        super().__init__(cause, f"PDF: {detail}")
+
+
+# The PDF format puts its header ("%PDF-") within the first 1024 bytes; a file named .pdf
+# without one is some other kind of file, and says so, rather than reading as a damaged PDF.
+PDF_HEADER_WITHIN = 1024
+
+
+def _not_a_pdf(raw: bytes) -> str | None:
+    """Why a file named .pdf is no PDF at all, or None when it has a PDF header."""
+    if b"%PDF" in raw[:PDF_HEADER_WITHIN]:
+        return None
+    head = raw[:4096]
+    if b"\x00" not in head:
+        try:
+            head.decode("utf-8")
+            return "not a PDF (it is text)"
+        except UnicodeDecodeError as exc:
+            if exc.start >= len(head) - 3:  # a character cut by the 4 KB window
+                return "not a PDF (it is text)"
+    return "not a PDF (no PDF header)"
 
 
 @dataclass
@@ -161,18 +189,36 @@ def corpus_path(url: str, locator: str | None) -> str | None:
     return unquote(urlsplit(url).path)
 
 
+def relative_to_corpus(url: str, corpus: str | None) -> str | None:
+    """A corpus file's path relative to the session's corpus folder, from its `file://` URL
+    (or a `corpus:` one): what reports and `mole show` print, so a shared report does not say
+    where its author keeps files. None for any other URL."""
+    if url.startswith(LOCATOR):
+        return url.removeprefix(LOCATOR)
+    if not url.startswith("file:") or not corpus:
+        return None
+    for folder in (Path(corpus), Path(corpus).resolve()):
+        root = file_url(folder).rstrip("/") + "/"
+        if url.startswith(root):
+            return unquote(url.removeprefix(root))
+    return None
+
+
 def load_document(path: Path, raw: bytes | None = None) -> Document:
     """The document in a corpus file, its URL the file's (unless it names its own). Raises
     ExtractionError (PdfRefused for a PDF, with its dead-end cause) when it cannot be read."""
     raw = path.read_bytes() if raw is None else raw
     fallback_url = file_url(path)
     if path.suffix.lower() in PDF_SUFFIXES:
+        other = _not_a_pdf(raw)
+        if other is not None:
+            raise CorpusFileError(DeadEndCause.WRONG_TYPE, other)
         try:
             return pdf_document(raw, url=fallback_url, fallback_title=path.stem, limits=PDF_LIMITS)
         except PdfRefused as exc:
             raise CorpusPdfError(exc.cause, exc.detail) from None
     if b"\x00" in raw[:4096]:
-        raise ExtractionError("binary content")
+        raise CorpusFileError(DeadEndCause.WRONG_TYPE, "not text (binary content)")
     text = _decode(raw)
     if path.suffix.lower() in HTML_SUFFIXES:
         doc = from_html(text, fallback_title=path.stem)
@@ -316,27 +362,35 @@ def build_index(root: Path, previous: CorpusIndex | None = None) -> CorpusIndex:
             continue
         entry = FileEntry(rel, st.st_size, st.st_mtime_ns, "")
         idx.files.append(entry)
+        # Every file not read gets a cause, so each session records it as a dead end and its
+        # report can name it (issue 33: five unread files were invisible in the report).
+        if st.st_size == 0:
+            entry.skipped = len(idx.skipped)
+            idx.skipped.append(Skipped(rel, "empty file", DeadEndCause.NO_TEXT))
+            continue
         cap = MAX_PDF_BYTES if p.suffix.lower() in PDF_SUFFIXES else MAX_FILE_BYTES
         if st.st_size > cap:
             entry.skipped = len(idx.skipped)
-            idx.skipped.append(Skipped(rel, f"larger than {cap // 1024 // 1024} MB"))
+            idx.skipped.append(
+                Skipped(rel, f"larger than {cap // 1024 // 1024} MB", DeadEndCause.TOO_LARGE)
+            )
             continue
         idx.extracted += 1
         try:
             raw = p.read_bytes() if raw is None else raw
             entry.sha256 = _digest(raw)
             doc = load_document(p, raw)
-        except CorpusPdfError as exc:
+        except CorpusFileError as exc:
             entry.skipped = len(idx.skipped)
             idx.skipped.append(Skipped(rel, str(exc), str(exc.cause)))
             continue
         except (OSError, ExtractionError) as exc:
             entry.skipped = len(idx.skipped)
-            idx.skipped.append(Skipped(rel, str(exc)))
+            idx.skipped.append(Skipped(rel, str(exc), DeadEndCause.UNREADABLE))
             continue
         if not doc.text.strip():
             entry.skipped = len(idx.skipped)
-            idx.skipped.append(Skipped(rel, "no text after extraction"))
+            idx.skipped.append(Skipped(rel, "no text after extraction", DeadEndCause.NO_TEXT))
             continue
         doc.metadata["path"] = rel
         doc.metadata["locator"] = LOCATOR + rel
@@ -432,7 +486,10 @@ class LocalCorpus:
         if not index.docs:
             # Say why each file was left out: "no extractable text" was wrong for a folder of
             # files skipped for their size.
-            reasons = Counter(sk.cause or sk.reason.split(":")[0] for sk in index.skipped)
+            # A PDF by its named cause; any other file by its reason in words.
+            reasons = Counter(
+                sk.cause if sk.cause.startswith("pdf_") else sk.reason for sk in index.skipped
+            )
             why = ", ".join(f"{reason}: {n}" for reason, n in reasons.most_common())
             raise CorpusError(
                 f"corpus folder {root}: all {len(index.skipped)} documents were "
@@ -647,5 +704,6 @@ class SessionCorpus:
                 self.recorded(url) or self.recorded(LOCATOR + sk.path)
             ):
                 continue
-            yield DeadEnd(DeadEndCause(sk.cause), url, f"{sk.path}: {sk.reason}")
+            # The reason alone: the URL names the file (`mole show` printed it twice).
+            yield DeadEnd(DeadEndCause(sk.cause), url, sk.reason)
         yield from self.corpus.gather(query, limit)

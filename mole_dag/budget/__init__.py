@@ -15,6 +15,8 @@ from mole_dag.budget.ledger import (
     Settlement,
     Usage,
     Verification,
+    charging,
+    current_hold,
     escrow_for,
     new_session_id,
 )
@@ -34,6 +36,8 @@ __all__ = [
     "Settlement",
     "Usage",
     "Verification",
+    "charging",
+    "current_hold",
     "escrow_for",
     "new_session_id",
 ]

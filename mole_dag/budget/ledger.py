@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -854,6 +855,42 @@ class Hold:
         self.ledger.settle_assumed(self.reservation, note=note)
         self.done = True
 
+    def renew(self, note: str) -> None:
+        """The call's attempt ended without an answer the provider may still have billed (a
+        timeout: the request was sent and may have been worked on): that attempt is settled at
+        its reservation, flagged `assumed`, as an interrupted call is, and the retry gets a
+        reservation of its own, of the same bound. Raises BudgetExhausted (the hold then ended)
+        when the session cannot cover another attempt: a retry nobody reserved for is a request
+        the ledger has no row for."""
+        r = self.reservation
+        self.ledger.settle_assumed(r, note=note)
+        self.done = True
+        self.reservation = self.ledger.reserve(
+            r.session_id, r.role, r.amount, tool=r.tool, stage=r.stage, note="retry"
+        )
+        self.done = False
+
+
+# The hold of the call running in this context, so the retry loop (mole_dag.llm.retry), which
+# sits below every stage, can charge an attempt that timed out. Set around the call itself
+# (`with ledger.hold(...) as h, charging(h):`), not by Ledger.hold: the fan-out opens a hold in
+# its dispatching thread and makes the call in a worker thread.
+_HOLD: ContextVar[Hold | None] = ContextVar("mole_current_hold", default=None)
+
+
+def current_hold() -> Hold | None:
+    return _HOLD.get()
+
+
+@contextmanager
+def charging(hold: Hold) -> Iterator[Hold]:
+    """Run a call with `hold` as the one its attempts are charged to."""
+    token = _HOLD.set(hold)
+    try:
+        yield hold
+    finally:
+        _HOLD.reset(token)
+
 
 # How long a batch trusts its last look at the session before looking again (another process
 # or another Ledger may have ended it). Free calls risk no money, so this only bounds how long
@@ -1024,3 +1061,7 @@ class _FreeHold(Hold):
     def settle_assumed(self, note: str) -> None:
         # Interrupted in flight: charged its reservation, which is 0.
         self._record(CallStatus.SETTLED, note=note, assumed=True)
+
+    def renew(self, note: str) -> None:
+        # A free call's attempt cost nothing, nor will its retry: one row says what it used.
+        return None

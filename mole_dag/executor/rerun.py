@@ -27,7 +27,7 @@ from mole_dag.context import Run
 from mole_dag.core import Document, columns
 from mole_dag.executor.ingest import store_source
 from mole_dag.store import Store, q, utcnow
-from mole_dag.store.records import SessionRow, fetch_named
+from mole_dag.store.records import SessionRow, fetch_all_named, fetch_named
 
 log = logging.getLogger("mole.rerun")
 
@@ -214,10 +214,11 @@ def reread_previous(run: Run) -> RerunRead:
                     **columns(links, ("lead_id", "sub_question_id", "source_id", "rank", "score")),
                 },
             )
-        for r in cur.execute(
-            q("rerun_unclassified"), {"session_id": sid, "previous_session_id": prev_id}
-        ).fetchall():
-            new_id, url, new_sha, old_id, old_sha = r
+        for r in fetch_all_named(
+            cur, q("rerun_unclassified"), {"session_id": sid, "previous_session_id": prev_id}
+        ):
+            new_id, url, old_id = r["new_source_id"], r["url"], r["old_source_id"]
+            new_sha, old_sha = r["new_sha256"], r["old_sha256"]
             outcome = ADDED if old_id is None else (UNCHANGED if new_sha == old_sha else CHANGED)
             cur.execute(
                 q("source_change_insert"),
@@ -263,10 +264,8 @@ def _lead_for(cur: Any, old_source_id: str, leads: list[dict[str, Any]]) -> dict
     if not leads:
         return None
     wanted = [
-        r[0]
-        for r in cur.execute(
-            q("rerun_source_sub_questions"), {"source_id": old_source_id}
-        ).fetchall()
+        r["sub_question"]
+        for r in fetch_all_named(cur, q("rerun_source_sub_questions"), {"source_id": old_source_id})
     ]
     for text in wanted:
         for lead in leads:
@@ -308,30 +307,30 @@ def _copy_source(cur: Any, sid: str, old_source_id: str, known: dict[str, str]) 
         )
     }
     cur.execute(q("source_insert"), {**params, "id": new_id, "session_id": sid, "now": utcnow()})
-    chunks = cur.execute(q("source_copy_chunks"), {"source_id": old_source_id}).fetchall()
+    chunks = fetch_all_named(cur, q("source_copy_chunks"), {"source_id": old_source_id})
     if chunks:
         cur.execute(
             q("chunk_insert_many"),
             {
                 "session_id": sid,
                 "source_id": new_id,
-                "id": [f"{new_id}-{int(c[0]):04d}" for c in chunks],
-                "ordinal": [int(c[0]) for c in chunks],
-                "byte_start": [int(c[1]) for c in chunks],
-                "byte_end": [int(c[2]) for c in chunks],
-                "text": [c[3] for c in chunks],
+                "id": [f"{new_id}-{int(c['ordinal']):04d}" for c in chunks],
+                "ordinal": [int(c["ordinal"]) for c in chunks],
+                "byte_start": [int(c["byte_start"]) for c in chunks],
+                "byte_end": [int(c["byte_end"]) for c in chunks],
+                "text": [c["text"] for c in chunks],
             },
         )
-    pages = cur.execute(q("source_copy_pages"), {"source_id": old_source_id}).fetchall()
+    pages = fetch_all_named(cur, q("source_copy_pages"), {"source_id": old_source_id})
     if pages:
         cur.execute(
             q("source_pages_insert_many"),
             {
                 "session_id": sid,
                 "source_id": new_id,
-                "page": [int(p[0]) for p in pages],
-                "byte_start": [int(p[1]) for p in pages],
-                "byte_end": [int(p[2]) for p in pages],
+                "page": [int(p["page"]) for p in pages],
+                "byte_start": [int(p["byte_start"]) for p in pages],
+                "byte_end": [int(p["byte_end"]) for p in pages],
             },
         )
     known[row["url"]] = new_id

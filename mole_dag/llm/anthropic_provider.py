@@ -121,7 +121,13 @@ class AnthropicProvider:
             # request is not a connection problem and must not be retried as one.
             if isinstance(exc.__cause__, CassetteError):
                 raise exc.__cause__ from None
-            raise Retryable(f"{type(exc).__name__}: {redact(str(exc), self._secret)}") from None
+            raise Retryable(
+                f"{type(exc).__name__}: {redact(str(exc), self._secret)}",
+                # A timeout after the request was sent (not while connecting): the server may
+                # have done, and billed, the work.
+                maybe_billed=isinstance(exc, anthropic.APITimeoutError)
+                and not isinstance(exc.__cause__, httpx2.ConnectTimeout),
+            ) from None
 
     def complete(self, call: Call) -> Completion:
         model = call.model or self.model_for(call.tier)

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
-from mole_dag.budget import BudgetExhausted, Hold, Ledger, Usage
+from mole_dag.budget import BudgetExhausted, Hold, Ledger, Usage, charging
 from mole_dag.core import Role
 from mole_dag.llm.concurrency import Gate, Slot, Watch, gate_for, holding, parallel_setting
 from mole_dag.llm.provider import ModelCallFailed, ProviderUnavailable
@@ -269,7 +269,8 @@ def _one(p: Pass, i: int, job: Job[P]) -> Outcome[P]:
         return Outcome(i, Status.REFUSED)
     try:
         with p.ledger.hold(p.session_id, p.role, job.estimate, tool=p.tool, stage=p.stage) as h:
-            got = job.call()
+            with charging(h):
+                got = job.call()
             _settle(h, got, p, job.key)
     except BudgetExhausted as exc:
         return Outcome(i, Status.REFUSED, refusal=exc)
@@ -563,7 +564,7 @@ class _Concurrent(Generic[P]):
             return
         try:
             try:
-                with holding(flight.slot):
+                with holding(flight.slot), charging(flight.hold):
                     got = job.call()
             except BaseException as exc:
                 failure = exc

@@ -129,7 +129,11 @@ class OpenAICompatProvider:
         try:
             resp = self._client.post("chat/completions", content=self._body(model, call, want_json))
         except httpx.TransportError as exc:
-            raise Retryable(f"{type(exc).__name__}: {redact(str(exc), self._secret)}") from None
+            raise Retryable(
+                f"{type(exc).__name__}: {redact(str(exc), self._secret)}",
+                # Sent, and no answer in time: the server may have done (and billed) the work.
+                maybe_billed=isinstance(exc, httpx.ReadTimeout),
+            ) from None
         status = resp.status_code
         detail = redact(resp.text, self._secret)[:300]
         if (

@@ -16,7 +16,13 @@ concurrency may have caused (the call was sent at a limit that is now lowered) i
 without counting against `max_attempts`, up to MAX_FREE_RETRIES: a call is not lost because
 the session sent too many at once. A refusal of a call that was alone on the wire counts as
 any other failure. Every retry happens inside the reservation the call already holds, and none
-happens once the call's pass was interrupted (its slot is cancelled)."""
+happens once the call's pass was interrupted (its slot is cancelled).
+
+An attempt that timed out waiting for its answer (`maybe_billed`) was sent and may have been
+worked on and billed: it is settled at its reservation, flagged `assumed`, as an interrupted
+call is, and its retry is made under a reservation of its own (Hold.renew), so the ledger
+never charges two requests as one. Refusals (429, 5xx) and refused connections were not
+worked on, and are retried inside the reservation the call already holds."""
 
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
+from mole_dag.budget import BudgetExhausted, Hold, current_hold
 from mole_dag.llm.concurrency import THROTTLE_STATUSES, Slot, current_slot
 from mole_dag.llm.provider import CallNotRetried, ProviderUnavailable
 
@@ -60,9 +67,17 @@ class Retryable(Exception):
     """Raised by a provider's single attempt when trying again may help."""
 
     def __init__(
-        self, message: str, *, status: int | None = None, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        maybe_billed: bool = False,
     ) -> None:
         self.status, self.retry_after = status, retry_after
+        # The request reached the server and no answer came back in time: the provider may
+        # have billed it (module docstring).
+        self.maybe_billed = maybe_billed
         super().__init__(message)
 
 
@@ -112,6 +127,7 @@ def with_retries(
     model: str = "",
 ) -> T:
     slot = current_slot()
+    hold = current_hold()
     last: Retryable | None = None
     counted = free = 0
     waited = 0.0
@@ -135,6 +151,7 @@ def with_retries(
             if counted >= policy.max_attempts:
                 break
             if exc.retry_after is not None and exc.retry_after > policy.max_retry_after_s:
+                _charge_unanswered(hold, exc)
                 raise ProviderUnavailable(
                     f"{provider} unreachable since {_hhmm(since)}: it asked to wait "
                     f"{exc.retry_after:.0f}s before retrying, more than the "
@@ -157,11 +174,14 @@ def with_retries(
                 _not_cancelled(slot, provider, model, exc, counted + free)
             else:
                 sleep(delay)
+            if exc.maybe_billed and hold is not None:
+                _renew(hold, provider, model, exc)
             continue
         if slot is not None:
             slot.succeeded()
         return got
     assert last is not None
+    _charge_unanswered(hold, last)
     raise ProviderUnavailable(
         f"{provider} unreachable since {_hhmm(since)}: a call failed after {counted + free} "
         f"attempts: {last}",
@@ -171,6 +191,25 @@ def with_retries(
         attempts=counted + free,
         since=since,
     ) from None
+
+
+def _charge_unanswered(hold: Hold | None, last: Retryable) -> None:
+    """The call ends without an answer, its last attempt perhaps billed: charged its
+    reservation (`assumed`) instead of released for free."""
+    if last.maybe_billed and hold is not None and not hold.done:
+        hold.settle_assumed(note=f"no answer in time, may have been billed: {last}"[:200])
+
+
+def _renew(hold: Hold, provider: str, model: str, last: Retryable) -> None:
+    try:
+        hold.renew(note=f"timed out, retried; may have been billed: {last}"[:200])
+    except BudgetExhausted as exc:
+        raise CallNotRetried(
+            f"{provider} call not retried: its attempt timed out and was charged its "
+            f"reservation, and the budget cannot cover another ({exc})",
+            provider=provider,
+            model=model,
+        ) from None
 
 
 def _hhmm(when: datetime | None) -> str:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mole_dag.actors.base import DeadEnd
 from mole_dag.actors.quote import CollapsedText
-from mole_dag.budget import BudgetExhausted
+from mole_dag.budget import BudgetExhausted, charging
 from mole_dag.chunk import chunk_text
 from mole_dag.context import Run
 from mole_dag.core import DeadEndCause, Role, SourceClass, stable_id
@@ -303,9 +303,12 @@ def _choose(
     unit = run.unit
     try:
         estimate = skills.estimate_hypothesize(view, unit)
-        with run.ledger.hold(
-            sid, Role.PLANNER, estimate, tool=f"{skills.name}:hypothesize", stage=STAGE
-        ) as h:
+        with (
+            run.ledger.hold(
+                sid, Role.PLANNER, estimate, tool=f"{skills.name}:hypothesize", stage=STAGE
+            ) as h,
+            charging(h),
+        ):
             profile_leaves()
             got = skills.hypothesize(view, unit)
             h.settle(got.cost, usage=got.usage, model=got.model or None)

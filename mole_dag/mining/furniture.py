@@ -24,6 +24,12 @@ CAUSES: tuple[str, ...] = (
     "question",
     "heading",
     "no_verb",
+    # Issue 31: what a paper or a manual prints that is no statement.
+    "console",
+    "keywords",
+    "path",
+    "fragment",
+    "footnote",
 )
 
 _WORD = re.compile(r"[^\W_][\w'’\-.]*", re.UNICODE)
@@ -101,6 +107,9 @@ _REF_STRONG = (
     re.compile(r"\b\d{1,4}\s*\(\s*\d{1,4}(?:[-\u2013]\d{1,4})?\s*\)\s*:\s*[a-zA-Z]?\d+"),
     re.compile(r"\b\d{1,4}\s*:\s*\d{1,6}\s*[-\u2013]\s*\d{1,6}\b"),
     re.compile(r"\b(?:retrieved|accessed|archived from the original)\b.{0,40}\d{4}", re.I),
+    # A software citation: "R package version 1.3-17", "URL http://..." (issue 31). Prose
+    # names a link without the word URL before it, and a version without "package version".
+    re.compile(r"\bURL:?\s*<?https?://|\bpackage version\s+\d", re.I),
     # a wiki back-link caret, "Surname, Given;" author lists, a full date in brackets
     re.compile(r"\A\^\s"),
     re.compile(r"\b[A-Z][a-z'\u2019-]+, [A-Z][a-z]+(?: [A-Z]\.)*;"),
@@ -216,7 +225,8 @@ def has_verb(text: str) -> bool:
     found = [(m.group(0).strip(".'’-"), text[m.end() : m.end() + 1]) for m in _WORD.finditer(text)]
     found = [(t, after) for t, after in found if t]
     tokens = [t for t, _ in found]
-    low = [t.lower() for t in tokens]
+    # A typographic apostrophe reads as the plain one: "That’s" is "that's".
+    low = [t.lower().replace("\u2019", "'") for t in tokens]
     for i, w in enumerate(low):
         if w in _AUX or w in _PAST:
             return True
@@ -295,6 +305,123 @@ def _reference_entry(s: str) -> bool:
     return sum(1 for p in _REF_WEAK if p.search(s)) >= 2
 
 
+# Issue 31: sentences that are not statements, by the shape of what a paper, a manual or a
+# console prints. Each rule is a guess, flagged as one, read on its own shape and not on any
+# document's words; kept narrow, since a real statement refused costs more than a fragment kept.
+# A console prompt before a command: R's ">" and "+", a shell's "$", Python's ">>>".
+_CONSOLE_PROMPT = re.compile(
+    r"\A(?:R?>|\+|\$|>>>|In \[\d+\]:)\s*(?:[\w.$:]+\s*(?:\(|<-|=)|#)|\A\$ [a-z][\w.-]*\s"
+)
+# What programs print: a traceback, an error or warning line, R's note on rows it dropped.
+_PROGRAM_OUTPUT = re.compile(
+    r"\AFile \"[^\"]*\", line \d+|\ATraceback \(most recent call last\)|"
+    r"\A(?:Error|Warning)(?: message)?(?: in [^:]{1,60})?\s*:|\A\w*(?:Error|Exception):\s|"
+    r"\A\(\d+ observations? deleted due to \w+\)\Z"
+)
+# A whole line in parentheses with no end mark: an aside a console or a listing prints.
+_PAREN_LINE = re.compile(r"\A\([^()]*\)\Z")
+# Code: an assignment opening the line ("fit <- lm(y ~ x)", "x := 1"), or the line is one call.
+_ASSIGNMENT = re.compile(r"\A[A-Za-z_.][\w.$@]*(?:\[[^\]]*\])?\s*(?:<<?-|:=|\+=|->)\s*\S")
+_ONE_CALL = re.compile(r"\A[A-Za-z_.][\w.:$@]*\(.*\)\s*;?\Z")
+# A C-family statement's end, "xx(10);", or a line comment after code: prose has neither.
+_CODE_END = re.compile(r"[\w)\]]\s*;\s*(?://|\Z)|(?<![:/])//\s")
+# A definition list or a function table row: a name, then its description opening with a
+# capital ("ivreg() Linear regression models ...", "call The call that created ...").
+_CODE_NAME = re.compile(r"\A[A-Za-z_.][\w.]*(?:::[\w.]+|\(\)|\$\w+|@\w+)+\s+[A-Z]")
+_TERM_THEN_ARTICLE = re.compile(r"\A[a-z][\w.]*\s+(?:The|A|An|If|Whether|Logical|Numeric)\s")
+# A question without its question mark (an FAQ's entry): a wh-word, an auxiliary and a
+# pronoun or determiner ("How do I ...", "Why is there ..."), or an auxiliary and a pronoun.
+_WH_QUESTION = re.compile(
+    r"\A(?:how|what|why|when|where|which|who)\s+(?:do|does|did|can|could|is|are|was|were|"
+    r"should|would|will|must|may)\s+(?:I|we|you|it|there|they|he|she|the|a|an|my|our|this|"
+    r"these|one)\b",
+    re.I,
+)
+_AUX_QUESTION = re.compile(
+    r"\A(?:can|could|do|does|did|is|are|will|would|may|must)\s+(?:I|we|you|it|there|they)\s",
+    re.I,
+)
+# A table of contents run: two numbered section titles ("3.10 What ... 3.11 Why ...").
+_SECTION_NUMBER = re.compile(r"(?:\A|\s)\d+(?:\.\d+)+\s+[A-Z][a-z]")
+# A footnote or affiliation marker glued to the first word ("2Note, that ...").
+_GLUED_MARKER = re.compile(r"\A\d{1,2}[A-Z][a-z]+\b")
+# A continuation: a sentence begun by what joins it to the one before (the text between them
+# was a display), or by punctuation.
+_CONTINUATION = frozenset(
+    "or and but nor which whereas where than that of to for with by as".split()
+)
+# Short tokens that are words; a line opening on three short tokens that are none of them
+# ("1 n Xn i=1 ...") opens inside a formula.
+_SHORT_WORDS = frozenset(
+    "a i an in on at to of by or is it as be we he if no so do up us my me".split()
+)
+# A line beginning inside an expression ("1 +x2x3, ...").
+_EXPRESSION_START = re.compile(r"\A[-\u2212+(]?\d+(?:\.\d+)?\s*[-+*/^=<>\u2212]")
+# A line cut off before a display: it ends on an operator ("... of the form f(x) =").
+_ENDS_IN_OPERATOR = re.compile(r"[=+*/^<>\u2212\u2264\u2265(]\s*\Z")
+# ... or on an equation's first symbol ("... with st = γ"): the rest is in the display.
+_ENDS_IN_EQUATION = re.compile(r"=\s*\S{1,3}\Z")
+# A sentence opened by a parenthesis and going on in lower case: its subject was before it.
+_HEADLESS = re.compile(r"\A\([^()]*\)\s+[a-z]")
+# A path: /a/b or C:\a, or a dotted file name with a directory.
+_PATH = re.compile(r"\A(?:~?/|[A-Za-z]:\\|\.\.?/)[^\s]*[/\\][^\s]*\Z")
+# Modals and "to" that need a verb's object: a line that ends on "we can use" was cut before
+# the listing it introduced.
+_MODAL = frozenset("can could may might will would should must to".split())
+
+
+def _ascending(words: list[str]) -> bool:
+    """Whether words mostly run in alphabetical order: a keyword or name list from a manual
+    ("case coproc do done elif else ..."), which prose never is over six words."""
+    low = [w.lower().lstrip("!-") for w in words]
+    if len(low) < 6:
+        return False
+    ups = sum(1 for a, b in zip(low, low[1:], strict=False) if a <= b)
+    return ups >= 0.9 * (len(low) - 1)
+
+
+def _console(raw: str, s: str) -> bool:
+    """A console line or a program's output (issue 31). `raw` keeps a leading mark that `s`
+    lost (a console's ">" reads as a quote mark there). Checked before the code and equation
+    rules, whose marks a console line carries too."""
+    if _CONSOLE_PROMPT.match(raw) or _PROGRAM_OUTPUT.search(s):
+        return True
+    return bool(_PAREN_LINE.match(s)) and not _TERMINAL.search(s)
+
+
+def _not_a_statement(s: str, tokens: list[str]) -> str | None:
+    """Why a line is no statement by its shape (issue 31), or None."""
+    terminal = bool(_TERMINAL.search(s))
+    if _ASSIGNMENT.match(s) or (_ONE_CALL.match(s) and not terminal) or _CODE_END.search(s):
+        return "code"
+    words = s.split()
+    paths = sum(1 for w in words if _PATH.match(w.strip(",;:")))
+    if paths >= 2 and paths >= 0.5 * len(words):
+        return "path"
+    if not terminal and _ascending([w for w in words if any(c.isalpha() for c in w)]):
+        return "keywords"
+    if _CODE_NAME.match(s) or _TERM_THEN_ARTICLE.match(s):
+        return "table"
+    if _WH_QUESTION.match(s) or _AUX_QUESTION.match(s):
+        return "question"
+    if len(_SECTION_NUMBER.findall(s)) >= 2:
+        return "heading"
+    if _GLUED_MARKER.match(s):
+        return "footnote"
+    if len(tokens) >= 3 and all(len(t) <= 2 and t.lower() not in _SHORT_WORDS for t in tokens[:3]):
+        return "equation"
+    first = words[0] if words else ""
+    if first[:1] in ":;,)]}" or first in _CONTINUATION or _EXPRESSION_START.match(s):
+        return "fragment"
+    if _ENDS_IN_OPERATOR.search(s) or _HEADLESS.match(s):
+        return "fragment"
+    if not terminal and _ENDS_IN_EQUATION.search(s):
+        return "fragment"
+    if not terminal and len(words) >= 2 and words[-1].isalpha() and words[-2].lower() in _MODAL:
+        return "fragment"
+    return None
+
+
 def non_claim_reason(sentence: str) -> str | None:
     """Why `sentence` cannot be a claim (one of CAUSES), or None when it may be one."""
     s = " ".join(sentence.split())
@@ -312,6 +439,8 @@ def non_claim_reason(sentence: str) -> str | None:
     verb = has_verb(bare) if english else True
     if _BOILERPLATE.search(s) or _COPYRIGHT.search(s) or _FRONT_MATTER.match(s):
         return "boilerplate"
+    if _console(" ".join(sentence.split()), s):
+        return "console"
     paper = _papers_furniture(s, tokens)
     if paper:
         return paper
@@ -329,6 +458,9 @@ def non_claim_reason(sentence: str) -> str | None:
         return "download"
     if _reference_entry(s):
         return "reference_entry"
+    shape = _not_a_statement(s, tokens)
+    if shape:
+        return shape
     if s.endswith("?"):
         return "question"
     terminal = bool(_TERMINAL.search(s))
@@ -354,4 +486,8 @@ def non_claim_reason(sentence: str) -> str | None:
     if english and not verb and n >= 2 and title_like and n <= 25:
         # A verbless line ending in a full stop: on papers, mostly bibliography titles.
         return "reference_entry" if n >= 5 and s.endswith(".") else "no_verb"
+    if english and not verb and n >= 4 and _title_case_ratio(tokens) >= 0.75:
+        # A verbless line of capitalised words, full stop or not: a byline, a job title or a
+        # caption ("Chief Officer of the Company."), not a statement (issue 31).
+        return "heading"
     return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -25,7 +25,7 @@ from mole_dag.skills.unreadable import write_unreadable
 from mole_dag.store import q, utcnow
 from mole_dag.store.dead_ends import store_dead_end
 from mole_dag.store.records import ChunkRow, LeadClaimsRow, LeadSourceRow, fetch_all
-from mole_dag.text import sentence_spans
+from mole_dag.text import sentence_spans, strip_bullet
 
 log = logging.getLogger("mole.mine")
 STAGE = "mined_claims"
@@ -43,6 +43,12 @@ _FURNITURE = frozenset(
         "code",
         "equation",
         "table",
+        # Issue 31: what a console or a manual prints. Not "fragment": a model may fairly
+        # quote part of a sentence.
+        "console",
+        "keywords",
+        "path",
+        "footnote",
     }
 )
 # A line this short, unpunctuated and verbless is a heading; a guess, flagged as one, and the
@@ -359,6 +365,9 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
         now = utcnow()
         data = source_text.encode("utf-8")
         for d in drafts:
+            # A bullet glyph leading a list item is layout: the quote starts after it (still
+            # verbatim in the source), and so does the claim's text.
+            d = replace(d, text=strip_bullet(d.text), quote=strip_bullet(d.quote))
             if not d.text.strip() or not d.quote.strip():
                 causes["empty"] += 1
                 continue

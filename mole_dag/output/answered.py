@@ -100,6 +100,32 @@ def _written_words(text: str) -> dict[str, str]:
     return out
 
 
+_COMPOUND = re.compile(r"[^\W_]+(?:[-/][^\W_]+)+")
+
+
+def written_together(question: str) -> dict[str, frozenset[str]]:
+    """For the parts of each compound the question hyphenates ("Wi-Fi", "e-mail"), the terms of
+    the compound written together ("WiFi", "email"), which a page may use instead."""
+    out: dict[str, frozenset[str]] = {}
+    for m in _COMPOUND.finditer(question):
+        joined = frozenset(content_terms(re.sub(r"[-/]", "", m.group(0))))
+        if joined:
+            for t in content_terms(m.group(0)):
+                out[t] = out.get(t, frozenset()) | joined
+    return out
+
+
+def _said(question: str, stats: TermStats) -> set[str]:
+    """The question's terms some source read uses, as they are or written together."""
+    together = written_together(question)
+    return {
+        t
+        for t in content_terms(question)
+        if stats.df.get(t, 0) > 0
+        or (t in together and all(stats.df.get(j, 0) > 0 for j in together[t]))
+    }
+
+
 def _words(items: Sequence[str]) -> str:
     quoted = [f"\u201c{w}\u201d" for w in items]
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
@@ -124,7 +150,8 @@ def decide(
             frozenset(c.number for c in candidates),
         )
     named = [(t, w) for t, w in question_names(question.text) if t in question.weights]
-    absent = [(t, w) for t, w in named if stats.df.get(t, 0) == 0]
+    said = _said(question.text, stats)
+    absent = [(t, w) for t, w in named if t not in said]
     named_weight = sum(question.weights[t] for t, _ in named)
     absent_weight = sum(question.weights[t] for t, _ in absent)
     if absent and absent_weight >= absent_share * named_weight:
@@ -132,7 +159,7 @@ def decide(
             False,
             f"no source read mentions {_words([w for _, w in absent])}, which the question names",
         )
-    unused = [t for t in question.weights if stats.df.get(t, 0) == 0]
+    unused = [t for t in question.weights if t not in said]
     unused_weight = sum(question.weights[t] for t in unused)
     if len(unused) >= ABSENT_WORDS and unused_weight >= ABSENT_WORDS_SHARE * question.total:
         written = _written_words(question.text)
@@ -150,11 +177,15 @@ def decide(
         if query.total <= 0:
             continue
         names = {t for t, _ in question_names(query.text) if t in query.weights}
+        together = written_together(query.text)
         for c in candidates:
             ev = c.evidence[qi]
             cov = coverage(ev, weights)
             holds = query.kind is AnswerType.ANY or ev.cue
-            about = not names or bool(names & c.source_terms)
+            about = not names or any(
+                t in c.source_terms or (t in together and together[t] <= c.source_terms)
+                for t in names
+            )
             if holds and about:
                 closest = max(closest, (cov, -c.number))
                 if cov >= min_coverage:
@@ -219,6 +250,7 @@ def session_decision(
     for m in store.many(ClusterMemberRow, q("cluster_members"), {"session_id": session_id}):
         sources_of.setdefault(m.cluster_id, set()).add(m.source_id)
     named = {t for query in queries for t, _ in question_names(query.text)}
+    named |= {j for query in queries for js in written_together(query.text).values() for j in js}
     page_terms = {
         sid: frozenset(t for s in page.sentences for t in content_terms(s.text) if t in named)
         for sid, page in passages.items()

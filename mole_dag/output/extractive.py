@@ -22,7 +22,8 @@ def write_body(req: WriteRequest) -> WrittenAnswer:
     """The deterministic answer: the quotes of the findings that answer the question (the
     lexical decision, mole_dag.output.answered), most relevant first, one finding per sentence,
     so the first thing a reader meets is what the sources said, each cited. One per
-    sub-question first, when the question has several parts; superseded findings only when
+    sub-question first, when the question has several parts, after what several publishers
+    agree on; superseded findings only when
     nothing else is left. When no finding answers, no sentence: the report says the question
     is not answered rather than quote something near it. Also the fallback when a model's
     answer fails the evidence check."""
@@ -35,6 +36,17 @@ def write_body(req: WriteRequest) -> WrittenAnswer:
     ranked = sorted(pool, key=lambda f: (f.superseded, -f.relevance, -f.confidence, f.number))
     picked: list[int] = []
     parts: set[str] = set()
+    # What several independent publishers state, among the findings that answer, comes first:
+    # the best-supported answer, not the one that shares most words with the question (the
+    # demo's three-publisher finding sat at #15 under a sentence about sleep). Most
+    # publishers first, then relevance; disputed and superseded findings are not agreed on.
+    agreed = sorted(
+        (f for f in ranked if f.publishers > 1 and not f.disputed and not f.superseded),
+        key=lambda f: (-f.publishers, -f.relevance, f.number),
+    )
+    if agreed:
+        picked.append(agreed[0].number)
+        parts.add(agreed[0].sub_question)
     # A question with parts or facets is answered part by part: the best finding of each part
     # first, then of the question's own section, whose findings are often about the whole
     # topic rather than any answer ("Coffee is one of the most widely consumed beverages").
@@ -50,6 +62,8 @@ def write_body(req: WriteRequest) -> WrittenAnswer:
         if f.number not in picked:
             picked.append(f.number)
     order = {f.number: i for i, f in enumerate(ranked)}
+    if agreed:
+        order[agreed[0].number] = -1  # stated first, as the sources' common ground
     by_no = {f.number: f for f in req.findings}
     return WrittenAnswer(
         tuple(

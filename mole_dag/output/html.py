@@ -15,7 +15,8 @@ _STRIKE = re.compile(r"~~(.+?)~~")
 _CODE = re.compile(r"`([^`]+)`")
 _LINK = re.compile(r"&lt;(https?://[^\s&]+(?:&amp;[^\s&]+)*)&gt;")
 # A corpus file's URL (issue 19), as Path.as_uri() writes it: an absolute path on this machine,
-# percent-quoted, no host, no query. Linked so a reader opens the PDF from the report.
+# percent-quoted, no host, no query. Reports written since issue 33 carry none (a corpus file is
+# named by its path in the folder); older stored reports still link theirs.
 _FILE_LINK = re.compile(r"&lt;(file:///[A-Za-z0-9/%._~-]*)&gt;")
 _CITE = re.compile(r"\[(\d+)((?:, p\. \d+)?)\]")
 _ESCAPES = (("\\\\", "\ue000"), ("\\[", "\ue001"), ("\\]", "\ue002"))

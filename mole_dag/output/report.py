@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mole_dag.actors.local import corpus_path
-from mole_dag.budget import BudgetExhausted, BudgetOverrun
+from mole_dag.actors.local import corpus_path, relative_to_corpus
+from mole_dag.budget import BudgetExhausted, BudgetOverrun, charging
 from mole_dag.context import Run
 from mole_dag.core import EdgeKind, Role, SessionStatus, stable_id
 from mole_dag.llm.provider import ModelCallFailed
@@ -34,6 +34,7 @@ from mole_dag.output.binding import Binding, bind
 from mole_dag.output.citations import cite
 from mole_dag.output.extractive import MADE_WITHOUT_MODEL, write_body
 from mole_dag.output.local_data_section import local_data_section
+from mole_dag.output.unread import UnreadFile, unread_files
 from mole_dag.paths import reports_dir
 from mole_dag.redaction import redact_known
 from mole_dag.sanitize import one_line, strip_controls
@@ -326,6 +327,7 @@ def _writer_request(question: str, findings: list[Finding], decision: Decision) 
                 disputed=bool(f.disputed_with),
                 superseded=f.superseded,
                 answers=f.number in decision.answering,
+                publishers=f.publishers,
             )
             for f in findings
         ),
@@ -532,6 +534,7 @@ def render(
     answered: bool = True,
     why: str = "",
     preface: list[str] | None = None,
+    not_read: list[UnreadFile] | None = None,
 ) -> str:
     """The report's Markdown. When the findings do not answer the question (`answered` False),
     the Answer section is the plain notice in `answer`, with `why` under it, and every section
@@ -613,14 +616,28 @@ def render(
     for n, s in sorted(numbered.items()):
         name = one_line(s.publisher_name or "")
         who = f"{name} ({s.publisher})" if name else s.publisher
-        local = corpus_path(s.url, s.locator)
+        local = relative_to_corpus(s.locator or s.url, session.corpus) or corpus_path(
+            s.url, s.locator
+        )
+        link = f" <{one_line(s.url)}>"
         if local is not None:
-            # A file of the corpus folder (issue 19): its path relative to the folder.
+            # A file of the corpus folder (issue 19): its path relative to the folder, and no
+            # absolute file:// link (issue 33: it told readers where the author keeps files).
             who = f"local file {escape_markdown(one_line(local))}"
+            link = ""
         date = f", {s.published:%Y-%m-%d}" if s.published else ""
-        title = escape_markdown(one_line(s.title or s.url))
-        out.append(f"[{n}] {title} — {who}, {s.source_class}{date}. <{one_line(s.url)}>  ")
+        title = escape_markdown(one_line(s.title or local or s.url))
+        out.append(f"[{n}] {title} — {who}, {s.source_class}{date}.{link}  ")
     out.append("")
+
+    if not_read:
+        # What the answer could not draw on: a reader should know the folder held more than
+        # was read (issue 33). After the sources, with them: it says what was not one.
+        head = f"{_count(len(not_read), 'file was', 'files were')} not read:"
+        out += ["## Not read", "", head, ""]
+        for u in not_read:
+            out.append(f"- {escape_markdown(u.shown)}: {escape_markdown(u.reason)}")
+        out.append("")
 
     out += ["## Spend", ""]
     if spend_by_role:
@@ -662,9 +679,12 @@ def _write(run: Run, req: WriteRequest, findings: list[Finding], decision: Decis
     budget_note = ""
     estimate = run.skills.estimate_write(req, unit)
     try:
-        with run.ledger.hold(
-            sid, Role.OUTPUT, estimate, tool=f"{run.skills.name}:write", stage=STAGE
-        ) as h:
+        with (
+            run.ledger.hold(
+                sid, Role.OUTPUT, estimate, tool=f"{run.skills.name}:write", stage=STAGE
+            ) as h,
+            charging(h),
+        ):
             metered = run.skills.write(req, unit)
             h.settle(metered.cost, usage=metered.usage, model=metered.model or None)
         got, spent = metered.value, metered.cost
@@ -830,6 +850,7 @@ def write_report(
         answered=written.answered or not findings,
         why=why,
         preface=render_section(diff) if diff is not None else None,
+        not_read=unread_files(store, sid, session.corpus),
     )
     # A known secret (a key a server echoed into a page or an answer) is never written: only
     # exact known values and URL passwords are masked, so a source's words stay its words.

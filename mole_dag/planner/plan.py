@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from mole_dag.actors.registry import local_corpus
-from mole_dag.budget import BudgetExhausted, FreeCallBatch
+from mole_dag.budget import BudgetExhausted, FreeCallBatch, charging
 from mole_dag.context import Run
 from mole_dag.core import Role, SessionStatus, columns, stable_id
 from mole_dag.llm.provider import ModelCallFailed
@@ -196,9 +196,12 @@ def _call_planner(run: Run, digest: Digest, round_no: int) -> Metered[list[Plann
     sid, unit = run.session_id, run.unit
     estimate = run.skills.estimate_plan(digest, unit)
     try:
-        with run.ledger.hold(
-            sid, Role.PLANNER, estimate, tool=f"{run.skills.name}:plan", stage=STAGE
-        ) as h:
+        with (
+            run.ledger.hold(
+                sid, Role.PLANNER, estimate, tool=f"{run.skills.name}:plan", stage=STAGE
+            ) as h,
+            charging(h),
+        ):
             planned = run.skills.plan(digest, unit)
             h.settle(planned.cost, usage=planned.usage, model=planned.model or None)
     except BudgetExhausted as exc:

@@ -114,6 +114,9 @@ class FindingForWriter:
     # enough of the question's words (mole_dag.output.answered): what the model-free writer
     # quotes first. A model writer reads the findings and decides for itself.
     answers: bool = False
+    # How many independent publishers state it (the claim graph's duplicates across sources):
+    # what the sources agree on, which the model-free writer states first.
+    publishers: int = 1
 
 
 @dataclass(frozen=True)

@@ -586,11 +586,14 @@ JOIN source_pages p
  AND c.quote_byte_start >= p.byte_start AND c.quote_byte_start < p.byte_end
 WHERE c.session_id = $session_id;
 
--- name: pdf_dead_ends
--- The PDFs a session could not read, each once, with what was wrong (issue 19: `mole show`).
+-- name: unread_files
+-- The files a session could not read, each once, with what was wrong: every corpus file not
+-- read (issue 33) and every PDF, fetched or not (issue 19). For `mole show` and the report's
+-- "Not read" section.
 SELECT url, cause, min(detail) AS detail
 FROM dead_ends
-WHERE session_id = $session_id AND starts_with(cause, 'pdf_')
+WHERE session_id = $session_id
+  AND (starts_with(cause, 'pdf_') OR starts_with(url, 'file:') OR starts_with(url, 'corpus:'))
 GROUP BY url, cause
 ORDER BY url, cause;
 -- rounds -----------------------------------------------------------------------------------

@@ -401,7 +401,8 @@ def title_of(raw: RawPdf, lines: list[Line]) -> str:
 
 
 def normalise(raw: RawPdf) -> PdfText:
-    lines = drop_running_heads(raw, _lines(raw))
+    every = _lines(raw)
+    lines = drop_running_heads(raw, every)
     paras = drop_references(paragraphs(raw, lines))
     pieces: list[str] = []
     starts: dict[int, int] = {}  # page -> character offset in the text
@@ -425,7 +426,10 @@ def normalise(raw: RawPdf) -> PdfText:
     if char_starts:
         char_starts[0] = 0
     author = " ".join(raw.meta.get("Author", "").split()) or None
-    return PdfText(text, _bytes(text, char_starts), title_of(raw, lines), author)
+    # The title is looked for among all the first page's lines: a document whose running head
+    # is its own title (a spec, a manual) has that title dropped from its text as a running
+    # head, and the author's lines below it were taken for the title (issue 33).
+    return PdfText(text, _bytes(text, char_starts), title_of(raw, every), author)
 
 
 def _bytes(text: str, offsets: list[int]) -> tuple[int, ...]:
