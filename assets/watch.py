@@ -38,11 +38,15 @@ class WatchRunConfig(dg.Config):
     due_at: str = ""
 
 
+def _naive_utc(when: datetime) -> datetime:
+    """As the store keeps times: naive UTC (a naive time given is taken as UTC already)."""
+    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+
+
 def _tick(text: str) -> datetime:
     if not text:
         return utcnow().replace(second=0, microsecond=0)
-    got = datetime.fromisoformat(text)
-    return got.astimezone(UTC).replace(tzinfo=None) if got.tzinfo else got
+    return _naive_utc(datetime.fromisoformat(text))
 
 
 # output_required=False: a run that is not a watch's own records no materialisation.
@@ -134,7 +138,7 @@ def watched_questions_schedule(
     context: dg.ScheduleEvaluationContext, store: StoreResource
 ) -> Iterator[dg.RunRequest | dg.SkipReason]:
     when = context.scheduled_execution_time
-    now = when.astimezone(UTC).replace(tzinfo=None) if when is not None else utcnow()
+    now = _naive_utc(when) if when is not None else utcnow()
     try:
         # Short wait: a run holding the store is the usual reason it is busy; the next tick
         # finds the same watches due (their last run has not moved).

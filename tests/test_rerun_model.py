@@ -20,6 +20,7 @@ from mole_dag.core import Unit
 from mole_dag.driver import run_session
 from mole_dag.output.changes import as_json, diff_sessions
 from mole_dag.session import check_rerun, create_rerun, create_session
+from mole_dag.skills.protocol import Skills
 from mole_dag.skillsets import skills_for
 from mole_dag.store import Store
 from tests.model_server import ModelServer, SimulatedModel
@@ -170,7 +171,7 @@ def test_the_diff_from_recorded_model_calls(
     _second_corpus(second_state)
     ids = ("s-old", "s-new")
 
-    def both(db: Path, skills: object, provider: str) -> None:
+    def both(db: Path, skills: Skills, provider: str) -> None:
         root = tmp_path / f"corpus-{provider}"
         shutil.copytree(first_state, root)
         with Store(db) as st:
@@ -183,13 +184,13 @@ def test_the_diff_from_recorded_model_calls(
                 provider=provider,
                 session_id=ids[0],
             )
-            run_session(Run(st, Ledger(st), skills, ids[0], progress=lambda _m: None))  # type: ignore[arg-type]
+            run_session(Run(st, Ledger(st), skills, ids[0], progress=lambda _m: None))
         # The folder as the second run finds it: same path, its files replaced.
         shutil.rmtree(root)
         shutil.copytree(second_state, root)
         with Store(db) as st:
             create_rerun(st, check_rerun(st, ids[0]), Unit.USD_MICROS, 2_000_000, session_id=ids[1])
-            run_session(Run(st, Ledger(st), skills, ids[1], progress=lambda _m: None))  # type: ignore[arg-type]
+            run_session(Run(st, Ledger(st), skills, ids[1], progress=lambda _m: None))
 
     with ModelServer(SimulatedModel()) as server:
         monkeypatch.setenv("MOLE_RECORD", str(tape))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +36,11 @@ with open(sys.argv[1], "a", encoding="utf-8") as out:
 """
 
 
-def _tick(instance: dg.DagsterInstance, db: Path, when: Any) -> list[dg.RunRequest]:
+def _tick(instance: dg.DagsterInstance, db: Path, when: datetime) -> list[dg.RunRequest]:
     with dg.build_schedule_context(
         instance=instance,
-        scheduled_execution_time=when,
+        # As the daemon gives it: with its zone (the store's times are naive UTC).
+        scheduled_execution_time=when.replace(tzinfo=UTC),
         resources={"store": StoreResource(database=str(db))},
     ) as ctx:
         got = watched_questions_schedule.evaluate_tick(ctx)
@@ -76,12 +77,15 @@ def test_schedule_runs_a_watch_stores_the_diff_and_notifies_only_on_change(
     assert main([*argv, "--notify", cmd]) == 0
     assert "every daily (0 0 * * * UTC)" in capsys.readouterr().out
     with Store(db) as st:
-        watch_id, created = st.row("SELECT id, created_at FROM watches").values()  # type: ignore[union-attr]
+        row = st.row("SELECT id, created_at FROM watches")
+    assert row is not None
+    watch_id, created = row["id"], row["created_at"]
     day1 = (created + timedelta(days=1)).replace(hour=0, minute=15, second=0, microsecond=0)
 
     with dg.instance_for_test() as instance:
-        # Before its first tick a watch is not due.
-        assert _tick(instance, db, created + timedelta(minutes=1)) == []
+        # Before its first tick a watch is not due (evaluated at its registration: a minute
+        # later could cross midnight, a tick).
+        assert _tick(instance, db, created) == []
 
         # Between the runs one figure changes, one source goes, one comes.
         _second_corpus(root)
