@@ -224,6 +224,18 @@ def report(
     done = finish_session(run)
     res = done.report
     unit = session_unit(run)
+    # The report on the session's own partition too, with this run as a link: one click from
+    # Catalog -> session -> the partition, whichever door started the session (issue 33).
+    context.log_event(
+        dg.AssetObservation(
+            asset_key=session.key,
+            partition=context.partition_key,
+            metadata={
+                "report": dg.MetadataValue.md(res.markdown),
+                "report_run": dg.MetadataValue.dagster_run(context.run.run_id),
+            },
+        )
+    )
     return dg.MaterializeResult(
         metadata={
             **fields_of(res, "findings", "sources_cited", "writer"),

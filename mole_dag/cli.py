@@ -702,7 +702,7 @@ def _drive_steps(
 
     instance = _dagster_instance()
     from assets.definitions import IN_PROCESS_RUN_TAGS, defs
-    from assets.driver import failure_line, provider_down
+    from assets.driver import CLI_TAGS, SESSION_TAG, failure_line, provider_down
     from assets.partitions import SESSIONS
 
     if not instance.has_dynamic_partition(SESSIONS, sid):
@@ -742,7 +742,9 @@ def _drive_steps(
                 instance=instance,
                 partition_key=sid,
                 run_config=configs[job_name],
-                tags=IN_PROCESS_RUN_TAGS,
+                # Tagged with its session as a UI-launched session's runs are, so the Runs
+                # page filters a session's runs whichever door started it (issue 33).
+                tags={**IN_PROCESS_RUN_TAGS, **CLI_TAGS, SESSION_TAG: sid},
                 raise_on_error=False,
             )
         if got_signal or (not res.success and _was_interrupted(res)):
@@ -885,6 +887,7 @@ def cmd_materialize(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from assets.definitions import IN_PROCESS_RUN_TAGS, defs
+    from assets.driver import CLI_TAGS, SESSION_TAG
     from assets.partitions import SESSIONS
 
     graph = defs.resolve_asset_graph()
@@ -913,7 +916,7 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         instance=instance,
         partition_key=args.session,
         run_config=run_config,
-        tags=IN_PROCESS_RUN_TAGS,
+        tags={**IN_PROCESS_RUN_TAGS, **CLI_TAGS, SESSION_TAG: args.session},
         raise_on_error=False,
     )
     if not res.success:
