@@ -27,7 +27,7 @@ from mole_dag.budget import Ledger
 from mole_dag.budget.ledger import new_session_id
 from mole_dag.context import Run
 from mole_dag.core import SessionStatus
-from mole_dag.driver import Step, drive, next_step
+from mole_dag.driver import Step, drive, next_round_number, next_step
 from mole_dag.launch import LaunchError
 from mole_dag.redaction import redact
 from mole_dag.resources import StoreResource
@@ -183,11 +183,16 @@ def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> 
     def announce(kind: Step, rounds: int) -> None:
         context.log.info(f"session {sid}: {'round ' + str(rounds) if kind == 'round' else kind}")
 
+    try:
+        first_round = next_round_number(Run(store, Ledger(store), skills, sid))
+    finally:
+        store.close()
     got = drive(
         round=lambda: step("round"),
         report=lambda: step("report"),
         decide=decide,
         announce=announce,
+        first_round=first_round,
     )
     return got.last
 

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from mole_dag import invoked
 from mole_dag.core import MAX_QUESTION_CHARS
 from mole_dag.diskfull import (
     DiskFull,
@@ -68,8 +69,18 @@ def _fmt(amount: int, unit: str) -> str:
     return f"${amount / 1_000_000:.6f}" if unit == "usd_micros" else f"{amount} tokens"
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mole-dag")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mole", description="Deep research with a budget the database enforces.")
+    p.add_argument("--version", action="version", version=f"mole {_version()}")
     p.add_argument(
         "--db",
         help="the store: a DuckDB file or a postgresql:// URL (default: $MOLE_DB, else "
@@ -253,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_log_redaction()
     parser = build_parser()
     args = parser.parse_args(argv)
+    # As typed (the --db too), so "continue with ..." can be pasted back (mole_dag.invoked).
+    invoked.remember(sys.argv[0] if sys.argv else "mole", args.db)
     if args.db:
         os.environ["MOLE_DB"] = (
             args.db
@@ -698,7 +711,7 @@ def _drive_steps(
     from mole_dag.budget import Ledger
     from mole_dag.context import Run
     from mole_dag.core import SessionStatus
-    from mole_dag.driver import Interrupted, Step, drive, next_step
+    from mole_dag.driver import Interrupted, Step, drive, next_round_number, next_step
 
     instance = _dagster_instance()
     from assets.definitions import IN_PROCESS_RUN_TAGS, defs
@@ -761,12 +774,18 @@ def _drive_steps(
             return None
         return res
 
+    st = _open_store()
+    try:
+        first_round = next_round_number(Run(st, Ledger(st), skills, sid))
+    finally:
+        st.close()
     got = drive(
         round=lambda: execute("research_round"),
         report=lambda: execute("research_report"),
         decide=decide,
         first="report" if first == "report" else "round",
         announce=announce,
+        first_round=first_round,
     )
     if got.failed:
         _report_failure(failures[-1], sid)
@@ -825,7 +844,8 @@ def _provider_stopped(sid: str, reason: str) -> int:
     print(
         escape_controls(
             f"mole: the model provider stopped answering ({reason}); the session is "
-            f"interrupted with its unanswered work pending: `mole resume {sid}` once the "
+            f"interrupted with its unanswered work pending: `{invoked.command('resume', sid)}` "
+            "once the "
             "provider answers again"
         ),
         file=sys.stderr,
@@ -864,7 +884,10 @@ def _interrupted(sid: str, got_signal: list[str]) -> int:
             ledger.set_status(sid, SessionStatus.INTERRUPTED, f"stopped by {name}")
     finally:
         st.close()
-    print(f"mole: interrupted by {name}; continue with `mole resume {sid}`", file=sys.stderr)
+    print(
+        f"mole: interrupted by {name}; continue with `{invoked.command('resume', sid)}`",
+        file=sys.stderr,
+    )
     return 143 if name == "SIGTERM" else 130
 
 
