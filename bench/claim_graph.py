@@ -14,10 +14,13 @@ and the confidence stage (`confidence.score_session`). It writes
 - DIR/pairs.jsonl: one line per labelled claim-evidence pair, {"claim_id", "evidence_id",
   "label", "candidate": true|false, "edge": "contradicts"|"duplicate_of"|"supersedes"|null}
   (`candidate`: the pair reached the judge or a free rule);
-- DIR/summary.json: per judge, candidate recall for SUPPORTS and REFUTES pairs, contradiction
-  precision and recall (a contradiction on a REFUTES pair is right, on any other labelled pair
-  wrong), the share of SUPPORTS pairs marked as disputes, the edges between two evidence
-  sentences (unlabelled, counted apart), and the seconds it took.
+- DIR/summary.json: the pairing (--pairing words|meaning, as MOLE_PAIRING) and how many lines
+  share a session (--lines-per-session, 1 as the issue asks; more makes the pairing choose
+  among other lines' sentences too); per judge, candidate recall for SUPPORTS and REFUTES
+  pairs, contradiction precision and recall (a contradiction on a REFUTES pair is right, on
+  any other labelled pair wrong), the share of SUPPORTS pairs marked as disputes, the edges
+  on unlabelled pairs (two evidence sentences, or across lines; counted apart), and the
+  seconds it took.
 
 Judges: `extractive` (the model-free judge). A model judge runs only where a recorded cassette
 of its answers exists; none is recorded yet, so the summary says so rather than reading 0.
@@ -30,11 +33,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -51,9 +55,10 @@ from mole_dag.skillsets.extractive import ExtractiveSkills  # noqa: E402
 from mole_dag.store import Store, q, utcnow  # noqa: E402
 from mole_dag.verifier import graph  # noqa: E402
 from mole_dag.verifier.confidence import score_session  # noqa: E402
-from mole_dag.verifier.retriever import ClaimText, Pair  # noqa: E402
+from mole_dag.verifier.retriever import PAIRING_ENV, PAIRINGS, ClaimText, Pair  # noqa: E402
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO")
+PairsFn = Callable[[Sequence[ClaimText], set[str], set[Pair], int], list[Pair]]
 
 
 def _source_row(sid: str, source_id: str, url: str, title: str, publisher: str) -> dict[str, Any]:
@@ -82,40 +87,28 @@ def _source_row(sid: str, source_id: str, url: str, title: str, publisher: str) 
     }
 
 
-def seeded_run(store: Store, line: dict[str, Any]) -> tuple[Run, dict[str, str]]:
-    """A session holding the line's claim and evidence sentences as claims, none verified yet;
-    and the store's claim id of the claim ("claim") and of each evidence id."""
-    # The claim id in the question: a claim text can occur twice, and the session id hashes it.
-    question = f"claim {line['claim_id']}: {line['claim']}"
+def seeded_run(store: Store, lines: list[dict[str, Any]]) -> tuple[Run, dict[tuple[str, str], str]]:
+    """A session holding the lines' claims and evidence sentences as claims, none verified yet;
+    and the store's claim id of each (claim id, "claim") and (claim id, evidence id)."""
+    # The claim ids in the question: a claim text can occur twice, and the session id hashes it.
+    first, last = lines[0], lines[-1]
+    question = f"claims {first['claim_id']}-{last['claim_id']}: {first['claim']}"
     sid = create_session(store, question, Unit.TOKENS, 10**9).session_id
     now = utcnow()
-    ids: dict[str, str] = {}
-    rows: list[tuple[dict[str, Any], str, str]] = []
-    claim_src = stable_id(sid, "claim", prefix="s-")
-    rows.append(
-        (
-            _source_row(
-                sid,
-                claim_src,
-                f"https://climate-fever.invalid/claim/{line['claim_id']}",
-                "claim",
-                "climate-fever.invalid",
-            ),
-            "claim",
-            line["claim"],
-        )
-    )
-    for ev in line["evidences"]:
-        article = str(ev["article"])
-        src = stable_id(sid, "wiki", article, prefix="s-")
-        url = f"https://en.wikipedia.org/wiki/{quote(article.replace(' ', '_'))}"
-        rows.append(
-            (
-                _source_row(sid, src, url, article, "wikipedia.org"),
-                str(ev["evidence_id"]),
-                str(ev["evidence"]),
-            )
-        )
+    ids: dict[tuple[str, str], str] = {}
+    rows: list[tuple[dict[str, Any], tuple[str, str], str]] = []
+    for line in lines:
+        cid = str(line["claim_id"])
+        claim_src = stable_id(sid, "claim", cid, prefix="s-")
+        url = f"https://climate-fever.invalid/claim/{cid}"
+        source = _source_row(sid, claim_src, url, "claim", "climate-fever.invalid")
+        rows.append((source, (cid, "claim"), str(line["claim"])))
+        for ev in line["evidences"]:
+            article = str(ev["article"])
+            src = stable_id(sid, "wiki", article, prefix="s-")
+            url = f"https://en.wikipedia.org/wiki/{quote(article.replace(' ', '_'))}"
+            source = _source_row(sid, src, url, article, "wikipedia.org")
+            rows.append((source, (cid, str(ev["evidence_id"])), str(ev["evidence"])))
 
     def write(cur: Any) -> None:
         seen: set[str] = set()
@@ -127,12 +120,12 @@ def seeded_run(store: Store, line: dict[str, Any]) -> tuple[Run, dict[str, str]]
             if source["id"] not in seen:
                 seen.add(source["id"])
                 cur.execute(q("source_insert"), source)
-            cid = stable_id(sid, key, prefix="c-")
-            ids[key] = cid
+            claim_id = stable_id(sid, *key, prefix="c-")
+            ids[key] = claim_id
             cur.execute(
                 q("claim_insert"),
                 {
-                    "id": cid,
+                    "id": claim_id,
                     "session_id": sid,
                     "source_id": source["id"],
                     "chunk_id": f"bench-{i}",
@@ -151,46 +144,56 @@ def seeded_run(store: Store, line: dict[str, Any]) -> tuple[Run, dict[str, str]]
     return Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda m: None), ids
 
 
-def run_line(store: Store, line: dict[str, Any]) -> list[dict[str, Any]]:
-    """The line's labelled pairs after the verifier and confidence stages."""
-    run, ids = seeded_run(store, line)
+def run_group(store: Store, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lines' labelled pairs after the verifier and confidence stages, run over one
+    session holding all of them."""
+    run, ids = seeded_run(store, lines)
     reached: set[Pair] = set()
-    real = graph.candidate_pairs
 
-    def recording(
-        pool: Sequence[ClaimText], targets: set[str], judged: set[Pair], k: int
-    ) -> list[Pair]:
-        got = real(pool, targets, judged, k)
-        reached.update(got)
-        return got
+    def recording(real: PairsFn) -> PairsFn:
+        def pairs(
+            pool: Sequence[ClaimText], targets: set[str], judged: set[Pair], k: int
+        ) -> list[Pair]:
+            got = real(pool, targets, judged, k)
+            reached.update(got)
+            return got
 
-    # build_edges looks candidate_pairs up in its own module's namespace.
-    with mock.patch.object(graph, "candidate_pairs", recording):
+        return pairs
+
+    # build_edges looks both pairings up in its own module's namespace.
+    with (
+        mock.patch.object(graph, "candidate_pairs", recording(graph.candidate_pairs)),
+        mock.patch.object(
+            graph, "meaning_candidate_pairs", recording(graph.meaning_candidate_pairs)
+        ),
+    ):
         graph.build_edges(run)
     score_session(run)
     edges: dict[Pair, str] = {}
-    evidence_edges: Counter[str] = Counter()
-    claim_cid = ids.get("claim")
     for e in run.store.named("session_edges", {"session_id": run.session_id}):
-        p = Pair.of(str(e["src_claim_id"]), str(e["dst_claim_id"]))
-        edges[p] = str(e["kind"])
-        if claim_cid not in (p.a, p.b):
-            evidence_edges[str(e["kind"])] += 1
-    out = []
-    for ev in line["evidences"]:
-        eid = ids.get(str(ev["evidence_id"]))
-        p = Pair.of(claim_cid or "-", eid or "-")
-        out.append(
-            {
-                "claim_id": line["claim_id"],
-                "evidence_id": ev["evidence_id"],
-                "label": ev["evidence_label"],
-                "candidate": p in reached,
-                "edge": edges.get(p),
-            }
-        )
-    if evidence_edges:
-        out.append({"claim_id": line["claim_id"], "evidence_edges": dict(evidence_edges)})
+        edges[Pair.of(str(e["src_claim_id"]), str(e["dst_claim_id"]))] = str(e["kind"])
+    out: list[dict[str, Any]] = []
+    labelled: set[Pair] = set()
+    for line in lines:
+        cid = str(line["claim_id"])
+        claim = ids.get((cid, "claim"))
+        for ev in line["evidences"]:
+            evidence = ids.get((cid, str(ev["evidence_id"])))
+            p = Pair.of(claim or "-", evidence or "-")
+            labelled.add(p)
+            out.append(
+                {
+                    "claim_id": line["claim_id"],
+                    "evidence_id": ev["evidence_id"],
+                    "label": ev["evidence_label"],
+                    "candidate": p in reached,
+                    "edge": edges.get(p),
+                }
+            )
+    # Edges on pairs nobody labelled (two evidence sentences, or across lines), counted apart.
+    other = Counter(kind for p, kind in edges.items() if p not in labelled)
+    if other:
+        out.append({"claim_id": lines[0]["claim_id"], "evidence_edges": dict(other)})
     return out
 
 
@@ -233,6 +236,19 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--limit", type=int, default=0, help="only the first N lines")
     ap.add_argument("--judge", choices=("extractive",), default="extractive")
+    ap.add_argument(
+        "--pairing",
+        choices=PAIRINGS,
+        default="words",
+        help="how candidate pairs are chosen (MOLE_PAIRING): by words or by meaning",
+    )
+    ap.add_argument(
+        "--lines-per-session",
+        type=int,
+        default=1,
+        help="claims of this many lines in one session: the pairing then has to choose "
+        "(at 1, a claim's five sentences are all within its cap of candidates)",
+    )
     args = ap.parse_args()
     if not args.data.exists():
         print(f"skipped: {args.data} not found (the claim set lives in ../shared/claims-dev)")
@@ -246,13 +262,15 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     pairs: list[dict[str, Any]] = []
     start = time.perf_counter()
+    os.environ[PAIRING_ENV] = args.pairing
+    n = max(1, args.lines_per_session)
     with tempfile.TemporaryDirectory() as d:
         store = Store(Path(d) / "claim-graph.duckdb")
         try:
-            for i, line in enumerate(lines, 1):
-                pairs += run_line(store, line)
-                if i % 100 == 0:
-                    print(f"{i}/{len(lines)} lines, {time.perf_counter() - start:.0f} s")
+            for i in range(0, len(lines), n):
+                pairs += run_group(store, lines[i : i + n])
+                if (i // n + 1) % max(1, 100 // n) == 0:
+                    print(f"{i + n}/{len(lines)} lines, {time.perf_counter() - start:.0f} s")
         finally:
             store.close()
     seconds = time.perf_counter() - start
@@ -262,6 +280,8 @@ def main() -> int:
                 f.write(json.dumps(p) + "\n")
     summary = {
         "data": args.data.name,
+        "pairing": args.pairing,
+        "lines_per_session": n,
         "judges": {
             "extractive": summarise(pairs, seconds, len(lines)),
             "model": "not run: no recorded cassette of a model judge's answers on this set",
