@@ -61,6 +61,11 @@ NO_DISPUTE = [
     ),
     # too thin a frame to name subject and attribute
     ("It was 5 in total.", "It was 7 in total."),
+    # a negation in a concession denies a quantity, not the statement
+    (
+        "Package pumpkin provides many of the growth methods, but not all.",
+        "The pumpkin package provides classes and growth methods for field data.",
+    ),
 ]
 
 

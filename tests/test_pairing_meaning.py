@@ -59,6 +59,9 @@ def test_meaning_meets_what_words_miss_within_the_same_cap() -> None:
     assert meaning_candidate_pairs(POOL, {CLAIM.id}, set(), k=3) == meaning_candidate_pairs(
         POOL, {CLAIM.id}, set(), k=3
     )
+    # A pool smaller than the cap: every other claim, never the claim with itself.
+    every = meaning_candidate_pairs(POOL, {c.id for c in POOL}, set(), k=8)
+    assert all(p.a < p.b for p in every) and len(every) == len(POOL) * (len(POOL) - 1) // 2
 
 
 def test_the_verifier_pairs_by_meaning_when_asked(

@@ -239,9 +239,25 @@ def _dispute(a: str, b: str) -> str | None:
     return why
 
 
+def _denies(text: str, f: _Frame) -> bool:
+    """Whether a negated claim denies its main statement: the negation stands in its main
+    clause ("is not accelerating"), not in a concession after it ("provides many of the
+    methods, but not all"), and a content word follows it (what is denied; "not all" denies a
+    quantity, which is no statement's opposite)."""
+    main = _main_clause(text)
+    if main is not None and not _frame(main).negated:
+        return False
+    at = _index(f, "negation")
+    return any(t.kind in ("content", "entity") for t in f.tokens[at + 1 :])
+
+
 def _dispute_in(a: str, b: str) -> str | None:
     fa, fb = _frame(a), _frame(b)
     if fa.question or fb.question or _different_cases(a, b):
+        return None
+    if fa.negated != fb.negated and not _denies(a if fa.negated else b, fa if fa.negated else fb):
+        # The negation is in a concession or denies nothing a statement says: no dispute by
+        # negation, and the polarity differs, so none by a figure or a direction either.
         return None
     if fa.negated != fb.negated:
         neg, pos = (fa, fb) if fa.negated else (fb, fa)

@@ -344,7 +344,8 @@ def meaning_candidate_pairs(
         # them the sum of both cosines decides, so a pair close in meaning and in words comes
         # first, one close in meaning alone (a refutation worded apart) can still take a slot
         # from one close in words alone (a shared figure's shape), and the cap stays k.
-        near = np.argsort(-sims, kind="stable")[:k].tolist()
+        # The claim itself sorts last (-inf); a pool smaller than k would reach it.
+        near = [j for j in np.argsort(-sims, kind="stable")[:k].tolist() if j != i]
         near += [j for j, _ in words.candidates(i, k) if j not in near]
         scored = [(float(sims[j]) + words.similarity(i, j), j) for j in near]
         # Ties by pool position: the caller's content order, not ids that hash the session.
