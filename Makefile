@@ -27,9 +27,10 @@ demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/mole research "What are the health effects of drinking coffee?" --usd 0.50
 
 # One worker per core; worksteal evens out the long end-to-end tests. A single test or file:
-# .venv/bin/python -m pytest tests/test_x.py (no -n needed).
+# .venv/bin/python -m pytest tests/test_x.py (no -n needed). The 25 slowest tests are printed
+# (issue 34), so a run that grew slower says where.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto --dist worksteal
+	$(BIN)/python -m pytest -q -n auto --dist worksteal --durations=25
 
 # The instance configuration, copied whenever the project's changes.
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
