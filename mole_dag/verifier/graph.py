@@ -21,6 +21,7 @@ from mole_dag.skills.protocol import Verdict, keep_list
 from mole_dag.skills.unreadable import write_unreadable
 from mole_dag.store import q, utcnow
 from mole_dag.store.records import ClaimRow
+from mole_dag.text import plural
 from mole_dag.verifier.followups import ClaimInfo, FollowUp, propose
 from mole_dag.verifier.judge import DEFAULT_BATCH_SIZE, Judged, judge_pairs
 from mole_dag.verifier.relations import CONTRADICTS, DUPLICATE_OF, NEITHER
@@ -326,7 +327,7 @@ def _build_edges(
             else ""
         )
         + f", edges {dict(sorted(result.edges.items())) or '{}'}"
-        + (f", {len(result.follow_ups)} follow-up leads" if result.follow_ups else "")
+        + (f", {plural(len(result.follow_ups), 'follow-up lead')}" if result.follow_ups else "")
     )
     return result
 
