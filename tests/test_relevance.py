@@ -192,7 +192,7 @@ def test_progress_says_when_a_round_runs_follow_ups_only() -> None:
     )
     assert plan_progress(1, 3, 3, 3) == "round 1: planned 3 sub-questions, 3 leads"
     assert plan_progress(2, 1, 1, 2) == (
-        "round 2: planned 1 sub-questions, 1 leads, plus 1 follow-up lead"
+        "round 2: planned 1 sub-question, 1 lead, plus 1 follow-up lead"
     )
 
 
