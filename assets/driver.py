@@ -143,7 +143,7 @@ def step_observation(sid: str, kind: str, res: dg.ExecuteInProcessResult) -> dg.
     metadata: dict[str, Any] = {
         "step": kind,
         "run": dg.MetadataValue.dagster_run(res.run_id),
-        "succeeded": res.success,
+        "success": res.success,
     }
     for ev in res.get_asset_materialization_events() if res.success else []:
         mat = ev.materialization
