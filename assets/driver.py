@@ -27,7 +27,7 @@ from mole_dag.budget import Ledger
 from mole_dag.budget.ledger import new_session_id
 from mole_dag.context import Run
 from mole_dag.core import SessionStatus
-from mole_dag.driver import Step, drive, next_step
+from mole_dag.driver import Step, drive, next_round_number, next_step
 from mole_dag.launch import LaunchError
 from mole_dag.redaction import redact
 from mole_dag.resources import StoreResource
@@ -44,6 +44,10 @@ INTERVAL_S = int(os.environ.get("MOLE_DRIVER_INTERVAL_S") or 5)
 # Every run that works on a session carries this tag (the driving run has no partition of its
 # own), so the sensor can tell a session is being driven between two of its rounds.
 SESSION_TAG = "mole/session"
+# Which door started a run: Dagster labels every in-process run "Manually launched", the CLI's
+# and the UI's alike, so the tag says it.
+CLI_TAGS = {"mole/launched_by": "cli"}
+UI_TAGS = {"mole/launched_by": "ui"}
 
 ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -103,6 +107,21 @@ def _said(err: SerializableErrorInfo) -> str:
     return rest if sep and err.cls_name and head.endswith(err.cls_name) else text
 
 
+def step_observation(sid: str, kind: str, res: dg.ExecuteInProcessResult) -> dg.AssetObservation:
+    """An observation of the session's `session` partition naming a round's or the report's
+    run (a link in the UI), with the report's Markdown once there is one."""
+    metadata: dict[str, Any] = {
+        "step": kind,
+        "run": dg.MetadataValue.dagster_run(res.run_id),
+        "succeeded": res.success,
+    }
+    for ev in res.get_asset_materialization_events() if res.success else []:
+        mat = ev.materialization
+        if mat is not None and mat.asset_key == dg.AssetKey("report") and "report" in mat.metadata:
+            metadata["report"] = mat.metadata["report"]
+    return dg.AssetObservation(asset_key=dg.AssetKey("session"), partition=sid, metadata=metadata)
+
+
 def stop_after_failed_run(store: Store, sid: str, result: dg.ExecuteInProcessResult) -> None:
     """A session whose round or report run failed is `interrupted` when the provider stopped
     answering (resumable once it answers), else `failed`, before anything else runs."""
@@ -134,10 +153,19 @@ def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> 
             instance=instance,
             partition_key=sid,
             run_config=configs[kind],
-            tags={**IN_PROCESS_RUN_TAGS, SESSION_TAG: sid, "mole/driven_by": context.run_id},
+            tags={
+                **IN_PROCESS_RUN_TAGS,
+                **UI_TAGS,
+                SESSION_TAG: sid,
+                "mole/driven_by": context.run_id,
+            },
             raise_on_error=False,
         )
         context.log.info(f"{kind}: run {res.run_id} {'succeeded' if res.success else 'failed'}")
+        # The step's run as a link (a log line's run id is bare text in the UI), on the
+        # session's partition, and the report itself once written: one click from this run's
+        # log to the report (issue 33: it took Catalog, Partitions, a scroll and a button).
+        context.log_event(step_observation(sid, kind, res))
         if not res.success:
             stop_after_failed_run(store, sid, res)
             raise dg.Failure(
@@ -155,11 +183,16 @@ def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> 
     def announce(kind: Step, rounds: int) -> None:
         context.log.info(f"session {sid}: {'round ' + str(rounds) if kind == 'round' else kind}")
 
+    try:
+        first_round = next_round_number(Run(store, Ledger(store), skills, sid))
+    finally:
+        store.close()
     got = drive(
         round=lambda: step("round"),
         report=lambda: step("report"),
         decide=decide,
         announce=announce,
+        first_round=first_round,
     )
     return got.last
 
@@ -190,7 +223,7 @@ def drive_session(context: dg.OpExecutionContext, store: StoreResource) -> None:
     instance = context.instance
     if not instance.has_dynamic_partition(SESSIONS, sid):
         instance.add_dynamic_partitions(SESSIONS, [sid])
-    instance.add_run_tags(context.run_id, {SESSION_TAG: sid})
+    instance.add_run_tags(context.run_id, {SESSION_TAG: sid, **UI_TAGS})
     context.log.info(f"session {sid}: {launch.question!r}")
     drive_in_process(context, st, sid)
 
@@ -216,7 +249,7 @@ def drive_request(row: SessionRow, step: Step, in_process: bool) -> dg.RunReques
             run_key=key,
             job_name=research_session.name,
             run_config={"ops": {"drive_session": {"config": cfg}}},
-            tags={SESSION_TAG: row.id},
+            tags={SESSION_TAG: row.id, **UI_TAGS},
         )
     if step == "round":
         return dg.RunRequest(
@@ -224,8 +257,14 @@ def drive_request(row: SessionRow, step: Step, in_process: bool) -> dg.RunReques
             job_name=research_round.name,
             partition_key=row.id,
             run_config=session_run_config(row),
+            tags={SESSION_TAG: row.id, **UI_TAGS},
         )
-    return dg.RunRequest(run_key=key, job_name=research_report.name, partition_key=row.id)
+    return dg.RunRequest(
+        run_key=key,
+        job_name=research_report.name,
+        partition_key=row.id,
+        tags={SESSION_TAG: row.id, **UI_TAGS},
+    )
 
 
 def make_research_driver(*, in_process: bool) -> dg.SensorDefinition:

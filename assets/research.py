@@ -228,6 +228,18 @@ def report(
     changes = changes_metadata(res.changes)
     if "what_changed" in changes:
         changes["what_changed"] = dg.MetadataValue.md(changes["what_changed"])
+    # The report on the session's own partition too, with this run as a link: one click from
+    # Catalog -> session -> the partition, whichever door started the session (issue 33).
+    context.log_event(
+        dg.AssetObservation(
+            asset_key=session.key,
+            partition=context.partition_key,
+            metadata={
+                "report": dg.MetadataValue.md(res.markdown),
+                "report_run": dg.MetadataValue.dagster_run(context.run.run_id),
+            },
+        )
+    )
     return dg.MaterializeResult(
         metadata={
             **fields_of(res, "findings", "sources_cited", "writer"),

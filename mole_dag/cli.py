@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from mole_dag import invoked
 from mole_dag.core import MAX_QUESTION_CHARS
 from mole_dag.diskfull import (
     DiskFull,
@@ -70,8 +71,18 @@ def _fmt(amount: int, unit: str) -> str:
     return f"${amount / 1_000_000:.6f}" if unit == "usd_micros" else f"{amount} tokens"
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mole-dag")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mole", description="Deep research with a budget the database enforces.")
+    p.add_argument("--version", action="version", version=f"mole {_version()}")
     p.add_argument(
         "--db",
         help="the store: a DuckDB file or a postgresql:// URL (default: $MOLE_DB, else "
@@ -276,6 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_log_redaction()
     parser = build_parser()
     args = parser.parse_args(argv)
+    # As typed (the --db too), so "continue with ..." can be pasted back (mole_dag.invoked).
+    invoked.remember(sys.argv[0] if sys.argv else "mole", args.db)
     if args.db:
         os.environ["MOLE_DB"] = (
             args.db
@@ -723,11 +736,11 @@ def _drive_steps(
     from mole_dag.budget import Ledger
     from mole_dag.context import Run
     from mole_dag.core import SessionStatus
-    from mole_dag.driver import Interrupted, Step, drive, next_step
+    from mole_dag.driver import Interrupted, Step, drive, next_round_number, next_step
 
     instance = _dagster_instance()
     from assets.definitions import IN_PROCESS_RUN_TAGS, defs
-    from assets.driver import failure_line, provider_down
+    from assets.driver import CLI_TAGS, SESSION_TAG, failure_line, provider_down
     from assets.partitions import SESSIONS
 
     if not instance.has_dynamic_partition(SESSIONS, sid):
@@ -767,7 +780,9 @@ def _drive_steps(
                 instance=instance,
                 partition_key=sid,
                 run_config=configs[job_name],
-                tags=IN_PROCESS_RUN_TAGS,
+                # Tagged with its session as a UI-launched session's runs are, so the Runs
+                # page filters a session's runs whichever door started it (issue 33).
+                tags={**IN_PROCESS_RUN_TAGS, **CLI_TAGS, SESSION_TAG: sid},
                 raise_on_error=False,
             )
         if got_signal or (not res.success and _was_interrupted(res)):
@@ -784,12 +799,18 @@ def _drive_steps(
             return None
         return res
 
+    st = _open_store()
+    try:
+        first_round = next_round_number(Run(st, Ledger(st), skills, sid))
+    finally:
+        st.close()
     got = drive(
         round=lambda: execute("research_round"),
         report=lambda: execute("research_report"),
         decide=decide,
         first="report" if first == "report" else "round",
         announce=announce,
+        first_round=first_round,
     )
     if got.failed:
         _report_failure(failures[-1], sid)
@@ -848,7 +869,8 @@ def _provider_stopped(sid: str, reason: str) -> int:
     print(
         escape_controls(
             f"mole: the model provider stopped answering ({reason}); the session is "
-            f"interrupted with its unanswered work pending: `mole resume {sid}` once the "
+            f"interrupted with its unanswered work pending: `{invoked.command('resume', sid)}` "
+            "once the "
             "provider answers again"
         ),
         file=sys.stderr,
@@ -887,7 +909,10 @@ def _interrupted(sid: str, got_signal: list[str]) -> int:
             ledger.set_status(sid, SessionStatus.INTERRUPTED, f"stopped by {name}")
     finally:
         st.close()
-    print(f"mole: interrupted by {name}; continue with `mole resume {sid}`", file=sys.stderr)
+    print(
+        f"mole: interrupted by {name}; continue with `{invoked.command('resume', sid)}`",
+        file=sys.stderr,
+    )
     return 143 if name == "SIGTERM" else 130
 
 
@@ -910,6 +935,7 @@ def cmd_materialize(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from assets.definitions import IN_PROCESS_RUN_TAGS, defs
+    from assets.driver import CLI_TAGS, SESSION_TAG
     from assets.partitions import SESSIONS
 
     graph = defs.resolve_asset_graph()
@@ -938,7 +964,7 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         instance=instance,
         partition_key=args.session,
         run_config=run_config,
-        tags=IN_PROCESS_RUN_TAGS,
+        tags={**IN_PROCESS_RUN_TAGS, **CLI_TAGS, SESSION_TAG: args.session},
         raise_on_error=False,
     )
     if not res.success:

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mole_dag import invoked
+
 NO_ROOM_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 # The C library's words for the two errnos (DuckDB and Dagster pass them on as text) and
 # SQLite's SQLITE_FULL.
@@ -46,7 +48,11 @@ class DiskFull(Exception):
         return "no space left on device" + (f" in {self.folder}" if self.folder else "")
 
     def line(self) -> str:
-        then = f"`mole resume {self.session_id}`" if self.session_id else "run the command again"
+        then = (
+            f"`{invoked.command('resume', self.session_id)}`"
+            if self.session_id
+            else "run the command again"
+        )
         return f"{self.reason()}: free some space, then {then}"
 
 

@@ -86,6 +86,13 @@ def next_step(run: Run) -> Step | None:
     return _after_rounds(run)
 
 
+def next_round_number(run: Run) -> int:
+    """The number the session's next round has: the round it was stopped in (it is finished,
+    not started anew), else the one after its last."""
+    state = round_state(run)
+    return state.rounds if state.unfinished and state.rounds else state.rounds + 1
+
+
 def resume_point(run: Run) -> Step:
     """Where an interrupted session picks up, derived from what the store holds: the report
     if it had reached it (the escrow released); the round it was stopped in (a round with no
@@ -117,16 +124,19 @@ def drive(
     first: Step | None = None,
     announce: Callable[[Step, int], None] | None = None,
     with_report: bool = True,
+    first_round: int = 1,
 ) -> Driven[R, F]:
     """Run rounds while `decide` says one is due, then the report. A step returns its result,
     or None when it failed (the drive stops there). `first` replaces the first decision (`mole
-    resume` starts where the session left off). `announce(step, rounds_so_far)` runs before
-    each step (the CLI's progress lines)."""
+    resume` starts where the session left off). `announce(step, round_number)` runs before
+    each step (the CLI's progress lines); `first_round` is the session's number for the first
+    round this drive runs (next_round_number: a resumed session's rounds go on from where it
+    stopped, not from 1)."""
     out: Driven[R, F] = Driven()
     step = first if first is not None else decide()
     while step == "round":
         if announce is not None:
-            announce("round", len(out.rounds) + 1)
+            announce("round", first_round + len(out.rounds))
         got = round()
         if got is None:
             out.failed = True
@@ -136,7 +146,7 @@ def drive(
     out.last = step
     if step == "report" and with_report:
         if announce is not None:
-            announce("report", len(out.rounds))
+            announce("report", first_round + len(out.rounds) - 1)
         got_report = report()
         if got_report is None:
             out.failed = True

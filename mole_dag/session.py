@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from mole_dag import invoked
 from mole_dag.actors.search_settings import (
     SearchSettings,
     save_for_session,
@@ -241,7 +242,7 @@ def check_rerun(store: Store, previous_id: str) -> SessionRow:
     if row.status in OPEN:
         raise RerunRefused(
             f"session {previous_id} is {row.status}: re-run it once it has finished "
-            f"(`mole resume {previous_id}` finishes an interrupted one)"
+            f"(`{invoked.command('resume', previous_id)}` finishes an interrupted one)"
         )
     return row
 

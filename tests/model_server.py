@@ -29,6 +29,22 @@ from mole_dag.verifier.extractive import judge_pair
 from mole_dag.verifier.prompts import GROUND_SYSTEM, JUDGE_SYSTEM
 
 
+def _frame_of(rationale: str) -> dict[str, object]:
+    """Subject, attribute and values from the extractive judge's rationale."""
+    subject = re.search(r"subject: ([^;]+)", rationale)
+    attribute = re.search(r"attribute: ([^;]+)", rationale)
+    values = (
+        re.search(r"different figures \((.+?) vs (.+?)\)", rationale)
+        or re.search(r"values: '(.+?)' vs '(.+?)'", rationale)
+        or re.search(r"opposite directions \((\S+) / (\S+)\)", rationale)
+    )
+    return {
+        "subject": subject.group(1) if subject else "",
+        "attribute": attribute.group(1) if attribute else "",
+        "values": [values.group(1), values.group(2)] if values else [],
+    }
+
+
 @dataclass
 class Reply:
     status: int = 200
@@ -371,9 +387,13 @@ class SimulatedModel:
             verdicts = []
             for m in _PAIR.finditer(user):
                 v = judge_pair(claims[m.group(2)], claims[m.group(3)])
-                verdict = {"index": int(m.group(1)), "relation": v.relation}
+                verdict: dict[str, object] = {"index": int(m.group(1)), "relation": v.relation}
                 if v.relation != "neither":  # as the prompt asks: no rationale for neither
                     verdict["rationale"] = v.rationale
+                if v.relation == "contradicts":
+                    # As the prompt asks (issue 31): subject, attribute and the two values,
+                    # read off the extractive judge's rationale, which names them.
+                    verdict.update(_frame_of(v.rationale))
                 verdicts.append(verdict)
             return json.dumps({"verdicts": verdicts})
         if skill == "write":

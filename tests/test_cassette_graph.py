@@ -65,6 +65,13 @@ def test_graph_is_exactly_as_planted(replayed: Store) -> None:
     for v in verdicts:
         assert v["confirmed"] is (None if v["decided_by"].startswith("rule:") else True)
     assert {v["decided_by"] for v in verdicts} == {"claude-haiku-4-5", "rule:identical-text"}
+    # Issue 31: the model's disputes name their subject, attribute and both values, and the
+    # stored rationale shows them (a supersession's says how far apart the two are instead).
+    why = s.scalar(
+        "SELECT rationale FROM claim_edges WHERE session_id = ? AND kind = 'contradicts'",
+        [SESSION_ID],
+    )
+    assert why.startswith("subject: ") and "; attribute: " in why and "; values: " in why
 
 
 def test_clusters_publishers_and_explanations(replayed: Store) -> None:

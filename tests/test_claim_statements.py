@@ -50,6 +50,7 @@ NOT_STATEMENTS = [
     ("2 +y1y2, with weakly related regressors.", "fragment"),
     ("1 n Yn j=1 zjz j −→ R (4) for some positive definite matrix R.", "equation"),
     ("Senior Vice President and Head of Research at the Example Foundation.", "heading"),
+    ("Ortiz and Lund Pumpkin Vignette | May 2, 2021 | 7 2.4.1.", "table"),
 ]
 
 STATEMENTS = [
@@ -69,6 +70,8 @@ STATEMENTS = [
     "If d + D ≤ 1, these models are fitted with c ≠ 0. Otherwise, we set c = 0.",
     "(19) They were chosen because they are tangential to the boundaries in t = 0.5.",
     "Apples, bananas, cherries, dates, figs and grapes were sold at the market that day.",
+    "Heron | 14",
+    "Growth | Yield | Both rose by 4 percent in the wet year.",
 ]
 
 

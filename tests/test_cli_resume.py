@@ -6,6 +6,7 @@ other stage and signal in tests/test_resume_any_stop.py: issue 34 merged the two
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -94,9 +95,12 @@ def test_sigint_stops_cleanly_and_resume_finishes(
         tail = [ln for ln in err.splitlines() if not ln.startswith(("  · ", "round ", "session "))]
         # Dagster's step machinery may take the signal first, and then the line does not
         # guess which one it was.
+        # The command as it was invoked (issue 33: `mole resume` where only the venv's
+        # script exists), so it can be pasted back.
+        again = shlex.join([MOLE, "resume", "s-int"])
         assert len(tail) == 1 and tail[0] in (
-            "mole: interrupted by SIGINT; continue with `mole resume s-int`",
-            "mole: interrupted by a signal; continue with `mole resume s-int`",
+            f"mole: interrupted by SIGINT; continue with `{again}`",
+            f"mole: interrupted by a signal; continue with `{again}`",
         ), err
         assert "Traceback" not in err and "Dagster" not in err
         store = Store(env)

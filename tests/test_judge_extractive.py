@@ -49,13 +49,23 @@ NO_DISPUTE = [
         "The distribution is symmetric about 0 for large samples.",
         "The mode of the gamma distribution is at 2 for large samples.",
     ),
-    # a negation whose frame differs (another population)
+    # a denial of a narrower claim (another population) than the one stated
     (
-        "The drug raises the risk of stroke in older adults.",
-        "The drug does not raise the risk of stroke in adults.",
+        "The drug raises the risk of stroke in adults.",
+        "The drug does not raise the risk of stroke in older adults.",
+    ),
+    # a negation whose frame differs (another outcome)
+    (
+        "The drug raises the risk of stroke in adults.",
+        "The drug does not raise the risk of dementia in adults.",
     ),
     # too thin a frame to name subject and attribute
     ("It was 5 in total.", "It was 7 in total."),
+    # a negation in a concession denies a quantity, not the statement
+    (
+        "Package pumpkin provides many of the growth methods, but not all.",
+        "The pumpkin package provides classes and growth methods for field data.",
+    ),
 ]
 
 
@@ -93,6 +103,16 @@ def test_a_negation_names_what_is_negated() -> None:
     assert "'classified' vs 'no longer classified'" in v.rationale
 
 
+def test_a_denial_of_what_the_other_states_with_more_detail() -> None:
+    # What the second states (with a place and a period) implies what the first denies.
+    v = judge_pair(
+        "The Rhone glacier is not retreating.",
+        "Satellite images show the Rhone glacier retreating by 30 metres a year in the Alps.",
+    )
+    assert v.relation == "contradicts"
+    assert "'retreating' vs 'not retreating'" in v.rationale
+
+
 def test_a_direction_dispute() -> None:
     v = judge_pair(
         "The seal population of the bay has been growing since the ban.",
@@ -107,3 +127,27 @@ def test_the_same_things_with_different_entities_are_not_duplicates() -> None:
     a = "R package version 2.4-1, URL http://CRAN.R-project.org/package=pumpkin."
     b = "R package version 2.4-1, URL http://CRAN.R-project.org/package=squash."
     assert judge_pair(a, b).relation == "neither"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        # one range, dashed two ways
+        (
+            "It is very likely (90-99% probability) that the dam raised the river by 2-3 metres.",
+            "It is very likely (90–99% probability) that the dam raised the river by 2–3 metres.",
+        ),
+        # two dates heading two events: when each held, not two values of one
+        (
+            "1931/1932: the lake turned to a 'low' phase.",
+            "1968/1969: the lake turned to a 'low' phase.",
+        ),
+        # two negations make a statement
+        (
+            "Genetic variation is a prerequisite for adaptation by selection.",
+            "Without genetic variation, there would be no adaptation by selection.",
+        ),
+    ],
+)
+def test_no_dispute_by_notation(a: str, b: str) -> None:
+    assert judge_pair(a, b).relation != "contradicts"

@@ -349,7 +349,8 @@ def test_dev_pdf_pages_agree_with_the_extractors_own_page_text() -> None:
 @pytest.mark.parametrize(
     ("sentence", "cause"),
     [
-        ("R> fit <- auto.arima(WWWusage)", "code"),
+        # A console prompt before the code: named as console output since issue 31.
+        ("R> fit <- auto.arima(WWWusage)", "console"),
         ("#ifdef _OPENMP #include <omp.h> #endif", "code"),
         (
             "cppFunction('int fib(int n) { if (n < 2) return n; return fib(n-1) + fib(n-2); }')",

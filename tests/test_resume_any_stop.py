@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -235,7 +236,9 @@ def test_stop_in_any_stage_then_resume_ends_as_if_never_stopped(
             tail = [
                 ln for ln in err.splitlines() if not ln.startswith(("  · ", "round ", "report"))
             ]
-            assert tail[-1] == f"mole: interrupted by SIGTERM; continue with `mole resume {SID}`"
+            # The command as it was invoked, to paste back (issue 33).
+            again = shlex.join([MOLE, "resume", SID])
+            assert tail[-1] == f"mole: interrupted by SIGTERM; continue with `{again}`"
             assert "Traceback" not in err
         code, _out, resumed = _in_process(env, ["resume", SID, "--no-report-print"])
     assert code == 0, resumed

@@ -7,8 +7,9 @@ import hashlib
 from typing import Any
 
 from mole_dag.actors.local import LOCATOR
+from mole_dag.actors.origin import Origin, read_origin
 from mole_dag.chunk import chunk_text
-from mole_dag.core import Document, stable_id
+from mole_dag.core import Document, SourceClass, stable_id
 from mole_dag.publisher import publisher_of
 from mole_dag.store import q, utcnow
 from mole_dag.store.records import scalar
@@ -47,6 +48,16 @@ def store_source(
     now = utcnow()
     ids = {"doi": doc.doi, "pmid": doc.pmid, "pmcid": doc.pmcid, "arxiv_id": doc.arxiv_id}
     source_id = stable_id(session_id, doc.url, prefix="src-")
+    publisher = publisher_of(doc.url, **ids)
+    source_class = class_of(doc.url, **ids)
+    origin: Origin | None = None
+    if doc.url.startswith("file:") and source_class == SourceClass.UNKNOWN:
+        # A file in a local folder has no domain to classify it or count its publisher by:
+        # both are read from the document itself (issue 31), with where each was found.
+        origin = read_origin(doc)
+        source_class = origin.source_class
+        if origin.publisher and publisher == "local-corpus":
+            publisher = origin.publisher
     data = doc.text.encode("utf-8")
     cur.execute(
         q("source_insert"),
@@ -55,12 +66,12 @@ def store_source(
             "session_id": session_id,
             "url": doc.url,
             "title": doc.title or None,
-            "publisher": publisher_of(doc.url, **ids),
+            "publisher": publisher,
             "publisher_name": doc.publisher,
             "author": doc.author,
             "published": doc.published,
             **ids,
-            "source_class": str(class_of(doc.url, **ids)),
+            "source_class": str(source_class),
             "actor": actor,
             "provider_supplied": doc.provider_supplied,
             "content_sha256": hashlib.sha256(data).hexdigest(),
@@ -71,6 +82,8 @@ def store_source(
             "last_modified": doc.metadata.get("last_modified"),
         },
     )
+    if origin is not None:
+        cur.execute(q("source_origin_set"), {"id": source_id, "origin": origin.explanation()})
     spans = chunk_text(doc.text)
     if spans:
         # One statement for the page's chunks, not one per chunk (issue 12).

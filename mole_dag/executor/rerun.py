@@ -307,6 +307,9 @@ def _copy_source(cur: Any, sid: str, old_source_id: str, known: dict[str, str]) 
         )
     }
     cur.execute(q("source_insert"), {**params, "id": new_id, "session_id": sid, "now": utcnow()})
+    if row.get("origin"):
+        # Where its class and publisher were read from (issue 31), carried with the source.
+        cur.execute(q("source_origin_set"), {"id": new_id, "origin": row["origin"]})
     chunks = fetch_all_named(cur, q("source_copy_chunks"), {"source_id": old_source_id})
     if chunks:
         cur.execute(

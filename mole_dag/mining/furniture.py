@@ -228,6 +228,8 @@ def has_verb(text: str) -> bool:
     # A typographic apostrophe reads as the plain one: "That’s" is "that's".
     low = [t.lower().replace("\u2019", "'") for t in tokens]
     for i, w in enumerate(low):
+        if w == "may" and tokens[i][0].isupper() and low[i + 1 : i + 2] and low[i + 1].isdigit():
+            continue  # the month in a date ("May 2, 2021"), not the modal
         if w in _AUX or w in _PAST:
             return True
         if not w.isalpha():
@@ -465,6 +467,10 @@ def non_claim_reason(sentence: str) -> str | None:
         return "question"
     terminal = bool(_TERMINAL.search(s))
     if " | " in s:
+        # A row of three cells or more with no verb (issue 31): a running header or footer
+        # ("Authors Title | March 10, 2022 | 5") or a table's row, no statement.
+        if s.count(" | ") >= 2 and not has_verb(s):
+            return "table"
         # A table row: with a number it is data a miner can use; without, a header row.
         return None if re.search(r"\d", s) else "heading"
     low = [t.lower() for t in tokens]

@@ -55,6 +55,25 @@ def render_trace(store: Store, session_id: str) -> str:
                 out.append(f"        = {m['claim_id']}{at(m['claim_id'])} ({m['publisher']})")
     out.append("")
 
+    # Where each source's class and publisher came from (issue 31): a local document's are read
+    # from the document itself; a web page's from its URL.
+    sources = store.named("trace_sources", p)
+    out.append(f"sources ({len(sources)})")
+    for s in sources:
+        out.append(
+            f"  {s['source_class']:<13} {_short(s['title'] or s['url'], 70)}  "
+            f"publisher {one_line(s['publisher'])}, {s['claims']} claims"
+        )
+        out.append(
+            "        "
+            + (
+                _short(s["origin"], 160)
+                if s["origin"]
+                else "class and publisher from its address (" + _short(s["url"], 80) + ")"
+            )
+        )
+    out.append("")
+
     edges = store.named("trace_edges", p)
     out.append(f"edges ({len(edges)})")
     for e in edges:

@@ -112,8 +112,12 @@ def _tokens(text: str) -> list[_Token]:
             )
             # A year in parentheses or after a name is a citation's: part of which work is meant.
             cited = _YEAR.match(low) is not None and (in_parens or named)
-            kind = "entity" if named or cited else "value"
-            out.append(_Token(word, kind, low))
+            # A figure heading the claim before a colon ("1924/1925: the index changed ...")
+            # is when or where it holds, a condition of the claim, not its value.
+            label = i < 3 and piece.endswith(":")
+            kind = "entity" if named or cited or label else "value"
+            # One figure however its range is dashed: "95-100%" is "95–100%".
+            out.append(_Token(word, kind, re.sub("[\u2010-\u2015\u2212]", "-", low)))
         elif low in NEGATIONS or (low == "longer" and prev is not None and prev.key == "no"):
             out.append(_Token(word, "negation", low))
         elif (
@@ -144,7 +148,9 @@ def _frame(text: str) -> _Frame:
         content=Counter(t.key for t in toks if t.kind == "content"),
         entities=frozenset(t.key for t in toks if t.kind == "entity"),
         values=frozenset(t.key for t in toks if t.kind == "value"),
-        negated=any(t.kind == "negation" for t in toks),
+        # Two negations make a statement ("Without variation there would be no evolution").
+        # "no longer" is one negation.
+        negated=sum(1 for t in toks if t.kind == "negation" and t.key != "longer") % 2 == 1,
         question=text.rstrip().rstrip(_PUNCT[:7]).endswith("?"),
     )
 
@@ -208,6 +214,18 @@ def _main_clause(text: str) -> str | None:
     return text[: m.start()] if m else None
 
 
+def _negation(neg: _Frame) -> str:
+    """The rationale of a negation: the subject, what is negated, and both values."""
+    at = _index(neg, "negation")
+    word = " ".join(t.text for t in neg.tokens if t.kind == "negation")
+    after = [t.text for t in neg.tokens[at + 1 :] if t.kind in ("content", "entity")]
+    head = after[0] if after else "-"
+    return (
+        f"subject: {_subject(neg, at)}; attribute: {' '.join(after[:5]) or '-'}; values: "
+        f"'{head}' vs '{word} {head}' (one states it, the other negates it)"
+    )
+
+
 def _dispute(a: str, b: str) -> str | None:
     """Why `a` and `b` contradict, naming subject, attribute and both values, or None: over
     the whole claims, else over their main clauses when both have a reason or a concession
@@ -221,10 +239,41 @@ def _dispute(a: str, b: str) -> str | None:
     return why
 
 
+def _denies(text: str, f: _Frame) -> bool:
+    """Whether a negated claim denies its main statement: the negation stands in its main
+    clause ("is not accelerating"), not in a concession after it ("provides many of the
+    methods, but not all"), and a content word follows it (what is denied; "not all" denies a
+    quantity, which is no statement's opposite)."""
+    main = _main_clause(text)
+    if main is not None and not _frame(main).negated:
+        return False
+    at = _index(f, "negation")
+    return any(t.kind in ("content", "entity") for t in f.tokens[at + 1 :])
+
+
 def _dispute_in(a: str, b: str) -> str | None:
     fa, fb = _frame(a), _frame(b)
     if fa.question or fb.question or _different_cases(a, b):
         return None
+    if fa.negated != fb.negated and not _denies(a if fa.negated else b, fa if fa.negated else fb):
+        # The negation is in a concession or denies nothing a statement says: no dispute by
+        # negation, and the polarity differs, so none by a figure or a direction either.
+        return None
+    if fa.negated != fb.negated:
+        neg, pos = (fa, fb) if fa.negated else (fb, fa)
+        # The negated claim's whole frame (its content words, entities and figures) is in the
+        # other, which states it with more detail ("sea-level rise is not accelerating" against
+        # "accelerated sea-level rise detected in the altimeter era"): the other implies what
+        # the first denies. The other way round ("does not raise the risk in older adults"
+        # against "raises the risk in adults") the denial is of a narrower claim: no edge.
+        frame = len(neg.content_terms() - _DIRECTIONAL) + len(neg.entities)
+        if (
+            frame >= MIN_SHARED_FRAME
+            and neg.content_terms() <= pos.content_terms()
+            and neg.entities <= pos.entities
+            and neg.values <= pos.values
+        ):
+            return _negation(neg)
     # Different entities, citations, places or versions: two things, not one disputed.
     if fa.entities != fb.entities:
         return None
@@ -236,16 +285,7 @@ def _dispute_in(a: str, b: str) -> str | None:
     if not only_a and not only_b:
         va, vb = fa.values - fb.values, fb.values - fa.values
         if fa.negated != fb.negated and not va and not vb:
-            neg = fa if fa.negated else fb
-            at = _index(neg, "negation")
-            word = " ".join(t.text for t in neg.tokens if t.kind == "negation")
-            after = [t.text for t in neg.tokens[at + 1 :] if t.kind in ("content", "entity")]
-            attr = " ".join(after[:5]) or "-"
-            head = after[0] if after else "-"
-            return (
-                f"subject: {_subject(neg, at)}; attribute: {attr}; values: '{head}' vs "
-                f"'{word} {head}' (one states it, the other negates it)"
-            )
+            return _negation(fa if fa.negated else fb)
         if va and vb and fa.negated == fb.negated:
             ia = _index(fa, "value", va)
             ib = _index(fb, "value", vb)

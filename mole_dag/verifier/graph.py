@@ -24,7 +24,14 @@ from mole_dag.store.records import ClaimRow
 from mole_dag.verifier.followups import ClaimInfo, FollowUp, propose
 from mole_dag.verifier.judge import DEFAULT_BATCH_SIZE, Judged, judge_pairs
 from mole_dag.verifier.relations import CONTRADICTS, DUPLICATE_OF, NEITHER
-from mole_dag.verifier.retriever import DEFAULT_MAX_CANDIDATES, ClaimText, Pair, candidate_pairs
+from mole_dag.verifier.retriever import (
+    DEFAULT_MAX_CANDIDATES,
+    ClaimText,
+    Pair,
+    candidate_pairs,
+    meaning_candidate_pairs,
+    pairing,
+)
 
 STAGE = "claim_edges"
 # How far apart two publication dates must be before a contradiction reads as staleness rather
@@ -200,9 +207,9 @@ def _build_edges(
         Pair(r["a_claim_id"], r["b_claim_id"])
         for r in store.named("judged_pairs", {"session_id": sid})
     }
-    pairs = candidate_pairs(
-        [ClaimText(c.id, c.text) for c in claims], targets, judged_before, max_candidates
-    )
+    # By words unless MOLE_PAIRING=meaning (retriever.pairing, issue 31).
+    pick = meaning_candidate_pairs if pairing() == "meaning" else candidate_pairs
+    pairs = pick([ClaimText(c.id, c.text) for c in claims], targets, judged_before, max_candidates)
     result.pairs_retrieved = len(pairs)
 
     verdicts: list[Judged] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -294,4 +295,63 @@ def candidate_pairs(
                 out[pair] = None
     # In retrieval order (pool order, then similarity), which is content order: sorting by id
     # would order the judge's batches by hashes of the session id.
+    return list(out)
+
+
+# Issue 31: how candidate pairs are chosen. "words" (the default) ranks a claim's candidates by
+# the cosine of their IDF-weighted words; "meaning" by the cosine of their sentence vectors
+# (mole_dag.meaning), so two claims about the same thing in other words ("The polar bear
+# population has been growing" / "... subpopulations, one is in decline, two are increasing")
+# meet, and two that only share a figure's shape or a citation's words need not. The cap per
+# claim, the batching and the budget are the same either way. Off by default until measured on
+# sessions: the model costs an embedding of every claim, and the cassette tests key recorded
+# answers on the words' pairs.
+PAIRING_ENV = "MOLE_PAIRING"
+PAIRINGS = ("words", "meaning")
+
+
+def pairing() -> str:
+    """The pairing this process uses: MOLE_PAIRING=meaning, else words."""
+    got = os.environ.get(PAIRING_ENV, "").strip().lower()
+    return got if got in PAIRINGS else "words"
+
+
+def meaning_candidate_pairs(
+    pool: Sequence[ClaimText],
+    target_ids: set[str],
+    judged: set[Pair],
+    k: int = DEFAULT_MAX_CANDIDATES,
+) -> list[Pair]:
+    """`candidate_pairs` by meaning: up to k per target claim, chosen by meaning and words
+    together (below), canonical, deduplicated, never one already judged, in retrieval order."""
+    if k < 0:
+        raise ValueError("k must be at least 0")
+    targets = [i for i, c in enumerate(pool) if c.id in target_ids]
+    if not targets or k == 0 or len(pool) < 2:
+        return []
+    # Imported here: numpy and onnxruntime load only when a session pairs by meaning.
+    import numpy as np
+
+    from mole_dag.meaning import embedder
+
+    vectors = embedder().embed([c.text for c in pool])
+    words = LexicalRetriever(pool)
+    out: dict[Pair, None] = {}
+    for i in targets:
+        sims = vectors @ vectors[i]
+        sims[i] = -np.inf
+        # Who may be a candidate: the k nearest in meaning and the k nearest in words. Among
+        # them the sum of both cosines decides, so a pair close in meaning and in words comes
+        # first, one close in meaning alone (a refutation worded apart) can still take a slot
+        # from one close in words alone (a shared figure's shape), and the cap stays k.
+        # The claim itself sorts last (-inf); a pool smaller than k would reach it.
+        near = [j for j in np.argsort(-sims, kind="stable")[:k].tolist() if j != i]
+        near += [j for j, _ in words.candidates(i, k) if j not in near]
+        scored = [(float(sims[j]) + words.similarity(i, j), j) for j in near]
+        # Ties by pool position: the caller's content order, not ids that hash the session.
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        for _, j in scored[:k]:
+            pair = Pair.of(pool[i].id, pool[j].id)
+            if pair not in judged:
+                out[pair] = None
     return list(out)

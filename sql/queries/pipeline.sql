@@ -122,6 +122,17 @@ VALUES ($id, $session_id, $url, $title, $publisher, $publisher_name, $author, $p
         $pmid, $pmcid, $arxiv_id, $source_class, $actor, $provider_supplied,
         $content_sha256, $byte_length, $now, $locator, $etag, $last_modified);
 
+-- name: source_origin_set
+UPDATE sources SET origin = $origin WHERE id = $id;
+
+-- name: trace_sources
+SELECT s.id, s.url, s.title, s.publisher, s.source_class, s.origin, count(c.id) AS claims
+FROM sources s
+JOIN claims c ON c.source_id = s.id
+WHERE s.session_id = $session_id
+GROUP BY s.id, s.url, s.title, s.publisher, s.source_class, s.origin
+ORDER BY s.url;
+
 -- name: chunk_insert
 INSERT INTO chunks (id, session_id, source_id, ordinal, byte_start, byte_end, text)
 VALUES ($id, $session_id, $source_id, $ordinal, $byte_start, $byte_end, $text);
