@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -136,6 +137,18 @@ def _as_process(env: dict[str, str]) -> Iterator[None]:
         yield
 
 
+def _wait_for_held(model: HeldModel, proc: subprocess.Popen[str], what: str) -> None:
+    """Until the held request arrives; a process that ends first (it failed) fails the test
+    with its stderr at once, instead of after WAIT_S."""
+    deadline = time.monotonic() + WAIT_S
+    while not model.arrived.wait(1.0):
+        if proc.poll() is not None:
+            _out, err = proc.communicate()
+            pytest.fail(f"`mole research` exited {proc.returncode} before {what}: {err}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} arrived in {WAIT_S}s")
+
+
 def _in_process(env: dict[str, str], argv: list[str]) -> tuple[int, str, str]:
     """`mole <argv>` run to its end in this process: its exit code, stdout and stderr."""
     import io
@@ -213,7 +226,7 @@ def test_stop_in_any_stage_then_resume_ends_as_if_never_stopped(
         env["MOLE_PARALLEL"] = str(parallel)
         proc = _research(env)
         try:
-            assert model.arrived.wait(WAIT_S), f"no {skill} request #{nth} arrived"
+            _wait_for_held(model, proc, f"{skill} request #{nth}")
             # Requests of the stopped skill answered before the signal: never made again
             # (issue 29: a resume after SIGTERM made every mining call again).
             answered_before = sum(1 for r in server.by_skill(skill) if r.reply is not None)
