@@ -17,10 +17,14 @@ DEV_ARGS ?=
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstall when the dependency list changes.
+# Reinstall when the dependency list changes. setuptools tells every editable install of a
+# flat layout "Editable installation. Please be careful with folders in your working
+# directory..." as a warning, which pip passes on as a BuildBackendWarning: information about
+# setuptools, not about mole, so it is filtered out by its first words (issue 33).
+QUIET_INSTALL := PYTHONWARNINGS='ignore:Editable installation'
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(QUIET_INSTALL) $(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
 demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml

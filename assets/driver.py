@@ -14,7 +14,9 @@ The `research_driver` sensor is the safety net: a session started by materialisi
 scale-out profile (deploy/) it queues `research_round` / `research_report` runs instead, so
 each step runs on the cluster. It never touches sessions the CLI drives."""
 
+import json
 import os
+import time
 from typing import Any
 
 import dagster as dg
@@ -31,7 +33,7 @@ from mole_dag.driver import Step, drive, next_round_number, next_step
 from mole_dag.launch import LaunchError
 from mole_dag.redaction import redact
 from mole_dag.resources import StoreResource
-from mole_dag.session import SessionMissing, stop_session
+from mole_dag.session import SessionMissing, session_exists, stop_session
 from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, StoreError, q
 from mole_dag.store.records import SessionRow
@@ -48,6 +50,12 @@ SESSION_TAG = "mole/session"
 # and the UI's alike, so the tag says it.
 CLI_TAGS = {"mole/launched_by": "cli"}
 UI_TAGS = {"mole/launched_by": "ui"}
+
+# How long a partition with no session in the store and no run may stay before the sensor
+# removes it. The UI adds a partition when "Add a partition" is clicked, before its launch is
+# configured; a launch the launchpad then refuses (or one never made) left it in the list for
+# good (issue 33). A guess, flagged as one: longer than anyone takes to fill in the launchpad.
+ORPHAN_AFTER_S = 600.0
 
 ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -72,6 +80,28 @@ def _busy(instance: dg.DagsterInstance, sid: str) -> bool:
         if instance.get_runs(filters=dg.RunsFilter(tags={tag: sid}, statuses=ACTIVE), limit=1):
             return True
     return False
+
+
+def sweep_orphan_partitions(
+    instance: dg.DagsterInstance, store: Store, first_seen: dict[str, float], now: float
+) -> tuple[list[str], dict[str, float]]:
+    """Remove session partitions that name no session in the store and never had a run, once
+    they have been seen so for ORPHAN_AFTER_S. Returns the keys removed and the first-seen
+    times of those still waiting (the sensor's cursor)."""
+    removed: list[str] = []
+    waiting: dict[str, float] = {}
+    for key in instance.get_dynamic_partitions(SESSIONS):
+        if session_exists(store, key) or _busy(instance, key):
+            continue
+        if instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": key}), limit=1):
+            continue  # it ran: a failed launch is the run's record to keep, not an orphan
+        since = first_seen.get(key, now)
+        if now - since >= ORPHAN_AFTER_S:
+            instance.delete_dynamic_partition(SESSIONS, key)
+            removed.append(key)
+        else:
+            waiting[key] = since
+    return removed, waiting
 
 
 def _session(store: Store, sid: str) -> SessionRow | None:
@@ -113,7 +143,7 @@ def step_observation(sid: str, kind: str, res: dg.ExecuteInProcessResult) -> dg.
     metadata: dict[str, Any] = {
         "step": kind,
         "run": dg.MetadataValue.dagster_run(res.run_id),
-        "succeeded": res.success,
+        "success": res.success,
     }
     for ev in res.get_asset_materialization_events() if res.success else []:
         mat = ev.materialization
@@ -286,6 +316,17 @@ def make_research_driver(*, in_process: bool) -> dg.SensorDefinition:
             yield dg.SkipReason(f"store busy: {exc}")
             return
         try:
+            try:
+                first_seen = json.loads(context.cursor or "{}")
+            except ValueError:
+                first_seen = {}
+            _removed, waiting = sweep_orphan_partitions(
+                context.instance,
+                st,
+                first_seen if isinstance(first_seen, dict) else {},
+                time.time(),
+            )
+            context.update_cursor(json.dumps(waiting, sort_keys=True))
             sessions = [r["id"] for r in st.named("sessions_driven_by_dagster")]
             requested = 0
             for sid in sessions:

@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--corpus",
         metavar="DIR",
-        help="folder of .html/.md/.txt documents for the local search provider "
+        help="folder of .pdf/.html/.md/.txt documents for the local search provider "
         "(default: the bundled demo corpus)",
     )
     r.add_argument(

@@ -170,6 +170,11 @@ _LEADING_BULLET = re.compile(
 )
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """`n` and the noun in the number it takes: "1 lead", "2 leads", "1 sub-question"."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def strip_bullet(text: str) -> str:
     """`text` without a leading bullet glyph (and the space after it)."""
     return _LEADING_BULLET.sub("", text, count=1)

@@ -59,12 +59,15 @@ def reference_candidate_pairs(
     k: int = DEFAULT_MAX_CANDIDATES,
 ) -> list[Pair]:
     retriever = ReferenceRetriever(pool)
-    out: dict[Pair, None] = {}
+    done = {Pair.of(p.a, p.b) for p in judged}
+    out: dict[Pair, Pair] = {}
     for i, claim in enumerate(retriever.pool):
         if claim.id not in target_ids:
             continue
         for j, _ in retriever.candidates(i, k):
-            pair = Pair.of(claim.id, retriever.pool[j].id)
-            if pair not in judged:
-                out[pair] = None
-    return list(out)
+            key = Pair.of(claim.id, retriever.pool[j].id)
+            if key not in done and key not in out:
+                # In pool order, as the judge is shown it (issue 33).
+                first, second = sorted((i, j))
+                out[key] = Pair(retriever.pool[first].id, retriever.pool[second].id)
+    return list(out.values())

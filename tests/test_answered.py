@@ -148,25 +148,14 @@ def test_an_adjective_of_origin_is_not_a_name_the_sources_must_use() -> None:
     assert got.answered, got.basis
 
 
-def test_a_question_whose_words_the_sources_never_use_is_not_answered() -> None:
-    # A control question over pages on other topics names nothing capitalised: "At what
-    # temperature does liquid nitrogen boil?" was answered with a quote about "the boil the
-    # oceans approach". No page read says "liquid" or "nitrogen".
-    stats = _stats("The team chose to boil the oceans at that temperature in Python 3.")
-    q = Query.of("At what temperature does liquid nitrogen boil?", stats)
-    got = decide([q], stats, [_cand(1, Evidence(0.5, 0.0, 0.0, True, False))])
-    assert not got.answered and "“liquid” or “nitrogen”" in got.basis
-    # One paraphrased word is no reason to decline, even when it weighs a third of a short
-    # question (seen: "Does green tea affect sleep and stroke risk?" over pages that say
-    # "raises the risk" was declined for "affect").
-    stats = _stats("Green tea in the evening raises the risk of poor sleep.", "stroke")
-    q = Query.of("Does green tea affect sleep and stroke risk?", stats)
-    assert decide([q], stats, [_cand(1, Evidence(0.5, 0.0, 0.0, False, False))]).answered
-    stats = _stats("The cartoonist drew a critique of the millennial narrative for a CNN spot.")
-    q = Query.of(
-        "Which cartoonist's critique of the millennial narrative earned a CNN spot?", stats
-    )
-    assert decide([q], stats, [_cand(1, Evidence(0.5, 0.0, 0.0, True, False), "cnn")]).answered
+def test_words_the_sources_say_otherwise_do_not_decline_a_question() -> None:
+    # Issue 30 retired the absent-words decline: over questions nobody tuned on it declined
+    # answerable ones whose pages say them in other words ("cost" for "budget", "overturned"
+    # for "strike down"). A question is declined for what it names, not for its wording.
+    stats = _stats("The film cost about 160 million dollars to make, Netflix said.", "irishman")
+    q = Query.of("What was the budget of the Netflix mob film The Irishman?", stats)
+    got = decide([q], stats, [_cand(1, Evidence(0.3, 0.1, 0.0, True, False), "irishman")])
+    assert got.answered, got.basis
 
 
 def test_a_finding_without_the_kind_of_answer_asked_for_does_not_answer() -> None:
@@ -303,12 +292,13 @@ def test_unanswerable_question_is_declined_and_nothing_is_cited_as_the_answer(
     assert "[" not in answer.replace("\\[", "")  # no citation: no quote given as the answer
     reading = read(md)
     assert reading.ok, reading.uncited
-    other = ("Answer", "Disputed", "Superseded", "Local data", "Sources", "Spend")
+    other = ("Answer", "Disputed", "Superseded", "Local data", "Sources", "Not read", "Spend")
     listed = [s for s in reading.sections if s not in other]
     if listed:
         # What was found stays below, headed as related rather than answering.
         assert answer.splitlines()[0] == not_answered(sources)
-        assert all(s.startswith(RELATED_PREFIX) for s in listed), reading.sections
+        # (The question's own section is headed "Related findings" alone: issue 33.)
+        assert all(s.startswith(RELATED_PREFIX.rstrip(": ")) for s in listed), reading.sections
     else:
         # Or nothing on the pages came near enough to be mined, and the report says so.
         assert answer.startswith("No finding to report") and "bore on the question" in answer

@@ -107,13 +107,15 @@ def test_recorded_claude_session_replays_through_dagster(
         instance.dispose()
 
 
-def test_replaying_under_another_session_id_misses(
+def test_replaying_under_another_session_id_asks_the_same(
     dagster_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = research_args("--provider", "cassette", "--cassette", str(CASSETTE))
+    """The same work makes the same requests whatever the session is called (issue 33): the
+    judge was shown each pair in id order, and ids hash the session id, so a replay under
+    another id missed."""
+    args = research_args("--provider", "cassette", "--cassette", str(CASSETTE), "--quiet")
     args[args.index("--session-id") + 1] = "some-other-id"
-    assert cli.main(args) == cli.EXIT_FAILED
-    assert "record it again" in capsys.readouterr().err
+    assert cli.main(args) == 0, capsys.readouterr().err
 
 
 def test_record_via_cli_then_replay(

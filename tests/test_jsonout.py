@@ -101,7 +101,14 @@ def test_parse_judge_keeps_valid_first_indices() -> None:
     text = json.dumps(
         {
             "verdicts": [
-                {"index": 0, "relation": "contradicts", "rationale": "opposite"},
+                {
+                    "index": 0,
+                    "relation": "contradicts",
+                    "subject": "green tea",
+                    "attribute": "effect on sleep",
+                    "values": ["disturbs it", "improves it"],
+                    "rationale": "opposite",
+                },
                 {"index": "1", "relation": "supports"},
                 {"index": 0, "relation": "neither"},  # a second verdict for 0 is ignored
                 {"index": 7, "relation": "neither"},  # out of range

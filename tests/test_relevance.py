@@ -192,7 +192,7 @@ def test_progress_says_when_a_round_runs_follow_ups_only() -> None:
     )
     assert plan_progress(1, 3, 3, 3) == "round 1: planned 3 sub-questions, 3 leads"
     assert plan_progress(2, 1, 1, 2) == (
-        "round 2: planned 1 sub-questions, 1 leads, plus 1 follow-up lead"
+        "round 2: planned 1 sub-question, 1 lead, plus 1 follow-up lead"
     )
 
 
@@ -339,24 +339,16 @@ def _negation_scores() -> tuple[float, float]:
     return _two_scores(NEG_Q, NEG_ANSWER, NEG_DECOY)
 
 
-def test_a_question_asked_in_the_negative_prefers_a_sentence_that_says_not() -> None:
+def test_a_negation_is_no_cue_even_for_a_question_asked_in_the_negative() -> None:
+    # Issue 30 retired the negation cue (BENCHMARKS.md, the rules switched off one at a time):
+    # fitted on one DEV question, it moved no unseen one.
     answer, decoy = _negation_scores()
-    assert answer > decoy
-    assert score(*_neg_query(), NEG_ANSWER).cue
+    assert answer <= decoy
+    assert not score(*_neg_query(), NEG_ANSWER).cue
 
 
 def _neg_query() -> tuple[Query, TermStats]:
     return _query(NEG_Q, NEG_ANSWER, NEG_DECOY)
-
-
-def test_without_the_negation_cue_the_sentence_with_more_words_wins(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import mole_dag.mining.relevance as relevance
-
-    monkeypatch.setattr(relevance, "NEGATION_CUE", False)
-    answer, decoy = _negation_scores()
-    assert answer <= decoy
 
 
 def test_a_question_asked_plainly_takes_no_negation_cue() -> None:

@@ -130,10 +130,11 @@ def test_ties_go_to_the_earlier_claim_in_pool_order() -> None:
     ]
     got = LexicalRetriever(pool).candidates(0, 3)
     assert [j for j, _ in got] == [1, 2, 3]
+    # Each pair in pool order, as the judge is shown it, not in id order (issue 33).
     assert candidate_pairs(pool, {"z"}, set(), 3) == [
-        Pair("y", "z"),
-        Pair("x", "z"),
-        Pair("w", "z"),
+        Pair("z", "y"),
+        Pair("z", "x"),
+        Pair("z", "w"),
     ]
 
 

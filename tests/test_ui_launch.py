@@ -134,6 +134,8 @@ def test_ui_launch_refuses_what_the_cli_refuses_in_the_same_words(
         assert not result.success
         failure = next(e for e in result.all_events if e.is_step_failure)
         assert failure.step_failure_data.user_failure_data.description == str(expected.value)
+        # No empty partition left in the UI's list for a session that does not exist (issue 33).
+        assert not instance.has_dynamic_partition(SESSIONS, sid)
     with Store(db) as st:
         assert st.scalar("SELECT count(*) FROM sessions") == 0, "a refused launch writes nothing"
 

@@ -24,6 +24,7 @@ from mole_dag.executor import leases
 from mole_dag.executor.ingest import store_source
 from mole_dag.store import q, utcnow
 from mole_dag.store.dead_ends import store_dead_end
+from mole_dag.text import plural
 
 log = logging.getLogger("mole.executor")
 STAGE = "fetched_chunks"
@@ -68,7 +69,14 @@ def is_fetch_error(exc: BaseException) -> bool:
 class ExecResult:
     leads_run: int = 0
     new_sources: int = 0
+    # Sources the leads found that the session had stored already (an earlier round's, or
+    # another lead's): mined for these leads too, but not new (issue 33: "0 new sources" and
+    # then "mined 13 claims from 17 distinct sources" read as a contradiction).
+    found_again: int = 0
     new_chunks: int = 0
+    # The distinct sources behind the two counts above (a source two leads found is one).
+    new_ids: set[str] = field(default_factory=set)
+    seen_ids: set[str] = field(default_factory=set)
     dead_ends: int = 0
     leases_requeued: int = 0
     failed_leads: int = 0
@@ -117,7 +125,7 @@ class _Writer:
         if not batch and not len(self.free):
             return
 
-        def write(cur: Any) -> list[tuple[int, int, int]]:
+        def write(cur: Any) -> list[tuple[set[str], set[str], int, int]]:
             known = dict(
                 cur.execute(q("source_urls"), {"session_id": self.run.session_id}).fetchall()
             )
@@ -143,16 +151,21 @@ class _Writer:
                 self._pending[:0] = batch
             raise
         with self.lock:
-            for n_src, n_chunks, n_dead in counts:
-                self.result.new_sources += n_src
+            for new_ids, seen_ids, n_chunks, n_dead in counts:
+                self.result.new_ids |= new_ids
+                self.result.seen_ids |= seen_ids
+                self.result.new_sources = len(self.result.new_ids)
+                self.result.found_again = len(self.result.seen_ids - self.result.new_ids)
                 self.result.new_chunks += n_chunks
                 self.result.dead_ends += n_dead
 
     def _write(
         self, cur: Any, o: _Outcome, known: dict[str, str], links: list[dict[str, Any]]
-    ) -> tuple[int, int, int]:
+    ) -> tuple[set[str], set[str], int, int]:
         sid, lease = self.run.session_id, o.lease
-        n_src = n_chunks = n_dead = 0
+        new_ids: set[str] = set()
+        seen_ids: set[str] = set()
+        n_chunks = n_dead = 0
         for item in o.items:
             if isinstance(item, DeadEnd):
                 store_dead_end(
@@ -171,7 +184,7 @@ class _Writer:
                 source_id, chunks = got, 0
             else:
                 source_id, chunks = store_source(cur, sid, o.actor, item.document, known)
-            n_src += 1 if chunks else 0
+            (new_ids if chunks else seen_ids).add(source_id)
             n_chunks += chunks
             # Written with the batch's other links, in one statement, after its sources.
             links.append(
@@ -191,7 +204,7 @@ class _Writer:
             # read the same table.
             n_dead += 1
         leases.finish_in(cur, lease, o.status)
-        return n_src, n_chunks, n_dead
+        return new_ids, seen_ids, n_chunks, n_dead
 
 
 def _run_lead(
@@ -282,8 +295,10 @@ def execute_leads(run: Run, workers: int = DEFAULT_WORKERS) -> ExecResult:
 
         reread_previous(run)
     result.lead_ids.sort()
+    again = f" ({result.found_again} found again)" if result.found_again else ""
     run.progress(
-        f"executed {result.leads_run} leads: {result.new_sources} new sources, "
-        f"{result.new_chunks} chunks, {result.dead_ends} dead ends"
+        f"executed {plural(result.leads_run, 'lead')}: "
+        f"{plural(result.new_sources, 'new source')}{again}, "
+        f"{plural(result.new_chunks, 'chunk')}, {plural(result.dead_ends, 'dead end')}"
     )
     return result

@@ -25,7 +25,7 @@ from mole_dag.skills.unreadable import write_unreadable
 from mole_dag.store import q, utcnow
 from mole_dag.store.dead_ends import store_dead_end
 from mole_dag.store.records import ChunkRow, LeadClaimsRow, LeadSourceRow, fetch_all
-from mole_dag.text import sentence_spans, strip_bullet
+from mole_dag.text import plural, sentence_spans, strip_bullet
 
 log = logging.getLogger("mole.mine")
 STAGE = "mined_claims"
@@ -458,8 +458,8 @@ def _mine_claims(run: Run, free: FreeCallBatch) -> MineResult:
     failed = f", {result.failed_calls} mining calls failed" if result.failed_calls else ""
     sources = len({w.source_id for w in work})
     run.progress(
-        f"mined {result.claims} claims from {sources} distinct source"
-        f"{'s' if sources != 1 else ''} ({sum(result.discarded.values())} discarded by the quote "
+        f"mined {plural(result.claims, 'claim')} from {plural(sources, 'source')} "
+        f"({sum(result.discarded.values())} discarded by the quote "
         f"check{failed}); {relevance.relevant} of the session's {relevance.claims} claims bear "
         "on the question"
     )

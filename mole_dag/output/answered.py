@@ -8,10 +8,8 @@ A finding answers a question (or one of its parts) when
   that a page about another company was founded in does not answer "When was Hyatt founded?");
 - the question's words weigh enough in it and around it (MIN_COVERAGE).
 The question is not answered, whatever the findings hold, when the sources read never mention
-what it names, or never use a good part of its words: no page mentions "Kilimanjaro" or
-"WhatsApp", or uses "liquid nitrogen", so none can say how high, how long or at what
-temperature. A
-broad question ("What do the sources say?") is answered by whatever was found.
+what it names: no page mentions "Kilimanjaro" or "WhatsApp", so none can say how high or how
+long. A broad question ("What do the sources say?") is answered by whatever was found.
 
 The thresholds are guesses, flagged as such, set on half of the development questions and
 checked on the other half (bench/qa.py --heldout); the method, not the numbers, is the rule."""
@@ -39,7 +37,7 @@ from mole_dag.store.records import (
     SourceRow,
     SubQuestionRow,
 )
-from mole_dag.text import TermStats, content_terms, possessive_free
+from mole_dag.text import TermStats, content_terms
 
 # Share of the question's term weight (the sentence's own words, its neighbours at the context
 # weight) a finding needs to answer it. A guess, flagged as one: the answers of the development
@@ -49,15 +47,10 @@ MIN_COVERAGE = 0.2
 # before the sources are taken to be about something else. A guess, flagged as one: a name
 # spelled another way on the page ("Viet Nam") should not decline a question naming five things.
 ABSENT_NAMES_SHARE = 0.25
-# The same for all of the question's words, named or not ("At what temperature does liquid
-# nitrogen boil?" over pages that never say "liquid" or "nitrogen"): at least this share of
-# the question's term weight, in at least ABSENT_WORDS words. Guesses, flagged as such: the
-# development questions the pages answer had at most 0.18 of their weight in words no page
-# read used (a paraphrase: "earned", "playthrough"), control questions over pages on other
-# topics 0.3 and more; one word is not enough, since a short question's one paraphrased verb
-# ("Does green tea affect sleep?" over pages that say "raises") can weigh a third of it.
-ABSENT_WORDS_SHARE = 0.3
-ABSENT_WORDS = 2
+# (A second decline, when the sources never used a good share of the question's words, named
+# or not, was retired by issue 30's ablation: over questions nobody tuned on it declined four
+# answerable ones whose pages say it in other words, "cost" for "budget", "overturned" for
+# "strike down", and declined no unanswerable one the other rules let through.)
 
 _KIND_WORDS = {
     AnswerType.PERSON: "a person's name",
@@ -89,15 +82,6 @@ def coverage(ev: Evidence, weights: Weights = WEIGHTS) -> float:
     """Share of a query's weight a finding carries: its own words, its neighbours' at the
     context weight. The page title is left out: it is the same for every sentence of a page."""
     return min(ev.own + weights.context * ev.around, 1.0)
-
-
-def _written_words(text: str) -> dict[str, str]:
-    """Each content term of TEXT with the word it came from, as written."""
-    out: dict[str, str] = {}
-    for word in re.findall(r"[^\W_][\w'’.\-]*", text):
-        for t in content_terms(word):
-            out.setdefault(t, possessive_free(word.rstrip(".-")))
-    return out
 
 
 _COMPOUND = re.compile(r"[^\W_]+(?:[-/][^\W_]+)+")
@@ -158,15 +142,6 @@ def decide(
         return Decision(
             False,
             f"no source read mentions {_words([w for _, w in absent])}, which the question names",
-        )
-    unused = [t for t in question.weights if t not in said]
-    unused_weight = sum(question.weights[t] for t in unused)
-    if len(unused) >= ABSENT_WORDS and unused_weight >= ABSENT_WORDS_SHARE * question.total:
-        written = _written_words(question.text)
-        return Decision(
-            False,
-            f"no source read uses {_words([written.get(t, t) for t in unused])}, "
-            f"{unused_weight / question.total:.2f} of the question's term weight",
         )
     if not candidates:
         # The sources do mention what the question names: they just hold nothing near it.

@@ -94,6 +94,10 @@ class Finding:
     pages: dict[int, int] = field(default_factory=dict)
     disputed_with: list[int] = field(default_factory=list)
     superseded_by: list[int] = field(default_factory=list)
+    # The newer sources that supersede this finding when their claim is not a finding of its
+    # own (same cluster, or not chosen): cited as "[n]", else named (issue 33: "superseded by
+    # a newer source" named none).
+    newer_sources: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -208,6 +212,16 @@ def choose(
     return [r for r in ranked if r.cluster_id in chosen]
 
 
+def _source_named(s: SourceRow, number: int | None) -> str:
+    """A source in a line of the report: its citation when it is cited, else its title and
+    publisher (and date), so a reader knows which source is meant."""
+    if number is not None:
+        return f"[{number}]"
+    title = escape_markdown(one_line(s.title or s.url))
+    date = f", {s.published:%Y-%m-%d}" if s.published else ""
+    return f"“{title}” ({one_line(s.publisher_name or s.publisher)}{date})"
+
+
 def _select_findings(run: Run, max_findings: int) -> Selection:
     store, sid = run.store, run.session_id
     reps = store.many(FindingRow, q("report_findings"), {"session_id": sid})
@@ -294,9 +308,16 @@ def _select_findings(run: Run, max_findings: int) -> Selection:
             page = cluster_pages.get((f.cluster_id, s))
             if page is not None:
                 f.pages.setdefault(numbers[s], page)
+    source_of = {m.claim_id: m.source_id for m in members}
     for e in edges:
         a = by_cluster.get(cluster_of.get(e.src_claim_id, ""))
         b = by_cluster.get(cluster_of.get(e.dst_claim_id, ""))
+        if b and e.kind == EdgeKind.SUPERSEDES and (not a or a is b):
+            newer = sources.get(source_of.get(e.src_claim_id, ""))
+            if newer is not None:
+                named = _source_named(newer, numbers.get(newer.id))
+                if named not in b.newer_sources:
+                    b.newer_sources.append(named)
         if not a or not b or a is b:
             continue
         if e.kind == EdgeKind.CONTRADICTS:
@@ -559,12 +580,22 @@ def render(
     for f in findings:
         sections.setdefault(f.sub_question_id, []).append(f)
     label = "" if answered else RELATED_PREFIX
+    question = " ".join(session.question.split())
     for group in sections.values():
-        out += [f"## {label}{one_line(group[0].sub_question)}", ""]
+        heading = one_line(group[0].sub_question)
+        # The question itself as a sub-question (always the first, often the only one): its
+        # heading would repeat the title right under the Answer (issue 33).
+        if heading.rstrip("?？. ").casefold() == question.rstrip("?？. ").casefold():
+            out += [f"## {label.rstrip(': ') or 'Findings'}", ""]
+        else:
+            out += [f"## {label}{heading}", ""]
         for f in group:
             flags = []
             if f.superseded:
-                by = ", ".join(f"#{n}" for n in f.superseded_by) or "a newer finding"
+                by = (
+                    ", ".join([*(f"#{n}" for n in f.superseded_by), *f.newer_sources])
+                    or "a newer finding"
+                )
                 flags.append(f"**superseded** by {by}")
             if f.disputed_with:
                 flags.append("**disputed** by " + ", ".join(f"#{n}" for n in f.disputed_with))
@@ -599,7 +630,13 @@ def render(
         for f in sup:
             newer = (
                 ", ".join(
-                    f"#{n} {_cites(by_no[n].citations, by_no[n].pages)}" for n in f.superseded_by
+                    [
+                        *(
+                            f"#{n} {_cites(by_no[n].citations, by_no[n].pages)}"
+                            for n in f.superseded_by
+                        ),
+                        *(f"the newer source {s}" for s in f.newer_sources),
+                    ]
                 )
                 or "a newer source"
             )
@@ -642,8 +679,14 @@ def render(
     out += ["## Spend", ""]
     if spend_by_role:
         for r in spend_by_role:
-            spent = _fmt_amount(int(r["spent"]), unit)
-            out.append(f"- {r['role']}: {spent} over {r['calls']} calls")
+            calls = _count(int(r["calls"]), "call")
+            if int(r["spent"]) == 0:
+                # Nothing paid (the extractive provider, a free local model): "0 tokens over
+                # 891 calls" read as a count of tokens that were never asked for (issue 33).
+                out.append(f"- {r['role']}: {calls}, nothing spent")
+            else:
+                spent = _fmt_amount(int(r["spent"]), unit)
+                out.append(f"- {r['role']}: {spent} over {calls}")
     else:
         out.append("- no calls recorded")
     out.append("")

@@ -20,6 +20,7 @@ from mole_dag.skills.protocol import Digest, Metered, PlannedQuestion
 from mole_dag.skills.unreadable import write_unreadable
 from mole_dag.store import q, utcnow
 from mole_dag.store.records import RoundStateRow, SessionRow, SubQuestionClaimsRow, scalar
+from mole_dag.text import plural
 
 STAGE = "sub_questions"
 
@@ -39,12 +40,15 @@ def plan_progress(round_no: int, added_sq: int, added_leads: int, pending: int) 
     follow_ups = pending - added_leads
     if added_sq == 0 and follow_ups > 0:
         return (
-            f"round {round_no}: no new sub-questions; running {follow_ups} follow-up "
-            f"lead{'s' if follow_ups != 1 else ''} only"
+            f"round {round_no}: no new sub-questions; running "
+            f"{plural(follow_ups, 'follow-up lead')} only"
         )
-    line = f"round {round_no}: planned {added_sq} sub-questions, {added_leads} leads"
+    line = (
+        f"round {round_no}: planned {plural(added_sq, 'sub-question')}, "
+        f"{plural(added_leads, 'lead')}"
+    )
     if follow_ups > 0:
-        line += f", plus {follow_ups} follow-up lead{'s' if follow_ups != 1 else ''}"
+        line += f", plus {plural(follow_ups, 'follow-up lead')}"
     return line
 
 
@@ -138,8 +142,8 @@ def plan_round_now(run: Run) -> PlanResult:
         # round goes on with the leads it planned; planning again would pay twice.
         pending = int(store.scalar(q("pending_leads_count"), {"session_id": sid}) or 0)
         run.progress(
-            f"round {state.rounds}: planned before the stop; continuing with {pending} "
-            f"pending lead{'s' if pending != 1 else ''}"
+            f"round {state.rounds}: planned before the stop; continuing with "
+            f"{plural(pending, 'pending lead')}"
         )
         return PlanResult(state.rounds, 0, 0, pending, 0)
     if state.unfinished:

@@ -21,6 +21,7 @@ from mole_dag.skills.protocol import Verdict, keep_list
 from mole_dag.skills.unreadable import write_unreadable
 from mole_dag.store import q, utcnow
 from mole_dag.store.records import ClaimRow
+from mole_dag.text import plural
 from mole_dag.verifier.followups import ClaimInfo, FollowUp, propose
 from mole_dag.verifier.judge import DEFAULT_BATCH_SIZE, Judged, judge_pairs
 from mole_dag.verifier.relations import CONTRADICTS, DUPLICATE_OF, NEITHER
@@ -92,8 +93,11 @@ def edges_from(
     contradiction: keeping both would penalise the newer claim for a disagreement it wins."""
     out: list[Edge] = []
     for v in verdicts:
+        # A symmetric edge is stored one way (the table's CHECK src < dst), whichever way the
+        # pair was shown to the judge (candidate_pairs: in the session's content order).
+        lo, hi = sorted((v.pair.a, v.pair.b))
         if v.relation == DUPLICATE_OF:
-            out.append(Edge(v.pair.a, v.pair.b, EdgeKind.DUPLICATE_OF, v.rationale, v.decided_by))
+            out.append(Edge(lo, hi, EdgeKind.DUPLICATE_OF, v.rationale, v.decided_by))
         elif v.relation == CONTRADICTS:
             da, db = published.get(v.pair.a), published.get(v.pair.b)
             if da and db and abs((da - db).days) > staleness_gap.days:
@@ -101,9 +105,7 @@ def edges_from(
                 why = f"contradiction across {abs((da - db).days)} days: newer supersedes older"
                 out.append(Edge(newer, older, EdgeKind.SUPERSEDES, why, v.decided_by))
             else:
-                out.append(
-                    Edge(v.pair.a, v.pair.b, EdgeKind.CONTRADICTS, v.rationale, v.decided_by)
-                )
+                out.append(Edge(lo, hi, EdgeKind.CONTRADICTS, v.rationale, v.decided_by))
     return out
 
 
@@ -305,8 +307,9 @@ def _build_edges(
 
     verdict_rows = [
         {
-            "a": v.pair.a,
-            "b": v.pair.b,
+            # Stored canonical (the table's CHECK a < b), whichever way it was shown.
+            "a": min(v.pair.a, v.pair.b),
+            "b": max(v.pair.a, v.pair.b),
             "relation": v.relation,
             "decided_by": v.decided_by,
             "confirmed": confirmed.get(v.pair),
@@ -371,7 +374,7 @@ def _build_edges(
             else ""
         )
         + f", edges {dict(sorted(result.edges.items())) or '{}'}"
-        + (f", {len(result.follow_ups)} follow-up leads" if result.follow_ups else "")
+        + (f", {plural(len(result.follow_ups), 'follow-up lead')}" if result.follow_ups else "")
     )
     return result
 

@@ -49,7 +49,9 @@ class ClaimText:
 
 @dataclass(frozen=True, order=True)
 class Pair:
-    """Two claims in canonical order (a < b), so a pair reached from both ends is one pair."""
+    """Two claims. `Pair.of` puts them in canonical order (a < b), so a pair reached from both
+    ends is one pair; candidate_pairs puts them in the session's content order, the order the
+    judge is shown them in."""
 
     a: str
     b: str
@@ -285,17 +287,26 @@ def candidate_pairs(
     """Pairs to settle this pass: up to k per target claim, against the whole session's claims,
     canonical, deduplicated, and never one already judged."""
     retriever = LexicalRetriever(pool)
-    out: dict[Pair, None] = {}
+    done = {Pair.of(p.a, p.b) for p in judged}
+    out: dict[Pair, Pair] = {}
     for i, claim in enumerate(retriever.pool):
         if claim.id not in target_ids:
             continue
         for j, _ in retriever.candidates(i, k):
-            pair = Pair.of(claim.id, retriever.pool[j].id)
-            if pair not in judged:
-                out[pair] = None
+            key = Pair.of(claim.id, retriever.pool[j].id)
+            if key in done or key in out:
+                continue
+            # Shown to the judge in pool (content) order, not id order: ids hash the session
+            # id, so the same claims in another session (another --parallel, a rerun) were
+            # shown the other way round and judged at another cost (issue 33).
+            out[key] = (
+                Pair(claim.id, retriever.pool[j].id)
+                if i < j
+                else Pair(retriever.pool[j].id, claim.id)
+            )
     # In retrieval order (pool order, then similarity), which is content order: sorting by id
     # would order the judge's batches by hashes of the session id.
-    return list(out)
+    return list(out.values())
 
 
 # Issue 31: how candidate pairs are chosen. "words" (the default) ranks a claim's candidates by
@@ -336,7 +347,8 @@ def meaning_candidate_pairs(
 
     vectors = embedder().embed([c.text for c in pool])
     words = LexicalRetriever(pool)
-    out: dict[Pair, None] = {}
+    done = {Pair.of(p.a, p.b) for p in judged}
+    out: dict[Pair, Pair] = {}
     for i in targets:
         sims = vectors @ vectors[i]
         sims[i] = -np.inf
@@ -351,7 +363,9 @@ def meaning_candidate_pairs(
         # Ties by pool position: the caller's content order, not ids that hash the session.
         scored.sort(key=lambda x: (-x[0], x[1]))
         for _, j in scored[:k]:
-            pair = Pair.of(pool[i].id, pool[j].id)
-            if pair not in judged:
-                out[pair] = None
-    return list(out)
+            key = Pair.of(pool[i].id, pool[j].id)
+            if key in done or key in out:
+                continue
+            # Shown in pool (content) order, as candidate_pairs does (issue 33).
+            out[key] = Pair(pool[i].id, pool[j].id) if i < j else Pair(pool[j].id, pool[i].id)
+    return list(out.values())
