@@ -5,8 +5,12 @@ and no call the simulated provider answered goes uncharged.
 
 The stop lands in the stage deterministically: the simulated model holds the chosen request
 (tests/model_server.py HeldModel) until the process has been signalled, so no test guesses how
-long a stage takes. Every process is a real `mole` command in its own data folder and Dagster
-instance; the uninterrupted run is made once per test process, the same way."""
+long a stage takes. The stopped process is a real `mole` command in its own data folder and
+Dagster instance, stopped by a real signal; what runs to completion, the uninterrupted run (once
+per test process) and the `mole resume` after the stop, runs in this process through
+`mole_dag.cli.main` with the same environment (issue 34: a `mole` process costs its interpreter
+and Dagster's import on top of the session, and nothing about a run that is not stopped depends
+on which process it runs in)."""
 
 from __future__ import annotations
 
@@ -17,18 +21,24 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from mole_dag import cli
 from mole_dag.budget import Ledger
 from mole_dag.llm.concurrency import DEFAULT_PARALLEL
 from mole_dag.llm.openai_compat import DEFAULT_TIMEOUT_S as OPENAI_TIMEOUT_S
 from mole_dag.paths import PROJECT_ROOT
 from mole_dag.store import Store
 from tests.model_server import HeldModel, ModelServer, SimulatedModel
+from tests.once import once_per_run
 from tests.test_cli_ceiling import QUESTION, real_spend
 
 MOLE = str(Path(sys.executable).parent / "mole")
@@ -88,27 +98,66 @@ def _env(home: Path, base_url: str) -> dict[str, str]:
     return env
 
 
+RESEARCH = [
+    "research",
+    QUESTION,
+    "--usd",
+    "0.50",
+    "--corpus",
+    str(CORPUS),
+    "--provider",
+    "openai",
+    "--session-id",
+    SID,
+    "--no-report-print",
+]
+
+
 def _research(env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [
-            MOLE,
-            "research",
-            QUESTION,
-            "--usd",
-            "0.50",
-            "--corpus",
-            str(CORPUS),
-            "--provider",
-            "openai",
-            "--session-id",
-            SID,
-            "--no-report-print",
-        ],
+        [MOLE, *RESEARCH],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+@contextmanager
+def _as_process(env: dict[str, str]) -> Iterator[None]:
+    """This process's environment and working folder as a `mole` process given `env` would
+    have them, for `cli.main` (which changes into DAGSTER_HOME); both restored after."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key in list(os.environ):
+            if key not in env:
+                mp.delenv(key)
+        for key, value in env.items():
+            mp.setenv(key, value)
+        mp.chdir(os.getcwd())
+        yield
+
+
+def _wait_for_held(model: HeldModel, proc: subprocess.Popen[str], what: str) -> None:
+    """Until the held request arrives; a process that ends first (it failed) fails the test
+    with its stderr at once, instead of after WAIT_S."""
+    deadline = time.monotonic() + WAIT_S
+    while not model.arrived.wait(1.0):
+        if proc.poll() is not None:
+            _out, err = proc.communicate()
+            pytest.fail(f"`mole research` exited {proc.returncode} before {what}: {err}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} arrived in {WAIT_S}s")
+
+
+def _in_process(env: dict[str, str], argv: list[str]) -> tuple[int, str, str]:
+    """`mole <argv>` run to its end in this process: its exit code, stdout and stderr."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    out, err = io.StringIO(), io.StringIO()
+    with _as_process(env), redirect_stdout(out), redirect_stderr(err):
+        code = cli.main(argv)
+    return code, out.getvalue(), err.getvalue()
 
 
 def _findings(home: Path) -> str:
@@ -135,13 +184,10 @@ class Baseline:
     claims: int
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
-    home = tmp_path_factory.mktemp("uninterrupted")
+def _uninterrupted(home: Path) -> dict[str, Any]:
     with ModelServer(SimulatedModel()) as server:
-        proc = _research(_env(home, server.url))
-        _out, err = proc.communicate(timeout=WAIT_S)
-        assert proc.returncode == 0, err
+        code, _out, err = _in_process(_env(home, server.url), RESEARCH)
+        assert code == 0, err
     skills = Counter(r.skill for r in server.received)
     # Each stage under test makes its calls in an uninterrupted run (two rounds, so two plans).
     assert skills["plan"] == 2 and skills["judge"] and skills["ground"] and skills["mine"] > 2
@@ -150,7 +196,19 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
         claims = int(store.scalar("SELECT count(*) FROM claims WHERE session_id = ?", [SID]))
     finally:
         store.close()
-    return Baseline(_findings(home), skills, claims)
+    return {"findings": _findings(home), "skills": dict(skills), "claims": claims}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Baseline:
+    """The uninterrupted run, made once per `pytest -n` run (tests/once.py)."""
+    got = once_per_run(
+        tmp_path_factory,
+        worker_id,
+        "resume-any-stop-uninterrupted",
+        lambda: _uninterrupted(tmp_path_factory.mktemp("uninterrupted")),
+    )
+    return Baseline(got["findings"], Counter(got["skills"]), got["claims"])
 
 
 @pytest.mark.slow
@@ -168,7 +226,7 @@ def test_stop_in_any_stage_then_resume_ends_as_if_never_stopped(
         env["MOLE_PARALLEL"] = str(parallel)
         proc = _research(env)
         try:
-            assert model.arrived.wait(WAIT_S), f"no {skill} request #{nth} arrived"
+            _wait_for_held(model, proc, f"{skill} request #{nth}")
             # Requests of the stopped skill answered before the signal: never made again
             # (issue 29: a resume after SIGTERM made every mining call again).
             answered_before = sum(1 for r in server.by_skill(skill) if r.reply is not None)
@@ -195,16 +253,11 @@ def test_stop_in_any_stage_then_resume_ends_as_if_never_stopped(
             again = shlex.join([MOLE, "resume", SID])
             assert tail[-1] == f"mole: interrupted by SIGTERM; continue with `{again}`"
             assert "Traceback" not in err
-        resumed = subprocess.run(
-            [MOLE, "resume", SID, "--no-report-print"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=WAIT_S,
-        )
-    assert resumed.returncode == 0, resumed.stderr
-    next_step = re.search(r"; next: (\w+)", resumed.stderr)
-    assert next_step is not None and next_step.group(1) == picks_up, resumed.stderr
+        code, _out, resumed = _in_process(env, ["resume", SID, "--no-report-print"])
+    assert code == 0, resumed
+    assert f"resuming session {SID}" in resumed, resumed
+    next_step = re.search(r"; next: (\w+)", resumed)
+    assert next_step is not None and next_step.group(1) == picks_up, resumed
 
     store = Store(home / "mole.duckdb", read_only=True)
     try:
@@ -250,8 +303,20 @@ def test_stop_in_any_stage_then_resume_ends_as_if_never_stopped(
         # Done: why it stopped earlier is no longer the session's story (`mole show`).
         assert store.scalar("SELECT stop_reason FROM sessions WHERE id = ?", [SID]) is None
         claims = int(store.scalar("SELECT count(*) FROM claims WHERE session_id = ?", [SID]))
+        # No claim mined twice, by its quote's place or its text, whatever was mined before
+        # the stop (tests/test_cli_resume.py's SIGKILL-mid-mining test, merged here).
+        for key in ("source_id, quote_byte_start, quote_byte_end", "source_id, text"):
+            dup = store.scalar(
+                f"SELECT count(*) FROM (SELECT {key} FROM claims WHERE session_id = ? "
+                "GROUP BY ALL HAVING count(*) > 1)",
+                [SID],
+            )
+            assert dup == 0, key
     finally:
         store.close()
+    assert claims > 0
+    code, shown, _err = _in_process(env, ["show", SID])
+    assert code == 0 and "status    done" in shown and "stopped " not in shown, shown
     assert claims == uninterrupted.claims
     assert _findings(home) == uninterrupted.findings
     # Nothing was done twice but the stopped stage's calls whose answers were lost: the same
