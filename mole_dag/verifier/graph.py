@@ -224,11 +224,12 @@ def _build_edges(
         if by_rule:
             verdicts.append(by_rule)
             result.pairs_decided_free += 1
-        elif p in carried:
-            got, was_confirmed = carried[p]
+        elif Pair.of(p.a, p.b) in carried:
+            # Carried verdicts are keyed canonically; a pair is shown in content order (issue 33).
+            got, was_confirmed = carried[Pair.of(p.a, p.b)]
             verdicts.append(got)
             if was_confirmed is not None:
-                confirmed[p] = was_confirmed
+                confirmed[got.pair] = was_confirmed
             result.pairs_carried += 1
         else:
             to_judge.append(p)
