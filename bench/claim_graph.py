@@ -155,7 +155,8 @@ def run_group(store: Store, lines: list[dict[str, Any]]) -> list[dict[str, Any]]
             pool: Sequence[ClaimText], targets: set[str], judged: set[Pair], k: int
         ) -> list[Pair]:
             got = real(pool, targets, judged, k)
-            reached.update(got)
+            # Shown to the judge in content order (issue 33): looked up canonically below.
+            reached.update(Pair.of(p.a, p.b) for p in got)
             return got
 
         return pairs
