@@ -17,7 +17,7 @@ checked on the other half (bench/qa.py --heldout); the method, not the numbers, 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from mole_dag.mining.relevance import (
@@ -99,15 +99,10 @@ def written_together(question: str) -> dict[str, frozenset[str]]:
     return out
 
 
-def _said(question: str, stats: TermStats) -> set[str]:
-    """The question's terms some source read uses, as they are or written together."""
-    together = written_together(question)
-    return {
-        t
-        for t in content_terms(question)
-        if stats.df.get(t, 0) > 0
-        or (t in together and all(stats.df.get(j, 0) > 0 for j in together[t]))
-    }
+def _uses(term: str, together: dict[str, frozenset[str]], has: Callable[[str], bool]) -> bool:
+    """Whether a term is there (`has`), as it is or, for part of a hyphenated compound, as the
+    compound written together."""
+    return has(term) or (term in together and all(has(j) for j in together[term]))
 
 
 def _words(items: Sequence[str]) -> str:
@@ -134,8 +129,8 @@ def decide(
             frozenset(c.number for c in candidates),
         )
     named = [(t, w) for t, w in question_names(question.text) if t in question.weights]
-    said = _said(question.text, stats)
-    absent = [(t, w) for t, w in named if t not in said]
+    together = written_together(question.text)
+    absent = [(t, w) for t, w in named if not _uses(t, together, lambda x: stats.df.get(x, 0) > 0)]
     named_weight = sum(question.weights[t] for t, _ in named)
     absent_weight = sum(question.weights[t] for t, _ in absent)
     if absent and absent_weight >= absent_share * named_weight:
@@ -157,10 +152,7 @@ def decide(
             ev = c.evidence[qi]
             cov = coverage(ev, weights)
             holds = query.kind is AnswerType.ANY or ev.cue
-            about = not names or any(
-                t in c.source_terms or (t in together and together[t] <= c.source_terms)
-                for t in names
-            )
+            about = not names or any(_uses(t, together, c.source_terms.__contains__) for t in names)
             if holds and about:
                 closest = max(closest, (cov, -c.number))
                 if cov >= min_coverage:

@@ -23,10 +23,9 @@ def write_body(req: WriteRequest) -> WrittenAnswer:
     lexical decision, mole_dag.output.answered), most relevant first, one finding per sentence,
     so the first thing a reader meets is what the sources said, each cited. One per
     sub-question first, when the question has several parts, after what several publishers
-    agree on; superseded findings only when
-    nothing else is left. When no finding answers, no sentence: the report says the question
-    is not answered rather than quote something near it. Also the fallback when a model's
-    answer fails the evidence check."""
+    agree on; superseded findings only when nothing else is left. When no finding answers, no
+    sentence: the report says the question is not answered rather than quote something near it.
+    Also the fallback when a model's answer fails the evidence check."""
     if not req.findings:
         return WrittenAnswer((), "there is no finding to answer from", answered=False)
     if not req.answered:
