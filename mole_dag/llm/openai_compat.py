@@ -19,6 +19,7 @@ import httpx
 from mole_dag import redaction
 from mole_dag.budget import Usage
 from mole_dag.core import json_object
+from mole_dag.llm.default_models import DEFAULT_TIERS
 from mole_dag.llm.provider import (
     Call,
     Completion,
@@ -29,7 +30,6 @@ from mole_dag.llm.provider import (
     redact,
     utf8_token_bound,
 )
-from mole_dag.llm.registry import DEFAULT_TIERS
 from mole_dag.llm.retry import (
     DEFAULT_POLICY,
     Retryable,

@@ -17,6 +17,7 @@ from mole_dag.local_data.audit import Audit, Figure
 from mole_dag.local_data.connector import FLOOR, Dataset
 from mole_dag.local_data.refusal import Refused
 from mole_dag.local_data.sqlguard import Guarded, guard
+from mole_dag.local_data.values import canonical_json, sha256_of
 from mole_dag.skills.view import HypothesisChoice, ProfileView
 
 
@@ -58,7 +59,7 @@ def _crossing(
     min_rows: int,
     result: gate.GateResult | None = None,
 ) -> Crossing:
-    text = gate.canonical_json(envelope)
+    text = canonical_json(envelope)
     partial = result.suppressed if result is not None else None
     more = tuple(result.also_suppressed) if result is not None else ()
     if partial is None and more:
@@ -72,7 +73,7 @@ def _crossing(
         executed,
         envelope,
         text,
-        gate.sha256_of(text),
+        sha256_of(text),
         min_rows,
         partial,
         more,
@@ -85,7 +86,7 @@ def _checked(dataset: Dataset, guarded: Guarded, envelope: dict[str, Any]) -> No
     try:
         exfil.verify_no_leak(dataset, guarded, envelope)
     except Refused as r:
-        r.envelope_sha256 = gate.sha256_of(gate.canonical_json(envelope))
+        r.envelope_sha256 = sha256_of(canonical_json(envelope))
         raise
 
 

@@ -21,8 +21,8 @@ from mole_dag.local_data.audit import Audit
 from mole_dag.local_data.audit_log import AuditLog
 from mole_dag.local_data.boundary import Crossing
 from mole_dag.local_data.connector import FLOOR, DataError, Dataset
-from mole_dag.local_data.gate import canonical_json
 from mole_dag.local_data.refusal import Refused, Stage
+from mole_dag.local_data.values import canonical_json
 from mole_dag.skills.view import HypothesisChoice, ProfileView
 from mole_dag.store import Store, q, utcnow
 from mole_dag.store.records import (

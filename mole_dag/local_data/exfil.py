@@ -19,9 +19,9 @@ from typing import Any
 from sqlglot import exp
 
 from mole_dag.local_data.connector import FLOOR, TABLE, Dataset, ident
-from mole_dag.local_data.gate import plain
 from mole_dag.local_data.refusal import Reason, Refused, Stage
 from mole_dag.local_data.sqlguard import AGGREGATES, Guarded
+from mole_dag.local_data.values import plain
 from mole_dag.store.records import fetch_all_named
 
 

@@ -20,12 +20,8 @@ reported by its error class only."""
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
 import math
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 import duckdb
@@ -36,6 +32,7 @@ from mole_dag.local_data import rowsets, stats
 from mole_dag.local_data.connector import FLOOR, TABLE, Dataset, ident
 from mole_dag.local_data.refusal import Reason, Refused, Stage
 from mole_dag.local_data.sqlguard import AGGREGATES, Guarded
+from mole_dag.local_data.values import plain
 from mole_dag.store.records import fetch_all_named
 
 # Named groups compared pairwise, largest first. A guess, flagged as one: ten groups make 45
@@ -66,34 +63,6 @@ class GateResult:
     figures: list[query_audit.Figure] = field(default_factory=list, repr=False)
     # The audit with those figures admitted (the record's, once the crossing is stored).
     audit: query_audit.Audit | None = field(default=None, repr=False)
-
-
-def plain(value: Any) -> Any:
-    """A value as it may appear in JSON: Decimal -> float, dates -> ISO text, floats rounded to
-    stats.SIG_FIGS significant figures, NaN -> null."""
-    import numpy as np  # here, not at the top: only local data needs it (issue 12)
-
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, (float, Decimal, np.floating)):
-        return stats.sig(float(value))
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, (dt.date, dt.datetime, dt.time)):
-        return value.isoformat()
-    return str(value)
-
-
-def canonical_json(obj: Any) -> str:
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-
-
-def sha256_of(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _sort_key(keys: list[Any]) -> tuple[Any, ...]:

@@ -16,8 +16,9 @@ from typing import Any
 from sqlglot import exp
 
 from mole_dag.local_data.connector import FLOOR, TABLE, ColumnProfile, Dataset, ident
-from mole_dag.local_data.gate import TestSpec, plain
+from mole_dag.local_data.gate import TestSpec
 from mole_dag.local_data.refusal import Reason, Refused, Stage
+from mole_dag.local_data.values import plain
 from mole_dag.skills.view import BINARY, GROUP, MEASURE, HypothesisChoice, TemplateInfo
 
 MIN_BUCKETS, MAX_BUCKETS, DEFAULT_BUCKETS = 2, 10, 5

@@ -23,6 +23,7 @@ from sqlglot import exp
 from mole_dag.local_data.connector import TABLE, Dataset, ident
 from mole_dag.local_data.refusal import Reason, Refused, Stage
 from mole_dag.local_data.sqlguard import AGGREGATES, Guarded
+from mole_dag.local_data.values import plain
 from mole_dag.store.records import fetch_all_named, scalar
 
 ROWS = ""  # the column-set key of the rows themselves
@@ -110,8 +111,6 @@ class Groups:
 
 def raw_groups(dataset: Dataset, guarded: Guarded) -> Groups:
     """Row positions per raw group, computed by DuckDB."""
-    from mole_dag.local_data.gate import plain  # gate imports this module
-
     keys = aggregate_keys(guarded)
     lists = ["list(rowid)"] + [f"list(rowid) FILTER (WHERE {condition(k)})" for k in keys[1:]]
     lists = [f"{e} AS {ident(f'm{j}')}" for j, e in enumerate(lists)]
