@@ -61,7 +61,10 @@ def _graph(package: str) -> dict[str, set[str]]:
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         imported = _imported(tree, name, path.stem == "__init__")
-        graph[name] = {m for m in imported if m in modules and m != name}
+        # A module's own packages are always imported before it (`from pkg import sub` inside
+        # pkg names pkg, which is already loading), so an edge to one of them is no loop.
+        ancestors = {name.rsplit(".", k)[0] for k in range(1, name.count(".") + 1)}
+        graph[name] = {m for m in imported if m in modules and m != name and m not in ancestors}
     return graph
 
 
