@@ -15,39 +15,24 @@ from typing import Any
 import anthropic
 import httpx2
 
-from mole_dag import redaction
 from mole_dag.budget import Usage
 from mole_dag.llm.cassette import CassetteError
 from mole_dag.llm.default_models import DEFAULT_TIERS
-from mole_dag.llm.provider import (
-    Call,
-    Completion,
-    EmptyOutput,
-    ProviderRejected,
-    Tier,
-    mask_output,
-    redact,
-    utf8_token_bound,
-)
-from mole_dag.llm.retry import (
-    DEFAULT_POLICY,
-    Retryable,
-    RetryPolicy,
-    retry_after_seconds,
-    retryable_status,
-    with_retries,
-)
+from mole_dag.llm.provider import Call, Tier, redact
+from mole_dag.llm.provider_base import Answer, ProviderBase
+from mole_dag.llm.retry import DEFAULT_POLICY, RetryPolicy
 
 NAME = "anthropic"
-# The tiers' defaults live in the registry, beside the other providers'. Configurable under
-# "anthropic": {"models": {...}}.
+# The tiers' defaults live in llm/default_models.py, beside the other providers'. Configurable
+# under "anthropic": {"models": {...}}.
 DEFAULT_MODELS = DEFAULT_TIERS["anthropic"]
 # Per attempt. A guess, flagged as one: long enough for a strong model writing a report.
 DEFAULT_TIMEOUT_S = 120.0
 
 
-class AnthropicProvider:
+class AnthropicProvider(ProviderBase):
     name = NAME
+    key_variable = "ANTHROPIC_API_KEY"
 
     def __init__(
         self,
@@ -60,10 +45,13 @@ class AnthropicProvider:
         sleep: Callable[[float], None] = time.sleep,
         transport: httpx2.BaseTransport | None = None,
     ) -> None:
-        self.models = {**DEFAULT_MODELS, **dict(models or {})}
-        self.policy, self.sleep = policy, sleep
-        self._secret = api_key
-        redaction.remember(api_key)
+        super().__init__(
+            api_key=api_key,
+            models=models,
+            default_models=DEFAULT_MODELS,
+            policy=policy,
+            sleep=sleep,
+        )
         http_client = (
             httpx2.Client(transport=transport, timeout=timeout_s) if transport is not None else None
         )
@@ -78,14 +66,6 @@ class AnthropicProvider:
     def __repr__(self) -> str:  # never the key
         return f"AnthropicProvider(models={dict(self.models)!r})"
 
-    def model_for(self, tier: Tier) -> str:
-        return self.models[tier]
-
-    def input_token_bound(self, call: Call) -> int:
-        # The SDK's token counter is a network call (free, but neither local nor offline), so
-        # the byte bound is used: provably above the real count, see utf8_token_bound.
-        return utf8_token_bound(call)
-
     def _attempt(self, model: str, call: Call) -> Any:
         kwargs: dict[str, Any] = {
             "model": model,
@@ -97,48 +77,23 @@ class AnthropicProvider:
         try:
             return self._client.messages.create(**kwargs)
         except anthropic.APIStatusError as exc:
-            status = exc.status_code
             detail = redact(str(exc.message), self._secret)[:300]
-            if retryable_status(status):
-                raise Retryable(
-                    f"HTTP {status}: {detail}",
-                    status=status,
-                    retry_after=retry_after_seconds(exc.response.headers),
-                ) from None
-            hint = (
-                " (check ANTHROPIC_API_KEY or the key in the config file)"
-                if status in (401, 403)
-                else ""
-            )
-            raise ProviderRejected(
-                f"anthropic refused the call (HTTP {status}){hint}: {detail}",
-                provider=NAME,
-                model=model,
-                status=status,
-            ) from None
+            self._refused(exc.status_code, detail, exc.response.headers, model, NAME)
         except (anthropic.APITimeoutError, anthropic.APIConnectionError) as exc:
             # The SDK wraps whatever its transport raised; a cassette with no answer for this
             # request is not a connection problem and must not be retried as one.
             if isinstance(exc.__cause__, CassetteError):
                 raise exc.__cause__ from None
-            raise Retryable(
-                f"{type(exc).__name__}: {redact(str(exc), self._secret)}",
-                # A timeout after the request was sent (not while connecting): the server may
-                # have done, and billed, the work.
+            # A timeout after the request was sent (not while connecting): the server may have
+            # done, and billed, the work.
+            raise self._unreachable(
+                exc,
                 maybe_billed=isinstance(exc, anthropic.APITimeoutError)
                 and not isinstance(exc.__cause__, httpx2.ConnectTimeout),
             ) from None
 
-    def complete(self, call: Call) -> Completion:
-        model = call.model or self.model_for(call.tier)
-        msg = with_retries(
-            lambda: self._attempt(model, call),
-            policy=self.policy,
-            sleep=self.sleep,
-            provider=NAME,
-            model=model,
-        )
-        u = msg.usage
+    def _answer(self, raw: Any) -> Answer:
+        u = raw.usage
         usage = Usage(
             input_tokens=int(u.input_tokens or 0),
             output_tokens=int(u.output_tokens or 0),
@@ -146,13 +101,6 @@ class AnthropicProvider:
             cache_write_tokens=int(getattr(u, "cache_creation_input_tokens", None) or 0),
         )
         text = "".join(
-            getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text"
+            getattr(b, "text", "") for b in raw.content if getattr(b, "type", "") == "text"
         )
-        if not text.strip():
-            raise EmptyOutput(provider=NAME, model=model, usage=usage, stop_reason=msg.stop_reason)
-        return Completion(
-            text=mask_output(text, self._secret),
-            usage=usage,
-            model=model,
-            truncated=msg.stop_reason == "max_tokens",
-        )
+        return Answer(text, usage, raw.stop_reason, truncated=raw.stop_reason == "max_tokens")

@@ -16,28 +16,12 @@ from typing import Any
 
 import httpx
 
-from mole_dag import redaction
 from mole_dag.budget import Usage
 from mole_dag.core import json_object
 from mole_dag.llm.default_models import DEFAULT_TIERS
-from mole_dag.llm.provider import (
-    Call,
-    Completion,
-    EmptyOutput,
-    ProviderRejected,
-    Tier,
-    mask_output,
-    redact,
-    utf8_token_bound,
-)
-from mole_dag.llm.retry import (
-    DEFAULT_POLICY,
-    Retryable,
-    RetryPolicy,
-    retry_after_seconds,
-    retryable_status,
-    with_retries,
-)
+from mole_dag.llm.provider import Call, ProviderRejected, Tier, redact
+from mole_dag.llm.provider_base import Answer, ProviderBase
+from mole_dag.llm.retry import DEFAULT_POLICY, RetryPolicy
 
 NAME = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -64,8 +48,9 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(ProviderBase):
     name = NAME
+    key_variable = "OPENAI_API_KEY"
 
     def __init__(
         self,
@@ -79,16 +64,19 @@ class OpenAICompatProvider:
         sleep: Callable[[float], None] = time.sleep,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.models = {**DEFAULT_MODELS, **dict(models or {})}
+        super().__init__(
+            api_key=api_key,
+            models=models,
+            default_models=DEFAULT_MODELS,
+            policy=policy,
+            sleep=sleep,
+        )
         # None: ask for JSON mode and fall back if the server refuses; False: never ask.
         self.json_mode = json_mode
         # OpenAI's reasoning models (o-series, gpt-5) refuse `max_tokens` and want
         # `max_completion_tokens`, which many compatible servers do not know: send the common
         # one and switch, for this provider, when a server asks for the other.
         self.limit_field = "max_tokens"
-        self.policy, self.sleep = policy, sleep
-        self._secret = api_key
-        redaction.remember(api_key)
         headers = {"content-type": "application/json"}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
@@ -103,12 +91,6 @@ class OpenAICompatProvider:
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAICompatProvider(base_url={self._shown!r})"
-
-    def model_for(self, tier: Tier) -> str:
-        return self.models[tier]
-
-    def input_token_bound(self, call: Call) -> int:
-        return utf8_token_bound(call)
 
     def _body(self, model: str, call: Call, json_mode: bool) -> bytes:
         messages = [{"role": "system", "content": call.system}] if call.system else []
@@ -129,11 +111,8 @@ class OpenAICompatProvider:
         try:
             resp = self._client.post("chat/completions", content=self._body(model, call, want_json))
         except httpx.TransportError as exc:
-            raise Retryable(
-                f"{type(exc).__name__}: {redact(str(exc), self._secret)}",
-                # Sent, and no answer in time: the server may have done (and billed) the work.
-                maybe_billed=isinstance(exc, httpx.ReadTimeout),
-            ) from None
+            # Sent, and no answer in time: the server may have done (and billed) the work.
+            raise self._unreachable(exc, maybe_billed=isinstance(exc, httpx.ReadTimeout)) from None
         status = resp.status_code
         detail = redact(resp.text, self._secret)[:300]
         if (
@@ -154,23 +133,7 @@ class OpenAICompatProvider:
             self.limit_field = "max_completion_tokens"
             return self._attempt(model, call)
         if status >= 400:
-            if retryable_status(status):
-                raise Retryable(
-                    f"HTTP {status}: {detail}",
-                    status=status,
-                    retry_after=retry_after_seconds(resp.headers),
-                )
-            hint = (
-                " (check OPENAI_API_KEY or the key in the config file)"
-                if status in (401, 403)
-                else ""
-            )
-            raise ProviderRejected(
-                f"{self._shown} refused the call (HTTP {status}){hint}: {detail}",
-                provider=NAME,
-                model=model,
-                status=status,
-            )
+            self._refused(status, detail, resp.headers, model, self._shown)
         try:
             data = resp.json()
         except ValueError:
@@ -190,15 +153,8 @@ class OpenAICompatProvider:
             )
         return data
 
-    def complete(self, call: Call) -> Completion:
-        model = call.model or self.model_for(call.tier)
-        data = with_retries(
-            lambda: self._attempt(model, call),
-            policy=self.policy,
-            sleep=self.sleep,
-            provider=NAME,
-            model=model,
-        )
+    def _answer(self, raw: Any) -> Answer:
+        data: dict[str, Any] = raw
         raw_usage = data.get("usage")
         reported = isinstance(raw_usage, dict) and "prompt_tokens" in raw_usage
         usage = Usage()
@@ -216,20 +172,11 @@ class OpenAICompatProvider:
         first = choices[0] if isinstance(choices, list) and choices else {}
         first = first if isinstance(first, dict) else {}
         message = json_object(first.get("message"))
-        text = _text_of(message.get("content"))
         finish = first.get("finish_reason")
-        if not text.strip():
-            raise EmptyOutput(
-                provider=NAME,
-                model=model,
-                usage=usage,
-                stop_reason=str(finish) if finish else None,
-                usage_reported=reported,
-            )
-        return Completion(
-            text=mask_output(text, self._secret),
-            usage=usage,
-            model=model,
+        return Answer(
+            _text_of(message.get("content")),
+            usage,
+            str(finish) if finish else None,
             truncated=finish == "length",
             usage_reported=reported,
         )
