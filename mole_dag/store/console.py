@@ -23,8 +23,10 @@ from urllib.parse import urlsplit
 import duckdb
 
 from mole_dag.store.console_guard import Refused, check
-from mole_dag.store.db import Store, StoreError
-from mole_dag.store.db import _is_corruption as is_damage
+from mole_dag.store.dialect import is_postgres_url
+from mole_dag.store.duckdb_store import DuckDBStore
+from mole_dag.store.errors import StoreError
+from mole_dag.store.errors import is_corruption as is_damage
 
 # Rows printed at most by the table format; the CSV format prints them all. A guess.
 MAX_TABLE_ROWS = 1000
@@ -49,7 +51,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _is_postgres(target: str | Path) -> bool:
-    return str(target).startswith(("postgresql://", "postgres://"))
+    return is_postgres_url(str(target))
 
 
 def where(target: str | Path) -> str:
@@ -77,7 +79,7 @@ def run(
         raise StatementRefused(str(exc)) from None
     if _is_postgres(target):
         return _run_postgres(str(target), sql)
-    store = Store(target, read_only=True, lock_wait_s=lock_wait_s, on_wait=on_wait)
+    store = DuckDBStore(target, read_only=True, lock_wait_s=lock_wait_s, on_wait=on_wait)
     try:
         with store.read() as cur:
             # The second wall, should the guard and DuckDB's parser ever read a statement
