@@ -25,7 +25,7 @@ import duckdb
 from mole_dag.store.console_guard import Refused, check
 from mole_dag.store.dialect import is_postgres_url
 from mole_dag.store.duckdb_store import DuckDBStore
-from mole_dag.store.errors import StoreError
+from mole_dag.store.errors import StoreError, one_line
 from mole_dag.store.errors import is_corruption as is_damage
 
 # Rows printed at most by the table format; the CSV format prints them all. A guess.
@@ -44,10 +44,6 @@ class StatementRefused(QueryError):
 class Result:
     columns: tuple[str, ...]
     rows: list[tuple[Any, ...]]
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
 
 
 def _is_postgres(target: str | Path) -> bool:
@@ -92,7 +88,7 @@ def run(
             except duckdb.Error as exc:
                 if is_damage(exc):
                     raise  # the Store reports it as the damaged store it is
-                raise QueryError(_one_line(exc)) from None
+                raise QueryError(one_line(exc)) from None
         return Result(columns, rows)
     finally:
         store.close()
@@ -114,9 +110,9 @@ def _run_postgres(url: str, sql: str) -> Result:
             columns = tuple(d.name for d in cur.description or [])
             return Result(columns, cur.fetchall() if columns else [])
     except psycopg.OperationalError as exc:
-        raise StoreError(_one_line(exc)) from None
+        raise StoreError(one_line(exc)) from None
     except psycopg.Error as exc:
-        raise QueryError(_one_line(exc)) from None
+        raise QueryError(one_line(exc)) from None
 
 
 def _cell(value: Any) -> str:

@@ -34,7 +34,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from mole_dag.store import prepare
 from mole_dag.store.base import Cursor, Store
 from mole_dag.store.dialect import POSTGRES, Dialect, DialectError, to_postgres
-from mole_dag.store.errors import StoreBusy, StoreError, StoreUnreachable
+from mole_dag.store.errors import StoreBusy, StoreError, StoreUnreachable, one_line
 from mole_dag.store.records import Params, scalar
 
 # Connections per URL per process. A run's stages use a handful of threads; more connections
@@ -200,10 +200,6 @@ def close_all() -> None:
         db.close()
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
-
-
 def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected)
 
@@ -299,7 +295,7 @@ class PgStore(Store):
             ) from None
         except psycopg.OperationalError as exc:
             raise StoreUnreachable(
-                f"cannot use the store {self.path}: {_one_line(exc)}; check the server, or "
+                f"cannot use the store {self.path}: {one_line(exc)}; check the server, or "
                 "MOLE_DB / --db"
             ) from None
         try:
