@@ -35,7 +35,7 @@ from mole_dag.redaction import redact
 from mole_dag.resources import StoreResource
 from mole_dag.session import SessionMissing, session_exists, stop_session
 from mole_dag.skillsets import skills_for
-from mole_dag.store import Store, StoreError, q
+from mole_dag.store import Store, StoreError, open_store, q
 from mole_dag.store.records import SessionRow
 
 # How often the sensor looks for sessions to drive: MOLE_DRIVER_INTERVAL_S, read when the
@@ -311,7 +311,7 @@ def make_research_driver(*, in_process: bool) -> dg.SensorDefinition:
     def research_driver(context: dg.SensorEvaluationContext, store: StoreResource):  # noqa: ANN202
         try:
             # Short wait: a run holding the store is the usual reason it is busy; try next tick.
-            st = Store(store.path, lock_wait_s=2.0)
+            st = open_store(store.path, lock_wait_s=2.0)
         except StoreError as exc:
             yield dg.SkipReason(f"store busy: {exc}")
             return

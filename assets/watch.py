@@ -21,7 +21,7 @@ from assets.driver import SESSION_TAG, drive_in_process
 from assets.partitions import SESSIONS
 from mole_dag.budget.ledger import new_session_id
 from mole_dag.resources import StoreResource
-from mole_dag.store import Store, StoreError, utcnow
+from mole_dag.store import StoreError, open_store, utcnow
 from mole_dag.watch import WatchRefused, due, finish_run, start_run, watches_markdown
 
 # How often the schedule looks for due watches: a watch runs at most this late after its tick.
@@ -142,7 +142,7 @@ def watched_questions_schedule(
     try:
         # Short wait: a run holding the store is the usual reason it is busy; the next tick
         # finds the same watches due (their last run has not moved).
-        st = Store(store.path, lock_wait_s=2.0)
+        st = open_store(store.path, lock_wait_s=2.0)
     except StoreError as exc:
         yield dg.SkipReason(f"store busy: {exc}")
         return

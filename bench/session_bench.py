@@ -150,7 +150,7 @@ class _Sampler:
 
 def _instrument_duckdb(sampler: _Sampler) -> None:
     """Wrap the store's cursors so the sampler knows a DuckDB call is in progress."""
-    from mole_dag.store import db
+    from mole_dag.store.duckdb_store import DuckDBStore
 
     class Timed:
         def __init__(self, cur: Any) -> None:
@@ -180,7 +180,7 @@ def _instrument_duckdb(sampler: _Sampler) -> None:
         def __getattr__(self, name: str) -> Any:
             return getattr(self._cur, name)
 
-    plain_use = db.Store._use
+    plain_use = DuckDBStore._use
 
     @contextlib.contextmanager
     def use(self: Any, *, read_only: bool) -> Any:
@@ -188,7 +188,7 @@ def _instrument_duckdb(sampler: _Sampler) -> None:
         with plain_use(self, read_only=read_only) as raw:
             yield Timed(raw)
 
-    db.Store._use = use  # type: ignore[method-assign]
+    DuckDBStore._use = use  # type: ignore[method-assign]
 
 
 def child(mode: str, home: Path, out: Path, sample: bool) -> None:
@@ -196,7 +196,7 @@ def child(mode: str, home: Path, out: Path, sample: bool) -> None:
     if sampler:
         sampler.start()
     # Imported here, under the sampler: the import cost is part of what is measured.
-    from mole_dag.store import db
+    from mole_dag.store import base
 
     if sampler:
         _instrument_duckdb(sampler)
@@ -226,7 +226,7 @@ def child(mode: str, home: Path, out: Path, sample: bool) -> None:
         sampler.stop()
     out.write_text(
         json.dumps(
-            {"commits": db.process_commits(), "samples": dict(sampler.counts) if sampler else {}}
+            {"commits": base.process_commits(), "samples": dict(sampler.counts) if sampler else {}}
         )
     )
 

@@ -282,7 +282,7 @@ class _EscapingFormatter(logging.Formatter):
 
 def main(argv: Sequence[str] | None = None) -> int:
     from mole_dag.redaction import install_log_redaction
-    from mole_dag.store.db import StoreError
+    from mole_dag.store import StoreError
 
     install_log_redaction()
     parser = build_parser()
@@ -356,10 +356,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _open_store(wait: bool = True, *, read_only: bool = False):  # noqa: ANN202
     """`read_only` for every command that only reads: it never creates a store (a typo in
     --db is an error, not a new empty store) and never writes to one (not even a damaged one)."""
-    from mole_dag.store import Store, StoreError
+    from mole_dag.store import StoreError, open_store
 
     try:
-        return Store(
+        return open_store(
             default_store_path(),
             lock_wait_s=None if wait else 0.0,
             on_wait=lambda m: print(f"mole: {m}", file=sys.stderr),
@@ -1226,10 +1226,10 @@ def _resumable_id(sid: str) -> None:
     migrates, recovers and checkpoints, and a typo must leave the store as it was (or not
     create one). A store older than this mole's schema cannot be read without migrating it,
     so that one is left to the writing open."""
-    from mole_dag.store import Store, StoreError, StoreOutdated, q
+    from mole_dag.store import StoreError, StoreOutdated, open_store, q
 
     try:
-        store = Store(
+        store = open_store(
             default_store_path(),
             on_wait=lambda m: print(f"mole: {m}", file=sys.stderr),
             read_only=True,

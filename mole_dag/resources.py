@@ -20,7 +20,7 @@ from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.paths import default_store_path
 from mole_dag.skillsets import skills_for
-from mole_dag.store import Store, q
+from mole_dag.store import Store, open_store, q
 from mole_dag.store.records import SessionRow
 
 progress_log = logging.getLogger("mole.progress")
@@ -45,7 +45,7 @@ class StoreResource(dg.ConfigurableResource):
         # Cheap after the first run in a process: the Store opens nothing until it is used, and
         # checks migrations and views once per process per file.
         log = context.log
-        self._store = Store(
+        self._store = open_store(
             self.path, lock_wait_s=self.lock_wait_s, on_wait=(log.info if log else None)
         )
 
@@ -55,7 +55,7 @@ class StoreResource(dg.ConfigurableResource):
     @property
     def store(self) -> Store:
         if self._store is None:  # used outside a run (tests, scripts)
-            self._store = Store(self.path, lock_wait_s=self.lock_wait_s)
+            self._store = open_store(self.path, lock_wait_s=self.lock_wait_s)
         return self._store
 
 

@@ -252,7 +252,7 @@ def test_store_folder_full_mid_session_then_resume(
     `failed` but waits for `mole resume`."""
     import duckdb
 
-    from mole_dag.store.db import Store as DuckStore
+    from mole_dag.store.duckdb_store import DuckDBStore as DuckStore
 
     folder = tmp_path / "store"
     folder.mkdir()

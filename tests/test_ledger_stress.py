@@ -11,7 +11,7 @@ import pytest
 
 from mole_dag.budget import Ledger
 from mole_dag.core import Unit
-from mole_dag.store import Store, db
+from mole_dag.store import Store, duckdb_store
 from tests.ledger_stress_worker import hold_and_settle
 from tests.machine import bound
 
@@ -67,7 +67,7 @@ def test_sixteen_workers_never_exceed_the_total(
     case that lost updates when the ledger used UPDATE ... RETURNING (see
     sql/queries/ledger.sql)."""
     if not serialized:
-        monkeypatch.setattr(db, "_write_lock_for", lambda path: threading.RLock())
+        monkeypatch.setattr(duckdb_store, "write_lock_for", lambda path: threading.RLock())
     path = tmp_path / "stress.duckdb"
     stores = [Store(path) for _ in range(connections)]
     try:

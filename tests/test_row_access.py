@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FETCH = {"fetchone", "fetchall", "fetchmany", "fetchnumpy", "fetchdf"}
 # The one place a row is taken apart: by the names in cursor.description, or as the single
 # column a scalar query is checked to have.
-ALLOWED = {Path("mole_dag/store/records.py"), Path("mole_dag/store/db.py")}
+ALLOWED = {Path("mole_dag/store/records.py"), Path("mole_dag/store/base.py")}
 
 
 ROW, ROWS = "row", "rows"

@@ -5,7 +5,7 @@ DuckDB reads a file's headers before it takes its lock on the file and does not 
 again after: a process whose open overlapped another's close (checkpoint, lock released) got
 the file with the headers of the checkpoint before, missed the other's last transactions, and
 its own checkpoint wrote them away. The store now takes `<store>.lock` for every open attempt
-and every close (store/db.py, `_handover`). The first test shows the interleaving itself is
+and every close (store/file_lock.py, `handover`). The first test shows the interleaving itself is
 excluded (deterministic, no tools needed); the second reproduces the lost write through
 DuckDB, widening the window with strace where strace can run."""
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mole_dag.store import Store
+from mole_dag.store import Store, shared_file
 from tests.machine import bound
 
 # Process B: its `duckdb.connect` announces itself (the file `inside`) and then waits for the
@@ -58,9 +58,16 @@ def _store_with_probe(path: Path) -> Store:
     return s
 
 
-def test_a_close_waits_for_another_process_inside_an_open(tmp_path: Path) -> None:
+def test_a_close_waits_for_another_process_inside_an_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """While process B is inside an open of the file, process A must not release it: B may
     already have read the headers A's closing checkpoint is about to replace."""
+    # A releases the file only through the close below. Without this, on a loaded machine B's
+    # start took longer than MAX_HOLD_S, so leaving `a.read()` closed the file there, in the
+    # test's own thread, waiting for B, which waited for the `go` that thread was to give.
+    monkeypatch.setattr(shared_file, "MAX_HOLD_S", 600.0)
+    monkeypatch.setattr(shared_file, "LINGER_S", 600.0)
     path = tmp_path / "handover.duckdb"
     a = _store_with_probe(path)
     closed = threading.Event()
@@ -218,13 +225,14 @@ def test_a_read_only_store_here_keeps_the_file_locked(tmp_path: Path) -> None:
 
 
 def test_a_removed_lock_file_is_not_held_by_two(tmp_path: Path) -> None:
-    """Issue 29: the lock file beside a damaged store is removed (db._forget_handover). A
+    """Issue 29: the lock file beside a damaged store is removed (file_lock.forget_handover). A
     waiter that opened it before the removal must not go on to hold the removed file while
     another process holds a new one at the path: it re-checks, and takes the one there."""
     import contextlib
     import os
 
-    from mole_dag.store.db import _handover, _handover_path
+    from mole_dag.store.file_lock import handover as _handover
+    from mole_dag.store.file_lock import handover_path as _handover_path
 
     db = tmp_path / "s.duckdb"
     lock = _handover_path(db)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mole_dag.store import Store, StoreError, db
+from mole_dag.store import Store, StoreError, file_lock
 
 # A Store holds the file only inside a transaction, so the holder keeps one open (as a stuck
 # writer, or a user's read-write DuckDB client, would).
@@ -35,7 +35,7 @@ def _hold(path: Path, seconds: float) -> subprocess.Popen[str]:
 
 def test_second_process_waits_for_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A waiter says so only after a while (a blip of another's transaction is not worth a line).
-    monkeypatch.setattr(db, "REPORT_WAIT_AFTER_S", 0.2)
+    monkeypatch.setattr(file_lock, "REPORT_WAIT_AFTER_S", 0.2)
     path = tmp_path / "shared.duckdb"
     # Held 4 s: the wait must outlast REPORT_WAIT_AFTER_S even if this process is descheduled
     # for a while after the holder says it holds (a loaded machine).

@@ -1,5 +1,5 @@
 """Issue 12: the store file is held only while a transaction or a read runs (and lingers for
-db.LINGER_S after the last, so a burst of reads opens it once). A read-only client gets in while a
+LINGER_S after the last, so a burst of reads opens it once). A read-only client gets in while a
 Store (in another process or this one) is idle between transactions; a process waiting for the
 file is let in at the holder's next idle moment; `mole
 sessions` answers during a research run; migrations, views and recovery run once per process;
@@ -20,7 +20,7 @@ import pytest
 from mole_dag.budget import Ledger
 from mole_dag.cli import main
 from mole_dag.core import Role, Unit
-from mole_dag.store import Store, StoreError, db, migrate, models, recovery
+from mole_dag.store import Store, StoreError, migrate, models, recovery, shared_file
 from tests import slowweb
 
 
@@ -158,7 +158,7 @@ def test_a_burst_of_reads_opens_the_file_once(store: Store) -> None:
 def test_with_no_linger_every_unit_of_work_opens_the_file(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(db, "LINGER_S", 0.0)
+    monkeypatch.setattr(shared_file, "LINGER_S", 0.0)
     store.close()
     before = store._file.opens
     for _ in range(3):
@@ -173,7 +173,7 @@ def test_a_waiting_process_is_let_in_at_the_next_idle_moment(
     """A process that keeps reading (never idle for LINGER_S) still lets a waiting reader in:
     the reader announces itself, the holder releases at its next idle moment and waits for it
     before reopening. (MAX_HOLD_S is lifted so only that handshake can let the reader in.)"""
-    monkeypatch.setattr(db, "MAX_HOLD_S", 1e9)
+    monkeypatch.setattr(shared_file, "MAX_HOLD_S", 1e9)
     path = tmp_path / "busy.duckdb"
     store = Store(path)
     Ledger(store).create_session("q?", Unit.TOKENS, 1000, session_id="s-busy")

@@ -89,10 +89,10 @@ def _errors() -> Iterator[None]:
 @contextlib.contextmanager
 def _store() -> Iterator[Any]:
     from mole_dag.paths import default_store_path
-    from mole_dag.store import Store
+    from mole_dag.store import open_store
 
     with _store_lock:
-        store = Store(default_store_path(), lock_wait_s=STORE_WAIT_S)
+        store = open_store(default_store_path(), lock_wait_s=STORE_WAIT_S)
         try:
             yield store
         finally:

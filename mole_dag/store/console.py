@@ -23,8 +23,10 @@ from urllib.parse import urlsplit
 import duckdb
 
 from mole_dag.store.console_guard import Refused, check
-from mole_dag.store.db import Store, StoreError
-from mole_dag.store.db import _is_corruption as is_damage
+from mole_dag.store.dialect import is_postgres_url
+from mole_dag.store.duckdb_store import DuckDBStore
+from mole_dag.store.errors import StoreError, one_line
+from mole_dag.store.errors import is_corruption as is_damage
 
 # Rows printed at most by the table format; the CSV format prints them all. A guess.
 MAX_TABLE_ROWS = 1000
@@ -44,12 +46,8 @@ class Result:
     rows: list[tuple[Any, ...]]
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
-
-
 def _is_postgres(target: str | Path) -> bool:
-    return str(target).startswith(("postgresql://", "postgres://"))
+    return is_postgres_url(str(target))
 
 
 def where(target: str | Path) -> str:
@@ -77,7 +75,7 @@ def run(
         raise StatementRefused(str(exc)) from None
     if _is_postgres(target):
         return _run_postgres(str(target), sql)
-    store = Store(target, read_only=True, lock_wait_s=lock_wait_s, on_wait=on_wait)
+    store = DuckDBStore(target, read_only=True, lock_wait_s=lock_wait_s, on_wait=on_wait)
     try:
         with store.read() as cur:
             # The second wall, should the guard and DuckDB's parser ever read a statement
@@ -90,7 +88,7 @@ def run(
             except duckdb.Error as exc:
                 if is_damage(exc):
                     raise  # the Store reports it as the damaged store it is
-                raise QueryError(_one_line(exc)) from None
+                raise QueryError(one_line(exc)) from None
         return Result(columns, rows)
     finally:
         store.close()
@@ -112,9 +110,9 @@ def _run_postgres(url: str, sql: str) -> Result:
             columns = tuple(d.name for d in cur.description or [])
             return Result(columns, cur.fetchall() if columns else [])
     except psycopg.OperationalError as exc:
-        raise StoreError(_one_line(exc)) from None
+        raise StoreError(one_line(exc)) from None
     except psycopg.Error as exc:
-        raise QueryError(_one_line(exc)) from None
+        raise QueryError(one_line(exc)) from None
 
 
 def _cell(value: Any) -> str:

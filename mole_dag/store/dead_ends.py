@@ -8,7 +8,7 @@ from typing import Any
 
 from mole_dag.core import DeadEnd, stable_id
 from mole_dag.redaction import redact, redact_known
-from mole_dag.store.db import utcnow
+from mole_dag.store.base import utcnow
 from mole_dag.store.queries import q
 
 

@@ -14,7 +14,7 @@ from mole_dag.paths import sql_dir
 if TYPE_CHECKING:
     import duckdb
 
-    from mole_dag.store.db import Store
+    from mole_dag.store.base import Store
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 

@@ -10,7 +10,10 @@ workers on different machines write at once, so the few read-then-write transact
 ledger lock the rows they read (`Store.locked`, SELECT … FOR UPDATE), and the check-and-hold of
 a reservation stays one conditional UPDATE, which Postgres re-evaluates on the row it locked.
 Within one process writers still queue on one lock, as on DuckDB: the pipeline's threads were
-written for a single writer, and a stage's transactions are short."""
+written for a single writer, and a stage's transactions are short. The transaction and read
+code is shared with the DuckDB store (store/base.py); this module says how a connection is had,
+which errors mean a lost race or a lost connection, and how a commit whose answer was lost is
+resolved."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any, ClassVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -28,12 +31,11 @@ from psycopg.types.numeric import NumericLoader
 from psycopg.types.string import StrDumper
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mole_dag.store import migrate
-from mole_dag.store.db import Store, StoreBusy, StoreError
-from mole_dag.store.dialect import DialectError, to_postgres
+from mole_dag.store import prepare
+from mole_dag.store.base import Cursor, Store
+from mole_dag.store.dialect import POSTGRES, Dialect, DialectError, to_postgres
+from mole_dag.store.errors import StoreBusy, StoreError, StoreUnreachable, one_line
 from mole_dag.store.records import Params, scalar
-
-R = TypeVar("R")
 
 # Connections per URL per process. A run's stages use a handful of threads; more connections
 # than that only queue on the process's write lock. A guess, flagged as one.
@@ -41,10 +43,6 @@ POOL_MAX = 8
 # Advisory lock key for schema work (migrations, views, recovery): two processes opening a new
 # database at once must not both migrate it. Any constant unique to mole will do.
 _SCHEMA_LOCK_KEY = 0x6D6F6C65  # "mole"
-
-
-def is_postgres_url(target: object) -> bool:
-    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
 
 
 def redact(url: str) -> str:
@@ -202,16 +200,8 @@ def close_all() -> None:
         db.close()
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
-
-
 def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected)
-
-
-class StoreUnreachable(StoreError):
-    """No connection to the server could be had (it is down, or restarting)."""
 
 
 # SQLSTATEs that mean the server went away, not that the statement was wrong: the connection
@@ -230,7 +220,18 @@ def _connection_lost(exc: BaseException) -> bool:
 
 
 class PgStore(Store):
-    """The Store API on a Postgres database. Built by `Store(url)` for a postgresql:// URL."""
+    """The Store API on a Postgres database. Built by `open_store(url)` for a postgresql:// URL."""
+
+    dialect: ClassVar[Dialect] = POSTGRES
+    path: str
+    _NO_TABLE = pg_errors.UndefinedTable
+    _DRIVER_ERROR = psycopg.Error
+    # Serialization failures and deadlocks: another machine's transaction won the row.
+    _RETRIES = 50
+    # A lost connection (a server restart, a network blip): the pool hands out only checked
+    # connections, so a retry waits for the server (up to lock_wait_s per attempt) and runs on a
+    # new one. Bounded: about 20 s of backoff over the attempts, beside the pool's own wait.
+    _RECONNECTS = 8
 
     def __init__(
         self,
@@ -242,7 +243,7 @@ class PgStore(Store):
         read_only: bool = False,
     ) -> None:
         self.url = str(path)
-        self.path = redact(self.url)  # type: ignore[assignment]  # shown in messages, no password
+        self.path = redact(self.url)  # shown in messages, no password
         self.read_only = read_only
         # How long to wait for a pooled connection (the server down, or every connection busy).
         self.lock_wait_s = 30.0 if lock_wait_s is None else max(lock_wait_s, 1.0)
@@ -272,19 +273,10 @@ class PgStore(Store):
                 # to CREATE TABLE or CREATE OR REPLACE VIEW (both fail when two run at once).
                 cur.execute(f"SELECT pg_advisory_lock({_SCHEMA_LOCK_KEY})")
                 try:
-                    migrate.apply(cur)  # type: ignore[arg-type]
-                    from mole_dag.store.recovery import recover_store
-
-                    recover_store(self)
-                    from mole_dag.store.models import materialize_all
-
-                    materialize_all(self)
+                    prepare.prepare(self, cast(Cursor, cur))
                 finally:
                     cur.execute(f"SELECT pg_advisory_unlock({_SCHEMA_LOCK_KEY})")
             self._db.prepared = True
-
-    _NO_TABLE = pg_errors.UndefinedTable
-    _KIND = "a Postgres database"
 
     # -- connections -------------------------------------------------------------------------
 
@@ -303,7 +295,7 @@ class PgStore(Store):
             ) from None
         except psycopg.OperationalError as exc:
             raise StoreUnreachable(
-                f"cannot use the store {self.path}: {_one_line(exc)}; check the server, or "
+                f"cannot use the store {self.path}: {one_line(exc)}; check the server, or "
                 "MOLE_DB / --db"
             ) from None
         try:
@@ -311,64 +303,61 @@ class PgStore(Store):
         finally:
             pool.putconn(conn)  # the pool rolls back whatever a failure left open
 
-    def _tx_conn(self) -> Any:
-        return getattr(self._db.tx, "cur", None)
+    def close(self) -> None:
+        """Pooled connections stay for the next unit of work; nothing to release."""
 
-    def cursor(self) -> Any:
-        cur = self._tx_conn()
-        if cur is None:
-            raise StoreError(
-                "Store.cursor() is only valid inside write(): the store keeps no "
-                "connection open; use read(), rows() or write()"
-            )
-        return cur
+    @property
+    def is_open(self) -> bool:
+        return self._tx_conn() is not None
+
+    # -- what the shared transaction code needs (store/base.py) -----------------------------
+    # Writes are serialised with this process's other writers (as on DuckDB); writers of other
+    # processes run at once, kept apart by row locks (Store.locked).
+
+    def _tx(self) -> threading.local:
+        return self._db.tx
+
+    def _writers(self) -> threading.RLock:
+        return self._db.write_lock
 
     @contextmanager
-    def write(self) -> Iterator[Any]:
-        """One write transaction, serialised with this process's other writers (as on DuckDB);
-        writers of other processes run at once, kept apart by row locks."""
-        if self.read_only:
-            raise StoreError(f"the store {self.path} was opened read-only")
-        outer = self._tx_conn()
-        if outer is not None:
-            yield outer
-            return
-        with self._db.write_lock, self._connection() as conn:
-            cur = PgCursor(conn)
-            cur.execute("BEGIN")
-            # The transaction's id, before any work: if the connection is lost while it
-            # commits, the server can still say whether it did (_commit_outcome).
-            txid = scalar(cur, int, "SELECT txid_current()")  # type: ignore[arg-type]
-            self._db.tx.cur = cur
-            try:
-                yield cur
-            except BaseException:
-                self._db.tx.cur = None
-                with suppress(psycopg.Error):
-                    cur.execute("ROLLBACK")
-                raise
-            self._db.tx.cur = None
-            try:
-                cur.execute("COMMIT")
-            except psycopg.Error as exc:
-                if not _connection_lost(exc):
-                    raise
-                # The COMMIT was sent and its answer lost: the work may be written or not.
-                # Running it again could write it twice, so ask the server which it was.
-                outcome = self._commit_outcome(txid) if txid is not None else None
-                if outcome == "aborted":
-                    raise  # nothing was written: transact runs it again
-                if outcome != "committed":
-                    raise StoreError(
-                        f"the connection to the store {self.path} was lost while a "
-                        "transaction committed, and whether it did could not be learned "
-                        f"({outcome or 'the server did not answer'}); check the server, then "
-                        "`mole resume` the session"
-                    ) from None
-            self.commits += 1
-            from mole_dag.store import db as _db
+    def _write_cursor(self) -> Iterator[Cursor]:
+        with self._connection() as conn:
+            yield cast(Cursor, PgCursor(conn))
 
-            _db._count_commit()
+    @contextmanager
+    def _read_cursor(self) -> Iterator[Cursor]:
+        with self._connection() as conn:
+            pc = PgCursor(conn)
+            try:
+                yield cast(Cursor, pc)
+            finally:
+                pc.close()
+
+    def _begin(self, cur: Cursor) -> object:
+        """BEGIN, then the transaction's id, before any work: if the connection is lost while
+        it commits, the server can still say whether it did (_commit_outcome)."""
+        cur.execute(self.dialect.begin)
+        return scalar(cur, int, "SELECT txid_current()")
+
+    def _commit(self, cur: Cursor, begun: object) -> None:
+        try:
+            cur.execute("COMMIT")
+        except psycopg.Error as exc:
+            if not _connection_lost(exc):
+                raise
+            # The COMMIT was sent and its answer lost: the work may be written or not.
+            # Running it again could write it twice, so ask the server which it was.
+            outcome = self._commit_outcome(begun) if isinstance(begun, int) else None
+            if outcome == "aborted":
+                raise  # nothing was written: transact runs it again
+            if outcome != "committed":
+                raise StoreError(
+                    f"the connection to the store {self.path} was lost while a "
+                    "transaction committed, and whether it did could not be learned "
+                    f"({outcome or 'the server did not answer'}); check the server, then "
+                    "`mole resume` the session"
+                ) from None
 
     def _commit_outcome(self, txid: int) -> str | None:
         """What became of transaction `txid` ('committed', 'aborted'), asked on a connection
@@ -378,9 +367,9 @@ class PgStore(Store):
         while True:
             with suppress(psycopg.OperationalError):
                 with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
-                    cur = PgCursor(conn)
+                    cur = cast(Cursor, PgCursor(conn))
                     sql = "SELECT txid_status($txid)"
-                    status = scalar(cur, str, sql, {"txid": txid})  # type: ignore[arg-type]
+                    status = scalar(cur, str, sql, {"txid": txid})
                 if status != "in progress":  # its backend has not yet noticed it is gone
                     return status
             if time.monotonic() + delay > deadline:
@@ -388,17 +377,9 @@ class PgStore(Store):
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
 
-    # Serialization failures and deadlocks: another machine's transaction won the row.
-    _RETRIES = 50
-
     @staticmethod
     def _lost_race(exc: BaseException) -> bool:
         return _is_retryable(exc)
-
-    # A lost connection (a server restart, a network blip): the pool hands out only checked
-    # connections, so a retry waits for the server (up to lock_wait_s per attempt) and runs on a
-    # new one. Bounded: about 20 s of backoff over the attempts, beside the pool's own wait.
-    _RECONNECTS = 8
 
     @staticmethod
     def _connection_lost(exc: BaseException) -> bool:
@@ -406,60 +387,3 @@ class PgStore(Store):
 
     def _reconnect_delay(self, attempt: int) -> float:
         return float(min(0.2 * 2 ** (attempt - 1), 5.0))
-
-    def _reading(self, fn: Callable[[], R]) -> R:
-        """A read outside a transaction, run again on a new connection if the one it had was
-        lost (a read has no effect to repeat)."""
-        if self._tx_conn() is not None:
-            return fn()
-        lost = 0
-        while True:
-            try:
-                return fn()
-            except Exception as exc:
-                if not _connection_lost(exc) or lost >= self._RECONNECTS:
-                    raise
-                lost += 1
-                time.sleep(self._reconnect_delay(lost))
-
-    def rows(self, sql: str, params: Params = None) -> list[dict[str, Any]]:
-        return self._reading(lambda: Store.rows(self, sql, params))
-
-    def scalar(self, sql: str, params: Params = None) -> Any:
-        return self._reading(lambda: Store.scalar(self, sql, params))
-
-    def one(self, cls: type[R], sql: str, params: Params = None) -> R | None:
-        return self._reading(lambda: Store.one(self, cls, sql, params))
-
-    def many(self, cls: type[R], sql: str, params: Params = None) -> list[R]:
-        return self._reading(lambda: Store.many(self, cls, sql, params))
-
-    @contextmanager
-    def read(self) -> Iterator[Any]:
-        cur = self._tx_conn()
-        if cur is not None:
-            yield cur
-            return
-        with self._connection() as conn:
-            pc = PgCursor(conn)
-            try:
-                yield pc
-            finally:
-                pc.close()
-
-    @contextmanager
-    def _damage_reported(self) -> Iterator[None]:
-        yield  # a server reports its own damage; nothing to translate
-
-    def locked(self, sql: str, *, of: str | None = None) -> str:
-        """`sql` (a SELECT) taking row locks on what it reads (only table alias `of`'s rows if
-        given), until the transaction ends: another machine's read-then-write waits instead
-        of acting on the same rows."""
-        return f"{sql} FOR UPDATE" + (f" OF {of}" if of else "")
-
-    def close(self) -> None:
-        """Pooled connections stay for the next unit of work; nothing to release."""
-
-    @property
-    def is_open(self) -> bool:
-        return self._tx_conn() is not None

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from mole_dag.core import SessionStatus
-from mole_dag.store.db import utcnow
+from mole_dag.store.base import utcnow
 from mole_dag.store.queries import q
 from mole_dag.store.records import OpenReservationRow, fetch_all
 
 if TYPE_CHECKING:
-    from mole_dag.store.db import Store
+    from mole_dag.store.base import Store
 
 # The ledger's logger: settling is the ledger's business, wherever the code that does it lives.
 log = logging.getLogger("mole.budget")
