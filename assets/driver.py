@@ -160,16 +160,20 @@ def stop_after_failed_run(store: Store, sid: str, result: dg.ExecuteInProcessRes
     stop_session(Ledger(store), sid, status, down or failure_line(result))
 
 
-def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> Step | None:
+def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> str | None:
     """Rounds while one is due, then the report, each a run of its own in this process and
-    instance. Returns the step the drive ended on."""
+    instance. Returns why the drive stopped short (no such session, or a step's run failed),
+    None when it went to its end. The op raises the dg.Failure itself: raised down here, the
+    failure Dagster stores carried the driver's frames (the round loop, the step's closure)
+    under a description that already says what went wrong (issue 33)."""
     # The definitions hold this module: imported at run time.
     from assets.definitions import IN_PROCESS_RUN_TAGS, defs
 
     instance = context.instance
     row = _session(store, sid)
     if row is None:
-        raise dg.Failure(description=f"no session {sid!r} in {store.path}", allow_retries=False)
+        return f"no session {sid!r} in {store.path}"
+    failed: list[str] = []
     skills = skills_for(row.provider)
     quiet: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     configs = {
@@ -198,10 +202,8 @@ def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> 
         context.log_event(step_observation(sid, kind, res))
         if not res.success:
             stop_after_failed_run(store, sid, res)
-            raise dg.Failure(
-                description=f"session {sid}: {kind} run {res.run_id} failed: {failure_line(res)}",
-                allow_retries=False,
-            )
+            failed.append(f"session {sid}: {kind} run {res.run_id} failed: {failure_line(res)}")
+            return None  # the drive stops here
         return res
 
     def decide() -> Step | None:
@@ -217,14 +219,14 @@ def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> 
         first_round = next_round_number(Run(store, Ledger(store), skills, sid))
     finally:
         store.close()
-    got = drive(
+    drive(
         round=lambda: step("round"),
         report=lambda: step("report"),
         decide=decide,
         announce=announce,
         first_round=first_round,
     )
-    return got.last
+    return failed[0] if failed else None
 
 
 @dg.op(
@@ -255,7 +257,9 @@ def drive_session(context: dg.OpExecutionContext, store: StoreResource) -> None:
         instance.add_dynamic_partitions(SESSIONS, [sid])
     instance.add_run_tags(context.run_id, {SESSION_TAG: sid, **UI_TAGS})
     context.log.info(f"session {sid}: {launch.question!r}")
-    drive_in_process(context, st, sid)
+    stopped = drive_in_process(context, st, sid)
+    if stopped is not None:
+        raise dg.Failure(description=stopped, allow_retries=False)
 
 
 @dg.job(

@@ -87,9 +87,11 @@ def watched_questions(
         context.instance.add_dynamic_partitions(SESSIONS, [run.session_id])
     context.log.info(f"watch {config.watch_id}: session {run.session_id}")
     try:
-        drive_in_process(context.op_execution_context, st, run.session_id)
+        stopped = drive_in_process(context.op_execution_context, st, run.session_id)
     finally:
         got = finish_run(st, config.watch_id, due_at)
+    if stopped is not None:  # raised here, in the asset's own frame (assets/driver.py)
+        raise dg.Failure(description=stopped, allow_retries=False)
     counts = {}
     if got.diff is not None:
         f, s = got.diff["findings"], got.diff["sources"]

@@ -4,8 +4,8 @@ Starts the UI as `make dev` does (`dg dev` from the instance folder, a fresh MOL
 own) on 127.0.0.1, then, alternating, times `mole research QUESTION --usd 0.50` end to end and a
 `research_session` run launched with the README's launch config through the webserver's GraphQL
 API (the mutation the Launchpad's "Launch Run" button sends), from the launch to the run's end.
-Medians of --runs each, and their ratio. Both use the offline extractive provider over the demo
-corpus, so both do the same work.
+Medians of --runs each, their ratio, and where the UI session's time went (PHASES). Both use the
+offline extractive provider over the demo corpus, so both do the same work.
 
     .venv/bin/python bench/ui_session_bench.py --runs 3 [--port 3009] [--json]
 """
@@ -51,22 +51,65 @@ def _wait_up(port: int, proc: subprocess.Popen[bytes], within_s: float = 300) ->
     raise SystemExit(f"the Dagster UI did not answer within {within_s:.0f} s")
 
 
-def _cli(env: dict[str, str]) -> float:
+def _cli(env: dict[str, str]) -> tuple[float, float]:
+    """The session's time end to end, and its start: until the first line it prints (the
+    launch checked and the session created). Dagster and the definitions are imported after
+    that line, while the first round's plan is made ahead (mole_dag.planner.ahead); a UI run's
+    process imports them before its op starts."""
     t0 = time.monotonic()
-    subprocess.run(
-        [str(BIN / "mole"), "research", QUESTION, "--usd", "0.50", "--quiet"],
+    proc = subprocess.Popen(
+        [str(BIN / "mole"), "research", QUESTION, "--usd", "0.50"],
         env=env,
         cwd=ROOT,
-        check=True,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
-    return time.monotonic() - t0
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    started = time.monotonic() - t0
+    rest = proc.stdout.read()
+    if proc.wait() != 0:
+        raise SystemExit(f"mole research failed:\n{(first + rest).decode(errors='replace')}")
+    return time.monotonic() - t0, started
 
 
-def _ui(port: int) -> float:
+# Where a UI session's time goes, from the run's own events (their timestamps, seconds since
+# the launch request was sent): queued until the daemon hands it to the run launcher (Dagster
+# records no dequeue event; STARTING is the launcher's), the run process's start (a new
+# interpreter importing Dagster and the definitions) until the op starts, the op (the
+# session's rounds and report), and the run's end until the status poll saw it.
+PHASES = {
+    "queued": ("PIPELINE_ENQUEUED", "PIPELINE_STARTING"),
+    "process start": ("PIPELINE_STARTING", "STEP_START"),
+    "op": ("STEP_START", "STEP_SUCCESS"),
+    "run end": ("STEP_SUCCESS", "PIPELINE_SUCCESS"),
+}
+
+
+def _phases(run_id: str, sent: float, seen: float) -> dict[str, float]:
+    from dagster import DagsterInstance
+
+    with DagsterInstance.get() as instance:
+        at: dict[str, float] = {}
+        for entry in instance.all_logs(run_id):
+            ev = entry.dagster_event
+            if ev is not None:
+                at.setdefault(ev.event_type_value, entry.timestamp)
+    missing = {e for pair in PHASES.values() for e in pair} - at.keys()
+    if missing:  # a Dagster that records other events: say which, keep the timing
+        print(f"run {run_id}: no {sorted(missing)} among {sorted(at)}", file=sys.stderr)
+        return {}
+    out = {"launch to queued": at["PIPELINE_ENQUEUED"] - sent}
+    out |= {name: at[b] - at[a] for name, (a, b) in PHASES.items()}
+    out["poll"] = seen - at["PIPELINE_SUCCESS"]
+    return out
+
+
+def _ui(port: int) -> tuple[float, dict[str, float]]:
     from dagster_graphql import DagsterGraphQLClient
 
     client = DagsterGraphQLClient("127.0.0.1", port_number=port)
+    sent = time.time()
     t0 = time.monotonic()
     run_id = client.submit_job_execution("research_session", run_config=CONFIG)
     while True:
@@ -77,7 +120,7 @@ def _ui(port: int) -> float:
     took = time.monotonic() - t0
     if status != "SUCCESS":
         raise SystemExit(f"the UI session's run {run_id} ended {status}")
-    return took
+    return took, _phases(run_id, sent, sent + took)
 
 
 def main() -> int:
@@ -107,14 +150,25 @@ def main() -> int:
     )
     cli_s: list[float] = []
     ui_s: list[float] = []
+    phases: list[dict[str, float]] = []
+    cli_start: list[float] = []
     try:
         _wait_up(port, ui)
         os.environ.update({"MOLE_HOME": env["MOLE_HOME"], "DAGSTER_HOME": env["DAGSTER_HOME"]})
         _cli(env)  # warm-up: the corpus index, the first imports, the instance's tables
         for i in range(args.runs):
-            cli_s.append(_cli(env))
-            ui_s.append(_ui(port))
-            print(f"run {i + 1}: cli {cli_s[-1]:.1f} s, ui {ui_s[-1]:.1f} s", file=sys.stderr)
+            took, started = _cli(env)
+            cli_s.append(took)
+            cli_start.append(started)
+            took, phase = _ui(port)
+            ui_s.append(took)
+            phases.append(phase)
+            where = ", ".join(f"{k} {v:.1f}" for k, v in phase.items())
+            print(
+                f"run {i + 1}: cli {cli_s[-1]:.1f} s (start {started:.1f}), "
+                f"ui {ui_s[-1]:.1f} s ({where})",
+                file=sys.stderr,
+            )
     finally:
         os.killpg(ui.pid, signal.SIGINT)
         try:
@@ -126,13 +180,21 @@ def main() -> int:
     cli_med, ui_med = statistics.median(cli_s), statistics.median(ui_s)
     figures = {
         "cli session s": round(cli_med, 1),
+        "cli start s": round(statistics.median(cli_start), 1),
         "ui session s": round(ui_med, 1),
         "ui / cli": round(ui_med / cli_med, 2),
     }
+    timed = [p for p in phases if p]
+    where = {
+        f"ui {k} s": round(statistics.median(p[k] for p in timed), 1)
+        for k in (timed[:1] or [{}])[0]
+    }
     print(
         f"median of {args.runs}: cli {cli_med:.1f} s, ui {ui_med:.1f} s, "
-        f"ratio {ui_med / cli_med:.2f}"
+        f"ratio {ui_med / cli_med:.2f}; the cli's start {figures['cli start s']:.1f} s; "
+        "the ui's time: " + ", ".join(f"{k[3:-2]} {v:.1f} s" for k, v in where.items())
     )
+    figures |= where
     if args.json:
         print(json.dumps({"figures": figures, "better": {k: "lower" for k in figures}}))
     return 0

@@ -107,3 +107,28 @@ def test_demo_answer_opens_with_what_its_publishers_agree_on(demo: Demo) -> None
     answer = demo.done.report.markdown.split("## Answer", 1)[1].split("\n## ", 1)[0]
     first = next(line for line in answer.splitlines() if line.startswith("- "))
     assert "three to four cups" in first, answer
+
+
+def test_demo_superseded_names_the_newer_source_that_is_no_finding(demo: Demo) -> None:
+    """Issue 33: "#26 [13] is superseded by a newer source" named none. In the demo the newer
+    claim is no finding of its own (so no "#n" can point at it): the line names its source."""
+    store, sid, md = demo.store, demo.session_id, demo.done.report.markdown
+    newer = store.rows(
+        "SELECT c.quote, s.title FROM claim_edges e JOIN claims c ON c.id = e.src_claim_id "
+        "JOIN sources s ON s.id = c.source_id WHERE e.kind = 'supersedes' AND e.session_id = $s",
+        {"s": sid},
+    )
+    assert len(newer) == 1, newer
+    quote, title = newer[0]["quote"], newer[0]["title"]
+    assert " ".join(quote.split()) not in md, "the case tested: the newer claim is no finding"
+    sup = md.split("## Superseded", 1)[1].split("\n## ", 1)[0]
+    assert f"superseded by the newer source “{title}”" in sup, sup
+
+
+def test_demo_question_section_is_not_headed_by_the_title_again(demo: Demo) -> None:
+    """Issue 33: the question's own section sat under the Answer headed by the title again."""
+    md = demo.done.report.markdown
+    question = "What are the health effects of drinking coffee?"
+    headings = [line for line in md.splitlines() if line.startswith("## ")]
+    assert f"## {question}" not in headings and "## Findings" in headings, headings
+    assert md.startswith(f"# {question}\n"), md[:80]

@@ -435,15 +435,44 @@ def test_wide_question_is_planned_from_the_facets_of_its_documents() -> None:
         "health effects drinking coffee blood pressure",
         "health effects drinking coffee pregnancy",
     ]
+    # A facet narrows the question with a relative clause, as a person would write it (issue
+    # 33: "..., and what about caffeine intake?" was a question tacked on, not one question).
     assert [p.text for p in plan[1:]] == [
-        "What are the health effects of drinking coffee, and what about blood pressure?",
-        "What are the health effects of drinking coffee, and what about pregnancy?",
+        "What are the health effects of drinking coffee that have to do with blood pressure?",
+        "What are the health effects of drinking coffee that have to do with pregnancy?",
     ]
     # A facet's question holds no word beyond the question's and the facet's: each of its
     # words weighs in the relevance of the findings filed under it.
     q_terms = set(terms("What are the health effects of drinking coffee?"))
     for p, facet in zip(plan[1:], ("blood pressure", "pregnancy"), strict=True):
         assert set(terms(p.text)) <= q_terms | set(terms(facet)), p.text
+
+
+def test_a_facet_clause_agrees_with_the_questions_own_verb() -> None:
+    """The relative clause's "have" takes its number and tense from the verb the question opens
+    with, so questions of other shapes read as one question too."""
+    facets = ("sleep",)
+    cases = {
+        "What is the impact of remote work?": (
+            "What is the impact of remote work that has to do with sleep?"
+        ),
+        "What were the consequences of the 2008 crisis?": (
+            "What were the consequences of the 2008 crisis that had to do with sleep?"
+        ),
+        "Are there health risks of vaping?": (
+            "Are there health risks of vaping that have to do with sleep?"
+        ),
+        "What does the evidence say about the effects of fasting?": (
+            "What does the evidence say about the effects of fasting that has to do with sleep?"
+        ),
+    }
+    for question, facet_question in cases.items():
+        assert is_wide(question), question
+        plan = plan_questions(question, facets)
+        assert [p.text for p in plan[1:]] == [facet_question], question
+        # Only function words are added: the facet question's terms are the question's and the
+        # facet's.
+        assert set(terms(plan[1].text)) == set(terms(question)) | {"sleep"}, plan[1].text
 
 
 def test_queries_are_words_a_person_would_write() -> None:

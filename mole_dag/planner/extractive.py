@@ -100,11 +100,28 @@ def _query(text: str) -> str:
     return " ".join(out) or topic.strip() or " ".join(text.split())
 
 
+# The verb that opens a question and the "have" that agrees with it in the relative clause a
+# facet adds: a plural "be" ("What are the effects of X ...") is about its plural noun, "have";
+# a singular one, or another verb ("What does the evidence say about X ..."), about a singular
+# "what" or X, "has"; a past one, "had". Grammar, not vocabulary: English's auxiliaries.
+_AUX = re.compile(
+    r"^(?:(?:what|which|who|how|why|when|where)\s+)?"
+    r"(?P<aux>are|is|were|was|do|does|did|have|has|had|can|could|will|would|should|may|might)\b",
+    re.IGNORECASE,
+)
+_HAVE = {"are": "have", "were": "had", "was": "had", "did": "had", "had": "had"}
+
+
 def _facet_question(question: str, facet: str) -> str:
-    """A wide question asked about one facet: still a question a person would write, with no
-    content word beyond the question's and the facet's (a word like "regarding", on no page,
-    would weigh in the sub-question's relevance as if it were asked about)."""
-    return f"{question.rstrip('?？!. ')}, and what about {facet}?"
+    """A wide question narrowed to one facet, as a person would write it: the question with a
+    relative clause, "What are the health effects of drinking coffee that have to do with
+    sleep?". Its "have" agrees with the question's own opening verb (number and tense). Every
+    word it adds is a function word, so its content terms are the question's and the facet's
+    only (a word like "regarding", on no page, would weigh in the sub-question's relevance as if
+    it were asked about)."""
+    m = _AUX.match(question.strip())
+    have = _HAVE.get(m.group("aux").lower(), "has") if m else "has"
+    return f"{question.rstrip('?？!. ')} that {have} to do with {facet}?"
 
 
 def plan_questions(question: str, corpus_topics: tuple[str, ...] = ()) -> list[PlannedQuestion]:
