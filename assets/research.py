@@ -12,8 +12,8 @@ from mole_dag.executor.run import STAGE as EXEC_STAGE
 from mole_dag.launch import LaunchError
 from mole_dag.mining.mine import STAGE as MINE_STAGE
 from mole_dag.mining.mine import mine_claims
+from mole_dag.output.answer_writer import STAGE as REPORT_STAGE
 from mole_dag.output.finish import finish_session
-from mole_dag.output.report import STAGE as REPORT_STAGE
 from mole_dag.planner import plan_round
 from mole_dag.planner.plan import STAGE as PLAN_STAGE
 from mole_dag.redaction import redact_known

@@ -54,7 +54,7 @@ def _patch(module: Any, name: str, value: object) -> Callable[[], None]:
 @contextmanager
 def rule_off(rule: str) -> Iterator[None]:
     import mole_dag.mining.relevance as relevance
-    import mole_dag.output.report as report
+    import mole_dag.output.selection as selection
 
     off: dict[str, list[tuple[Any, str, object]]] = {
         "none (today)": [],
@@ -63,12 +63,12 @@ def rule_off(rule: str) -> Iterator[None]:
         ],
         "NEAR_SHARE (near-synonyms)": [(relevance, "NEAR_SHARE", 0.0)],
         "SETTING_SHARE": [(relevance, "SETTING_SHARE", 1.0)],
-        "SOURCE_FLOOR": [(report, "SOURCE_FLOOR", 0.0)],
+        "SOURCE_FLOOR": [(selection, "SOURCE_FLOOR", 0.0)],
         "all of them": [
             (relevance, "SCOPE_BY_DOCUMENT", False),
             (relevance, "NEAR_SHARE", 0.0),
             (relevance, "SETTING_SHARE", 1.0),
-            (report, "SOURCE_FLOOR", 0.0),
+            (selection, "SOURCE_FLOOR", 0.0),
         ],
     }
     undo = [_patch(m, n, v) for m, n, v in off[rule]]

@@ -27,8 +27,10 @@ from mole_dag.mining.relevance import (
 )
 from mole_dag.output.answered import Candidate, decide
 from mole_dag.output.extractive import write_body
+from mole_dag.output.markdown import RELATED_PREFIX
 from mole_dag.output.prompts import parse_write
-from mole_dag.output.report import RELATED_PREFIX, not_answered, write_report
+from mole_dag.output.reasons import not_answered
+from mole_dag.output.report import write_report
 from mole_dag.session import create_session
 from mole_dag.skills.protocol import FindingForWriter, WriteRequest
 from mole_dag.skillsets.extractive import ExtractiveSkills

@@ -126,7 +126,7 @@ def test_vectors_are_kept_for_the_next_session(tmp_path: Path) -> None:
 def test_the_report_keeps_what_the_model_rates_near_the_best() -> None:
     """The learned ranking's probabilities are cut by the fitted log-odds gap, not by half the
     best: 0.02 beside 0.1 is a near tie to the model, 0.0005 beside 0.1 is not."""
-    from mole_dag.output.report import RELATIVE_FLOOR, choose
+    from mole_dag.output.selection import RELATIVE_FLOOR, choose
     from tests.test_report_answer import _row
 
     gap = ranker.model().report_gap

@@ -19,14 +19,10 @@ from mole_dag.llm.retry import RetryPolicy
 from mole_dag.output.binding import Dropped, bind
 from mole_dag.output.citations import cited_numbers
 from mole_dag.output.html import render_html
-from mole_dag.output.report import (
-    EMPTY_PREFIX,
-    RELATIVE_FLOOR,
-    ReportResult,
-    choose,
-    escape_markdown,
-    write_report,
-)
+from mole_dag.output.reasons import EMPTY_PREFIX
+from mole_dag.output.report import ReportResult, write_report
+from mole_dag.output.selection import RELATIVE_FLOOR, choose
+from mole_dag.output.wording import escape_markdown
 from mole_dag.session import create_session
 from mole_dag.skills.protocol import BoundSentence, WriteRequest, WrittenAnswer
 from mole_dag.skillsets import skills_for
@@ -629,9 +625,9 @@ def test_choose_drops_a_source_whose_best_is_far_below_the_session_s_best() -> N
 def test_without_a_source_floor_the_sibling_s_findings_fill_the_report(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import mole_dag.output.report as report
+    import mole_dag.output.selection as selection
 
-    monkeypatch.setattr(report, "SOURCE_FLOOR", 0.0)
+    monkeypatch.setattr(selection, "SOURCE_FLOOR", 0.0)
     rows = [_row("answer", 0.9, 0.5), _row("sibling", 0.5, 0.5)]
     positions = {"c-answer": ("https://a.example/", 0), "c-sibling": ("https://b.example/", 0)}
     got = choose(rows, forced=set(), max_findings=30, scored=True, positions=positions)

@@ -8,7 +8,8 @@ import re
 
 from mole_dag.output.binding import Binding
 from mole_dag.output.html import render_html
-from mole_dag.output.report import Finding, render_answer
+from mole_dag.output.markdown import render_answer
+from mole_dag.output.selection import Finding
 from mole_dag.skills.protocol import BoundSentence
 
 TWO = "Expressions made by any or all can not be converted to bool. Instead one must use is_true."

@@ -52,7 +52,7 @@ def test_a_page_citation_holds_its_number_alone_in_brackets() -> None:
 
 
 def test_citations_of_a_finding_put_each_page_after_its_own_number() -> None:
-    from mole_dag.output.report import _cites
+    from mole_dag.output.markdown import _cites
 
     assert _cites([3, 4]) == "[3][4]"
     assert _cites([3, 4], {3: 12}) == "[3] (p. 12) [4]"

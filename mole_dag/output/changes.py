@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from mole_dag.output.wording import escape_markdown
 from mole_dag.sanitize import one_line
 from mole_dag.store import Store, q, utcnow
 from mole_dag.text import terms, words
@@ -479,7 +480,6 @@ def _n(n: int, one: str, many: str) -> str:
 
 def render_section(diff: Diff) -> list[str]:
     """The report's "What changed since <old id> (<date>)" section, as Markdown lines."""
-    from mole_dag.output.report import escape_markdown  # the report imports this module
 
     def quoted(c: ClaimSide) -> str:
         page = f" (p. {c.page})" if c.page else ""

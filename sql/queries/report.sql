@@ -1,4 +1,5 @@
--- The report's own reads (mole_dag/output/report.py), beside report_findings in pipeline.sql.
+-- The report's own reads (mole_dag/output/selection.py, reasons.py and report.py), beside
+-- report_findings in pipeline.sql.
 
 -- name: report_claim_positions
 -- Where each claim's quote sits: the tie-break between findings of equal relevance and
