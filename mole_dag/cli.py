@@ -733,25 +733,15 @@ def _drive_steps(
     announce: Callable[[str, int], None],
     quiet: bool,
 ) -> int:
+    """The session's steps as Dagster runs (assets/steps.py); a signal, a full disk or a provider
+    that stopped answering ends the drive by raising, each said in one line by `_drive`."""
     from mole_dag.budget import Ledger
     from mole_dag.context import Run
     from mole_dag.core import SessionStatus
-    from mole_dag.driver import Interrupted, Step, drive, next_round_number, next_step
+    from mole_dag.driver import Interrupted, Step
 
     instance = _dagster_instance()
-    from assets.definitions import IN_PROCESS_RUN_TAGS, defs
-    from assets.driver import CLI_TAGS, SESSION_TAG, failure_line, provider_down
-    from assets.partitions import SESSIONS
-
-    if not instance.has_dynamic_partition(SESSIONS, sid):
-        instance.add_dynamic_partitions(SESSIONS, [sid])
-    # CRITICAL, not ERROR: a failed or interrupted step is reported by _report_failure or
-    # _interrupted in one line each; Dagster's console logger would add its stack trace.
-    run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-    jobs = {name: defs.resolve_job_def(name) for name in ("research_round", "research_report")}
-    # The `session` asset's config names the session's question and budget (required since
-    # the UI launches with it); the round runs pass the stored ones.
-    from assets.session_config import session_run_config
+    from assets.steps import CLI_TAGS, drive_runs, provider_down, stop_after_failed_run
     from mole_dag.store import q
     from mole_dag.store.records import SessionRow
 
@@ -761,30 +751,8 @@ def _drive_steps(
     finally:
         st.close()
     assert row is not None  # created (research) or checked (resume) before the drive
-    configs = {
-        "research_round": {**run_config, **session_run_config(row)},
-        "research_report": run_config,
-    }
-    failures: list[Any] = []
 
-    def decide() -> Step | None:
-        st = _open_store()
-        try:
-            return next_step(Run(st, Ledger(st), skills, sid))
-        finally:
-            st.close()
-
-    def execute(job_name: str) -> Any:
-        with contextlib.redirect_stderr(_QuietDagsterNoise(sys.stderr)):
-            res = jobs[job_name].execute_in_process(
-                instance=instance,
-                partition_key=sid,
-                run_config=configs[job_name],
-                # Tagged with its session as a UI-launched session's runs are, so the Runs
-                # page filters a session's runs whichever door started it (issue 33).
-                tags={**IN_PROCESS_RUN_TAGS, **CLI_TAGS, SESSION_TAG: sid},
-                raise_on_error=False,
-            )
+    def checked(_kind: Step, res: Any) -> None:
         if got_signal or (not res.success and _was_interrupted(res)):
             raise Interrupted
         full = None if res.success else _disk_full_in_run(res)
@@ -794,32 +762,27 @@ def _drive_steps(
         down = None if res.success else provider_down(res)
         if down is not None:
             raise _ProviderStopped(down)  # nor this: it goes on once the provider answers
-        if not res.success:
-            failures.append(res)
-            return None
-        return res
 
-    st = _open_store()
-    try:
-        first_round = next_round_number(Run(st, Ledger(st), skills, sid))
-    finally:
-        st.close()
-    got = drive(
-        round=lambda: execute("research_round"),
-        report=lambda: execute("research_report"),
-        decide=decide,
+    got = drive_runs(
+        instance,
+        row,
+        skills,
+        open_store=_open_store,
+        tags=CLI_TAGS,
+        # CRITICAL, not ERROR: a failed or interrupted step is reported by _report_failure or
+        # _interrupted in one line each; Dagster's console logger would add its stack trace.
+        log_level="CRITICAL",
+        checked=checked,
         first="report" if first == "report" else "round",
         announce=announce,
-        first_round=first_round,
+        around=lambda: contextlib.redirect_stderr(_QuietDagsterNoise(sys.stderr)),
     )
-    if got.failed:
-        _report_failure(failures[-1], sid)
+    if got.failed is not None:
+        _report_failure(got.failed, sid)
         # Marked before the process exits, escrow returned (issue 29: it stayed `running`).
-        from mole_dag.session import stop_session
-
         st = _open_store()
         try:
-            stop_session(Ledger(st), sid, SessionStatus.FAILED, failure_line(failures[-1]))
+            stop_after_failed_run(st, sid, got.failed)
         finally:
             st.close()
         return EXIT_FAILED
@@ -934,9 +897,8 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         raise CliError(f"no session {args.session!r} in {store.path}; `mole sessions` lists them")
     import dagster as dg
 
-    from assets.definitions import IN_PROCESS_RUN_TAGS, defs
-    from assets.driver import CLI_TAGS, SESSION_TAG
-    from assets.partitions import SESSIONS
+    from assets.definitions import defs
+    from assets.steps import CLI_TAGS, ensure_partition, quiet_logs, run_step
 
     graph = defs.resolve_asset_graph()
     try:
@@ -952,21 +914,14 @@ def cmd_materialize(args: argparse.Namespace) -> int:
     if not keys:
         raise CliError(f"--select {args.select!r} matches no asset; e.g. --select group:research")
     instance = _dagster_instance()
-    if not instance.has_dynamic_partition(SESSIONS, args.session):
-        instance.add_dynamic_partitions(SESSIONS, [args.session])
+    ensure_partition(instance, args.session)
     job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(keys))
-    run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    run_config: dict[str, Any] = quiet_logs("CRITICAL")
     if any(k.to_user_string() == "session" for k in keys):
         from assets.session_config import session_run_config
 
         run_config.update(session_run_config(sess))
-    res = job.execute_in_process(
-        instance=instance,
-        partition_key=args.session,
-        run_config=run_config,
-        tags={**IN_PROCESS_RUN_TAGS, **CLI_TAGS, SESSION_TAG: args.session},
-        raise_on_error=False,
-    )
+    res = run_step(job, instance, args.session, run_config=run_config, tags=CLI_TAGS)
     if not res.success:
         _report_failure(res, args.session, "materialize")
         return EXIT_FAILED
