@@ -4,11 +4,11 @@ budget, then the report, with the round driver's decision (mole_dag.driver.next_
 
 `research_session` (the UI's door) does it in one run: it checks the launch, creates the
 session and its partition, then runs each round and the report as a run of its own
-(`research_round`, `research_report`) in this run's process, as `mole research` runs them
-(assets/steps.py), so
-each shows in the UI with its assets and metadata while rounds follow each other at once. A
-run per round through the queue cost a new process each (about 5 s here before any work) plus
-the sensor's wait, and a UI session took several times the CLI's time (BENCHMARKS.md, issue 23).
+(`research_round`, `research_report`) in this run's process through assets/steps.py, as `mole
+research` runs them, so each shows in the UI with its assets and metadata while rounds follow
+each other at once. A run per round through the queue cost a new process each (about 5 s here
+before any work) plus the sensor's wait, and a UI session took several times the CLI's time
+(BENCHMARKS.md, issue 23).
 
 The `research_driver` sensor is the safety net: a session started by materialising `session`
 (or whose driving run died) and not busy gets a `research_session` run within seconds. In the
