@@ -8,13 +8,13 @@ import dagster as dg
 
 from assets.checks import ALL_CHECKS
 from assets.driver import make_research_driver, research_session
-from assets.jobs import research_report, research_round
+from assets.jobs import research_report, research_round, resources
 from assets.maintenance import reground_job, reground_schedule, regrounding
 from assets.models import MODEL_ASSETS
 from assets.research import ALL_ASSETS
+from assets.steps import CODE_LOCATION, IN_PROCESS_RUN_TAGS
 from assets.watch import watch_job, watched_questions, watched_questions_schedule
 from mole_dag.redaction import install_log_redaction
-from mole_dag.resources import BudgetResource, StoreResource
 
 
 def build_definitions(
@@ -27,14 +27,13 @@ def build_definitions(
     # Every process that loads the definitions (the UI, the daemon, a run's or a dask worker's)
     # masks secrets in its log records before Dagster stores them.
     install_log_redaction()
-    store = StoreResource()
     return dg.Definitions(
         assets=[*ALL_ASSETS, regrounding, watched_questions, *MODEL_ASSETS],
         asset_checks=ALL_CHECKS,
         jobs=[research_session, research_round, research_report, reground_job, watch_job],
         schedules=[reground_schedule, watched_questions_schedule],
         sensors=[make_research_driver(in_process=drive_in_process)],
-        resources={"store": store, "budget": BudgetResource(store=store)},
+        resources=resources(),
         executor=executor,
     )
 
@@ -43,13 +42,6 @@ def build_definitions(
 # one after another.
 defs = build_definitions(dg.in_process_executor)
 
-# The code location `make dev` loads these definitions as (workspace.yaml: module
-# assets.definitions, attribute defs), named as Dagster names it. A run executed in process
-# (`mole research`, `mole materialize`, a research_session's rounds) has no code location of its
-# own, so the UI's job pages and Overview timeline did not list it ("No runs" after `make
-# demo`); these tags are how the UI finds a job's runs, and the in-process runs carry them.
-CODE_LOCATION = "assets.definitions:defs"
-IN_PROCESS_RUN_TAGS = {
-    ".dagster/repository": f"__repository__@{CODE_LOCATION}",
-    "dagster/code_location": CODE_LOCATION,
-}
+# Where the UI finds the runs executed in process (assets/steps.py), named here too for readers
+# of the definitions.
+__all__ = ["CODE_LOCATION", "IN_PROCESS_RUN_TAGS", "build_definitions", "defs"]

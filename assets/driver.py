@@ -4,10 +4,11 @@ budget, then the report, with the round driver's decision (mole_dag.driver.next_
 
 `research_session` (the UI's door) does it in one run: it checks the launch, creates the
 session and its partition, then runs each round and the report as a run of its own
-(`research_round`, `research_report`) in this run's process, as `mole research` runs them, so
-each shows in the UI with its assets and metadata while rounds follow each other at once. A
-run per round through the queue cost a new process each (about 5 s here before any work) plus
-the sensor's wait, and a UI session took several times the CLI's time (BENCHMARKS.md, issue 23).
+(`research_round`, `research_report`) in this run's process through assets/steps.py, as `mole
+research` runs them, so each shows in the UI with its assets and metadata while rounds follow
+each other at once. A run per round through the queue cost a new process each (about 5 s here
+before any work) plus the sensor's wait, and a UI session took several times the CLI's time
+(BENCHMARKS.md, issue 23).
 
 The `research_driver` sensor is the safety net: a session started by materialising `session`
 (or whose driving run died) and not busy gets a `research_session` run within seconds. In the
@@ -20,20 +21,25 @@ import time
 from typing import Any
 
 import dagster as dg
-from dagster._utils.error import SerializableErrorInfo
 
 from assets.jobs import research_report, research_round
 from assets.partitions import SESSIONS
 from assets.session_config import SESSION_CONFIG, LaunchConfig, session_run_config, stored_launch
+from assets.steps import (
+    SESSION_TAG,
+    UI_TAGS,
+    drive_runs,
+    ensure_partition,
+    failure_line,
+    stop_after_failed_run,
+)
 from mole_dag.budget import Ledger
 from mole_dag.budget.ledger import new_session_id
 from mole_dag.context import Run
-from mole_dag.core import SessionStatus
-from mole_dag.driver import Step, drive, next_round_number, next_step
+from mole_dag.driver import Step, next_step
 from mole_dag.launch import LaunchError
-from mole_dag.redaction import redact
 from mole_dag.resources import StoreResource
-from mole_dag.session import SessionMissing, session_exists, stop_session
+from mole_dag.session import SessionMissing, session_exists
 from mole_dag.skillsets import skills_for
 from mole_dag.store import Store, StoreError, open_store, q
 from mole_dag.store.records import SessionRow
@@ -42,14 +48,6 @@ from mole_dag.store.records import SessionRow
 # definitions load. 5 s is the daemon's own sensor loop, so a shorter value gains nothing; a
 # tick costs one read of the store.
 INTERVAL_S = int(os.environ.get("MOLE_DRIVER_INTERVAL_S") or 5)
-
-# Every run that works on a session carries this tag (the driving run has no partition of its
-# own), so the sensor can tell a session is being driven between two of its rounds.
-SESSION_TAG = "mole/session"
-# Which door started a run: Dagster labels every in-process run "Manually launched", the CLI's
-# and the UI's alike, so the tag says it.
-CLI_TAGS = {"mole/launched_by": "cli"}
-UI_TAGS = {"mole/launched_by": "ui"}
 
 # How long a partition with no session in the store and no run may stay before the sensor
 # removes it. The UI adds a partition when "Add a partition" is clicked, before its launch is
@@ -108,35 +106,6 @@ def _session(store: Store, sid: str) -> SessionRow | None:
     return store.one(SessionRow, q("session_get"), {"session_id": sid})
 
 
-def failure_line(result: dg.ExecuteInProcessResult) -> str:
-    """The first failed step of a round's or report's run, in one line."""
-    for ev in result.all_events:
-        if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
-            err = ev.step_failure_data.error
-            return f"step {ev.step_key}: {_said(err.cause or err)}"
-    return "the run failed"
-
-
-def provider_down(result: dg.ExecuteInProcessResult) -> str | None:
-    """Why the model provider stopped answering, when that is what failed the run's step
-    (mole_dag.llm.provider.ProviderUnavailable, inside Dagster's wrapper)."""
-    for ev in result.all_events:
-        if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
-            err = ev.step_failure_data.error
-            for e in (err, err.cause):
-                if e is not None and e.cls_name == "ProviderUnavailable":
-                    return _said(e)
-    return None
-
-
-def _said(err: SerializableErrorInfo) -> str:
-    """An error's own words on one line, without the "package.module.Class: " Dagster puts
-    before them (a reader of the line wants the cause, not our module path)."""
-    text = " ".join(redact(err.message).split())
-    head, sep, rest = text.partition(": ")
-    return rest if sep and err.cls_name and head.endswith(err.cls_name) else text
-
-
 def step_observation(sid: str, kind: str, res: dg.ExecuteInProcessResult) -> dg.AssetObservation:
     """An observation of the session's `session` partition naming a round's or the report's
     run (a link in the UI), with the report's Markdown once there is one."""
@@ -152,49 +121,18 @@ def step_observation(sid: str, kind: str, res: dg.ExecuteInProcessResult) -> dg.
     return dg.AssetObservation(asset_key=dg.AssetKey("session"), partition=sid, metadata=metadata)
 
 
-def stop_after_failed_run(store: Store, sid: str, result: dg.ExecuteInProcessResult) -> None:
-    """A session whose round or report run failed is `interrupted` when the provider stopped
-    answering (resumable once it answers), else `failed`, before anything else runs."""
-    down = provider_down(result)
-    status = SessionStatus.INTERRUPTED if down else SessionStatus.FAILED
-    stop_session(Ledger(store), sid, status, down or failure_line(result))
-
-
 def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> str | None:
     """Rounds while one is due, then the report, each a run of its own in this process and
-    instance. Returns why the drive stopped short (no such session, or a step's run failed),
-    None when it went to its end. The op raises the dg.Failure itself: raised down here, the
-    failure Dagster stores carried the driver's frames (the round loop, the step's closure)
-    under a description that already says what went wrong (issue 33)."""
-    # The definitions hold this module: imported at run time.
-    from assets.definitions import IN_PROCESS_RUN_TAGS, defs
-
-    instance = context.instance
+    instance (assets/steps.py). Returns why the drive stopped short (no such session, or a
+    step's run failed), None when it went to its end. The op raises the dg.Failure itself:
+    raised down here, the failure Dagster stores carried the driver's frames (the round loop,
+    the step's closure) under a description that already says what went wrong (issue 33)."""
     row = _session(store, sid)
     if row is None:
         return f"no session {sid!r} in {store.path}"
     failed: list[str] = []
-    skills = skills_for(row.provider)
-    quiet: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    configs = {
-        "round": {**quiet, **session_run_config(row)},
-        "report": quiet,
-    }
-    jobs = {"round": research_round.name, "report": research_report.name}
 
-    def step(kind: Step) -> dg.ExecuteInProcessResult | None:
-        res = defs.resolve_job_def(jobs[kind]).execute_in_process(
-            instance=instance,
-            partition_key=sid,
-            run_config=configs[kind],
-            tags={
-                **IN_PROCESS_RUN_TAGS,
-                **UI_TAGS,
-                SESSION_TAG: sid,
-                "mole/driven_by": context.run_id,
-            },
-            raise_on_error=False,
-        )
+    def checked(kind: Step, res: dg.ExecuteInProcessResult) -> None:
         context.log.info(f"{kind}: run {res.run_id} {'succeeded' if res.success else 'failed'}")
         # The step's run as a link (a log line's run id is bare text in the UI), on the
         # session's partition, and the report itself once written: one click from this run's
@@ -202,29 +140,22 @@ def drive_in_process(context: dg.OpExecutionContext, store: Store, sid: str) -> 
         context.log_event(step_observation(sid, kind, res))
         if not res.success:
             stop_after_failed_run(store, sid, res)
+            # The drive stops here (drive_runs ends on a failed run); the op raises.
             failed.append(f"session {sid}: {kind} run {res.run_id} failed: {failure_line(res)}")
-            return None  # the drive stops here
-        return res
-
-    def decide() -> Step | None:
-        try:
-            return next_step(Run(store, Ledger(store), skills, sid))
-        finally:
-            store.close()  # the round's own run opens the file next
 
     def announce(kind: Step, rounds: int) -> None:
         context.log.info(f"session {sid}: {'round ' + str(rounds) if kind == 'round' else kind}")
 
-    try:
-        first_round = next_round_number(Run(store, Ledger(store), skills, sid))
-    finally:
-        store.close()
-    drive(
-        round=lambda: step("round"),
-        report=lambda: step("report"),
-        decide=decide,
+    drive_runs(
+        context.instance,
+        row,
+        skills_for(row.provider),
+        # The store is closed after each decision: the step's own run opens the file next.
+        open_store=lambda: store,
+        tags={**UI_TAGS, "mole/driven_by": context.run_id},
+        log_level="WARNING",
+        checked=checked,
         announce=announce,
-        first_round=first_round,
     )
     return failed[0] if failed else None
 
@@ -253,8 +184,7 @@ def drive_session(context: dg.OpExecutionContext, store: StoreResource) -> None:
             allow_retries=False,
         )
     instance = context.instance
-    if not instance.has_dynamic_partition(SESSIONS, sid):
-        instance.add_dynamic_partitions(SESSIONS, [sid])
+    ensure_partition(instance, sid)
     instance.add_run_tags(context.run_id, {SESSION_TAG: sid, **UI_TAGS})
     context.log.info(f"session {sid}: {launch.question!r}")
     stopped = drive_in_process(context, st, sid)

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from assets.driver import SESSION_TAG, drive_in_process
-from assets.partitions import SESSIONS
+from assets.driver import drive_in_process
+from assets.steps import SESSION_TAG
 from mole_dag.budget.ledger import new_session_id
 from mole_dag.resources import StoreResource
 from mole_dag.store import StoreError, open_store, utcnow
@@ -83,8 +83,6 @@ def watched_questions(
         raise dg.Failure(description=str(exc), allow_retries=False) from None
     if run.session_id != sid:  # a retried run of this tick: the session started before
         context.instance.add_run_tags(context.run.run_id, {SESSION_TAG: run.session_id})
-    if not context.instance.has_dynamic_partition(SESSIONS, run.session_id):
-        context.instance.add_dynamic_partitions(SESSIONS, [run.session_id])
     context.log.info(f"watch {config.watch_id}: session {run.session_id}")
     try:
         stopped = drive_in_process(context.op_execution_context, st, run.session_id)

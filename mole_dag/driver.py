@@ -3,9 +3,10 @@
     while another round is due (and affordable): run a round; then the report
 
 `drive` owns that loop; how a step runs is injected: plain functions here (`run_session`, for
-tests, benches and embedding without Dagster) or Dagster jobs (`mole research` / `mole resume`
-in cli.py; the MCP worker runs the CLI). The UI's sensor (assets/driver.py) takes one step per
-tick with the same decision, `next_step`. Stopping: a step that fails ends the drive; an
+tests, benches and embedding without Dagster) or Dagster runs (assets/steps.py: `mole research`,
+`resume`, `rerun`, the UI's `research_session` run and a watched question's run; the MCP worker
+runs the CLI). The UI's sensor (assets/driver.py) takes one step per tick with the same
+decision, `next_step`. Stopping: a step that fails ends the drive; an
 interrupt (`Interrupted`, or KeyboardInterrupt) propagates to the front door, which marks the
 session; an exhausted or finished session has no next step."""
 

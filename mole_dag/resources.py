@@ -1,6 +1,6 @@
 """The Dagster resources that wrap the library: the store, and the budget bound to it.
 
-The library's one Dagster module (cli.py, a front door like assets/, imports Dagster too, lazily,
+The library's one Dagster module (cli/, a front door like assets/, imports Dagster too, lazily,
 to run the asset jobs and find the project's instance). The store resource holds no connection: like
 dagster-duckdb's DuckDBResource (a connection per `get_connection()` use), the Store opens the
 file for each transaction or read and closes it, so a run holds the file lock only while it

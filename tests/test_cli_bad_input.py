@@ -238,11 +238,11 @@ def test_error_lines_escape_controls(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_progress_lines_escape_controls(capsys: pytest.CaptureFixture[str]) -> None:
     import logging
 
-    from mole_dag.cli import _EscapingFormatter
+    from mole_dag.cli.common import EscapingFormatter
 
     log = logging.getLogger("mole.test.progress")
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_EscapingFormatter("  · %(message)s"))
+    handler.setFormatter(EscapingFormatter("  · %(message)s"))
     log.addHandler(handler)
     try:
         log.warning("lead %s via local: done", "tea \x1b[31m\u202e")

@@ -29,7 +29,7 @@ def test_the_command_printed_back_is_the_one_typed() -> None:
             "'/opt/my tools/mole' --db 'my store.duckdb' resume s-1"
         )
         # Not mole's own script (python -m, a test runner): plain `mole`.
-        invoked.remember("/usr/lib/python3/site-packages/mole_dag/cli.py", None)
+        invoked.remember("/usr/lib/python3/site-packages/mole_dag/cli/__main__.py", None)
         assert invoked.command("resume", "s-1") == "mole resume s-1"
     finally:
         invoked.remember("mole", None)

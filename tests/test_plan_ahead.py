@@ -23,6 +23,7 @@ import pytest
 
 from mole_dag import cli
 from mole_dag.budget import Ledger
+from mole_dag.cli import drive as cli_drive
 from mole_dag.context import Run
 from mole_dag.paths import default_store_path
 from mole_dag.planner import PlanResult, plan_round
@@ -84,7 +85,7 @@ def test_the_first_plan_is_asked_for_while_dagster_starts(
     model: Any, mini_corpus: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     sim, server = model
-    opened = cli._dagster_instance
+    opened = cli_drive.dagster_instance
     seen: list[bool] = []
 
     def instance_after_the_plan_request():  # noqa: ANN202
@@ -93,7 +94,7 @@ def test_the_first_plan_is_asked_for_while_dagster_starts(
         seen.append(sim.plan_arrived.wait(WAIT_S))
         return opened()
 
-    monkeypatch.setattr(cli, "_dagster_instance", instance_after_the_plan_request)
+    monkeypatch.setattr(cli_drive, "dagster_instance", instance_after_the_plan_request)
     assert _research(mini_corpus) == 0
     assert seen == [True], "the plan was not asked for before Dagster's instance was opened"
     # The progress lines as before: the round, then what its plan made, once.
@@ -135,7 +136,7 @@ def test_a_plan_nobody_takes_is_settled_before_the_process_ends(
         sim.plan_arrived.wait(WAIT_S)
         raise cli.CliError("the Dagster instance is being opened by another process")
 
-    monkeypatch.setattr(cli, "_dagster_instance", instance_that_fails)
+    monkeypatch.setattr(cli_drive, "dagster_instance", instance_that_fails)
     assert _research(mini_corpus, "--quiet") == cli.EXIT_USAGE
     assert "being opened by another process" in capsys.readouterr().err
     assert planner_ahead.take(SID) is None  # nothing left in the registry
@@ -176,7 +177,7 @@ def test_a_stop_while_the_plan_asked_ahead_is_in_flight(
             held.release.set()
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_dagster_instance", ctrl_c_while_dagster_starts)
+    monkeypatch.setattr(cli_drive, "dagster_instance", ctrl_c_while_dagster_starts)
     with ModelServer(held) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         try:
