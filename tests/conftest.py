@@ -15,8 +15,12 @@ from mole_dag.budget import Ledger
 from mole_dag.paths import PROJECT_ROOT
 from mole_dag.store import Store
 from tests import pg_server
+from tests.sessions import RecordedSession, replay_cassette_session
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# Per-test CPU-seconds when MOLE_TEST_CPU_LOG is set (issue 34; tests/cpu_times.py).
+pytest_plugins = ["tests.cpu_times"]
 
 
 @pytest.fixture(autouse=True)
@@ -264,3 +268,11 @@ def pg_dsn(pg_superuser_dsn: str) -> Iterator[str]:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+@pytest.fixture(scope="session")
+def cassette_session(tmp_path_factory: pytest.TempPathFactory) -> RecordedSession:
+    """The recorded Claude session (tests/fixtures/cassettes/claude_session.jsonl) replayed
+    once per test process, for the tests that only read a finished model session: its report,
+    graph, scorecard, `mole show`, Dagster's materializations (issue 34: each ran its own)."""
+    return replay_cassette_session(tmp_path_factory.mktemp("cassette-session") / "home")
