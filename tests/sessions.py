@@ -56,9 +56,10 @@ def home_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def as_process(env: Mapping[str, str]) -> Iterator[None]:
-    """This process's environment and working folder as a `mole` process given `env` would
-    have them, for `cli.main` (which changes into DAGSTER_HOME); both restored after."""
+def as_process(env: Mapping[str, str], cwd: Path | None = None) -> Iterator[None]:
+    """This process's environment and working folder as a `mole` process given `env` and
+    started in `cwd` (default: here) would have them, for `cli.main` (which changes into
+    DAGSTER_HOME); both restored after."""
     with pytest.MonkeyPatch.context() as mp:
         for key in list(os.environ):
             if key not in env:
@@ -66,15 +67,19 @@ def as_process(env: Mapping[str, str]) -> Iterator[None]:
         for key, value in env.items():
             mp.setenv(key, value)
         mp.chdir(os.getcwd())
+        if cwd is not None:
+            os.chdir(cwd)
         yield
 
 
-def run_mole(env: Mapping[str, str], argv: list[str]) -> Outcome:
-    """`mole <argv>` run to its end in this process with the environment `env`."""
+def run_mole(env: Mapping[str, str], argv: list[str], cwd: Path | None = None) -> Outcome:
+    """`mole <argv>` run to its end in this process with the environment `env`, from `cwd`.
+    What it prints through sys.stdout and sys.stderr is returned; anything written to the file
+    descriptors themselves is not (a test that must see everything also reads capfd)."""
     from mole_dag import cli
 
     out, err = io.StringIO(), io.StringIO()
-    with as_process(env), redirect_stdout(out), redirect_stderr(err):
+    with as_process(env, cwd), redirect_stdout(out), redirect_stderr(err):
         code = cli.main(argv)
     return Outcome(code, out.getvalue(), err.getvalue())
 
