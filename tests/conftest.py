@@ -15,7 +15,7 @@ from mole_dag.budget import Ledger
 from mole_dag.paths import PROJECT_ROOT
 from mole_dag.store import Store
 from tests import pg_server
-from tests.sessions import RecordedSession, replay_cassette_session
+from tests.sessions import RecordedSession, extractive_cli_session, replay_cassette_session
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -276,3 +276,11 @@ def cassette_session(tmp_path_factory: pytest.TempPathFactory) -> RecordedSessio
     once per test process, for the tests that only read a finished model session: its report,
     graph, scorecard, `mole show`, Dagster's materializations (issue 34: each ran its own)."""
     return replay_cassette_session(tmp_path_factory.mktemp("cassette-session") / "home")
+
+
+@pytest.fixture(scope="session")
+def cli_session(tmp_path_factory: pytest.TempPathFactory) -> RecordedSession:
+    """An extractive `mole research` over the mini corpus, run once per test process, for the
+    tests that only read what a CLI run leaves in Dagster's instance (issue 34)."""
+    root = tmp_path_factory.mktemp("cli-session")
+    return extractive_cli_session(root / "home", write_mini_corpus(root))

@@ -125,3 +125,18 @@ def replay_cassette_session(home: Path) -> RecordedSession:
     )
     assert done.code == 0, done.err
     return RecordedSession(home, SESSION_ID, done)
+
+
+# The extractive CLI session the shared fixture makes: no model, the mini corpus.
+CLI_QUESTION = "Does green tea affect sleep?"
+CLI_SESSION_ID = "s-cli"
+
+
+def extractive_cli_session(home: Path, corpus: Path) -> RecordedSession:
+    """`mole research` without a model over `corpus` (tests/conftest.py's mini corpus) in
+    `home`: a session whose runs, tags and observations a user's CLI run would leave in the
+    Dagster instance the UI reads."""
+    argv = ["research", CLI_QUESTION, "--tokens", "20000", "--corpus", str(corpus)]
+    done = run_mole(home_env(home), [*argv, "--session-id", CLI_SESSION_ID])
+    assert done.code == 0, done.err
+    return RecordedSession(home, CLI_SESSION_ID, done)
