@@ -15,8 +15,9 @@ import os
 import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,6 +108,16 @@ class RecordedSession:
 
     def store(self) -> Store:
         return Store(self.store_path, read_only=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """For tests/once.py, which hands a value made by one test process to the others."""
+        return {"home": str(self.home), "session_id": self.session_id, **asdict(self.research)}
+
+    @classmethod
+    def from_json(cls, got: dict[str, Any]) -> RecordedSession:
+        return cls(
+            Path(got["home"]), got["session_id"], Outcome(got["code"], got["out"], got["err"])
+        )
 
     def copy_to(self, dest: Path) -> RecordedSession:
         """The same session in a data folder of the caller's, to run commands that may write."""
