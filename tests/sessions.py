@@ -38,14 +38,20 @@ def home_env(home: Path, **extra: str) -> dict[str, str]:
     """This process's environment without any MOLE_/DAGSTER_/provider settings, pointed at a
     data folder `home` with its own Dagster instance (the project's dagster.yaml copied in),
     config file and XDG config folder; `extra` on top (a provider's key and URL, say)."""
+    dagster = home / "dagster"
+    dagster.mkdir(parents=True, exist_ok=True)
+    shutil.copy(PROJECT_ROOT / "dagster.yaml", dagster / "dagster.yaml")
+    return _env_of(home, **extra)
+
+
+def _env_of(home: Path, **extra: str) -> dict[str, str]:
+    """home_env's environment, writing nothing (for a folder another process may be reading)."""
+    dagster = home / "dagster"
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("MOLE_", "DAGSTER_", "ANTHROPIC_", "OPENAI_"))
     }
-    dagster = home / "dagster"
-    dagster.mkdir(parents=True, exist_ok=True)
-    shutil.copy(PROJECT_ROOT / "dagster.yaml", dagster / "dagster.yaml")
     env.update(
         MOLE_HOME=str(home),
         DAGSTER_HOME=str(dagster),
@@ -96,7 +102,9 @@ class RecordedSession:
 
     @property
     def env(self) -> dict[str, str]:
-        return home_env(self.home)
+        """The session's environment for a command; the folder is made already, so nothing is
+        written to it (other test processes may be reading it)."""
+        return _env_of(self.home)
 
     @property
     def store_path(self) -> Path:
