@@ -32,7 +32,9 @@ demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 
 # One worker per core; worksteal evens out the long end-to-end tests. A single test or file:
 # .venv/bin/python -m pytest tests/test_x.py (no -n needed). The 25 slowest tests are printed
-# (issue 34), so a run that grew slower says where.
+# (issue 34), so a run that grew slower says where. Where the CPU goes, by file (the unit that
+# holds on a shared machine): MOLE_TEST_CPU_LOG=DIR make test, then
+# $(BIN)/python -m tests.cpu_times DIR (tests/cpu_times.py).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto --dist worksteal --durations=25
 

@@ -7,6 +7,7 @@ import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -15,8 +16,13 @@ from mole_dag.budget import Ledger
 from mole_dag.paths import PROJECT_ROOT
 from mole_dag.store import Store
 from tests import pg_server
+from tests.once import once_per_run
+from tests.sessions import RecordedSession, extractive_cli_session, replay_cassette_session
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# Per-test CPU-seconds when MOLE_TEST_CPU_LOG is set (issue 34; tests/cpu_times.py).
+pytest_plugins = ["tests.cpu_times"]
 
 
 @pytest.fixture(autouse=True)
@@ -264,3 +270,34 @@ def pg_dsn(pg_superuser_dsn: str) -> Iterator[str]:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+@pytest.fixture(scope="session")
+def cassette_session(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> RecordedSession:
+    """The recorded Claude session (tests/fixtures/cassettes/claude_session.jsonl) replayed
+    once per `pytest -n` run (tests/once.py), for the tests that only read a finished model
+    session: its report, graph, scorecard, `mole show`, Dagster's materializations (issue 34:
+    each ran its own). Every test process reads the same folder: open it read-only."""
+    return RecordedSession.from_json(
+        once_per_run(
+            tmp_path_factory,
+            worker_id,
+            "cassette-session",
+            lambda: replay_cassette_session(
+                tmp_path_factory.mktemp("cassette-session") / "home"
+            ).to_json(),
+        )
+    )
+
+
+@pytest.fixture(scope="session")
+def cli_session(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> RecordedSession:
+    """An extractive `mole research` over the mini corpus, run once per `pytest -n` run
+    (tests/once.py), for the tests that only read what a CLI run leaves in Dagster's instance
+    (issue 34). Every test process reads the same folder: open it read-only."""
+
+    def make() -> dict[str, Any]:
+        root = tmp_path_factory.mktemp("cli-session")
+        return extractive_cli_session(root / "home", write_mini_corpus(root)).to_json()
+
+    return RecordedSession.from_json(once_per_run(tmp_path_factory, worker_id, "cli-session", make))

@@ -4,14 +4,14 @@ edges, clusters, publisher counts, supersession and confidence explanations."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from mole_dag import cli
-from mole_dag.paths import default_store_path
 from mole_dag.store import Store
-from tests.record_cassette import CASSETTE, SESSION_ID, research_args
+from tests.record_cassette import SESSION_ID
+from tests.sessions import RecordedSession
 
 PROJECT = Path(__file__).resolve().parent.parent
 WIRE = "wire report"
@@ -22,12 +22,10 @@ NEW = "Green tea extract is no longer classified as a possible liver toxin"
 
 
 @pytest.fixture
-def replayed(dagster_home: Path) -> Store:
-    assert (
-        cli.main(research_args("--provider", "cassette", "--cassette", str(CASSETTE), "--quiet"))
-        == 0
-    )
-    store = Store(default_store_path())
+def replayed(cassette_session: RecordedSession) -> Iterator[Store]:
+    """The shared replay of the cassette (tests/sessions.py), read-only: each test used to
+    replay it again, for the same session."""
+    store = cassette_session.store()
     yield store
     store.close()
 

@@ -15,6 +15,7 @@ import pytest
 from mole_dag.cli import main
 from mole_dag.paths import PROJECT_ROOT
 from mole_dag.store import Store
+from tests.sessions import run_mole
 
 BIN = Path(sys.executable).parent
 
@@ -136,25 +137,13 @@ def test_research_end_to_end_in_the_dagster_instance(tmp_path: Path, mini_corpus
     runs = list((tmp_path / "dagster-home" / "history" / "runs").iterdir())
     assert runs, "no run storage under DAGSTER_HOME"
 
-    shown = subprocess.run(
-        [str(BIN / "mole"), "show", sid],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert shown.returncode == 0 and f"session {sid}" in shown.stdout
-    assert "status    done" in shown.stdout
-    listed = subprocess.run(
-        [str(BIN / "mole"), "sessions"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert sid in listed.stdout
+    # The read commands in this process, with the same environment (tests/sessions.py; issue
+    # 34): the `mole` process above is the entry point's smoke test.
+    shown = run_mole(env, ["show", sid])
+    assert shown.code == 0 and f"session {sid}" in shown.out
+    assert "status    done" in shown.out
+    listed = run_mole(env, ["sessions"])
+    assert sid in listed.out
 
     # Re-materialising the whole graph for the finished session works from Dagster's own CLI,
     # naming the session's question and budget as the `session` asset's config (README).

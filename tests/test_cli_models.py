@@ -23,6 +23,7 @@ from tests.model_server import ModelServer, SimulatedModel
 from tests.record_cassette import CASSETTE, QUESTION, SESSION_ID, research_args
 from tests.report_reader import read as read_report
 from tests.report_reader import section
+from tests.sessions import RecordedSession, run_mole
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -47,64 +48,78 @@ def _recorded_spend(path: Path) -> tuple[int, int]:
     return total, answers
 
 
-@pytest.mark.both_backends
+def _assert_replayed(out: str, store: Store, instance: dg.DagsterInstance) -> None:
+    """What a replay of the recorded Claude session leaves: its ledger, claims and report, and
+    Dagster's partition materializations with their metadata."""
+    assert f"session {SESSION_ID}" in out and "ledger consistent" in out
+    ledger = Ledger(store)
+    bal = ledger.balance(SESSION_ID)
+    expected, answers = _recorded_spend(CASSETTE)
+    # The done-when of issue 3: the ledger's spend is the recorded usage, priced.
+    assert bal.spent == expected > 0
+    assert bal.total == 50_000 and bal.overrun == 0 and bal.held == 0
+    assert ledger.verify(SESSION_ID).ok
+    calls = store.named("settled_model_calls", {"session_id": SESSION_ID})
+    assert len(calls) == answers
+    assert {c["model"] for c in calls} == {"claude-haiku-4-5", "claude-sonnet-4-5"}
+    sess = store.row(q("session_get"), {"session_id": SESSION_ID})
+    assert sess["provider"] == "cassette" and sess["status"] == "done"
+    rep = store.row(q("report_latest"), {"session_id": SESSION_ID})
+    assert rep["made_without_model"] is False
+    answer = section(rep["markdown"], "Answer")
+    assert cited_numbers(answer)
+    # The recorded writer answers in the bound-sentence protocol (re-recorded for issue
+    # 10): its sentences are kept, each cited through the findings it names.
+    assert "the answer was not the JSON asked for" not in rep["markdown"]
+    assert read_report(rep["markdown"]).ok
+    assert rep["citations"] > 0
+    claims = store.rows("SELECT quote FROM claims WHERE session_id = $s", {"s": SESSION_ID})
+    assert claims
+
+    # The same session as Dagster saw it: partition materializations with their metadata.
+    report_key = dg.AssetKey("report")
+    event = instance.get_latest_materialization_event(report_key)
+    assert event is not None
+    mat = event.asset_materialization
+    assert mat.partition == SESSION_ID
+    assert mat.metadata["writer"].value == "cassette"
+    # Shown in dollars (micro-dollars in the ledger), named with its unit.
+    assert mat.metadata["budget_charged_usd"].value == round(expected / 1_000_000, 6)
+    mined = instance.get_latest_materialization_event(dg.AssetKey("mined_claims"))
+    assert mined.asset_materialization.metadata["discarded_quote_not_found"].value > 0
+
+
 def test_recorded_claude_session_replays_through_dagster(
-    store_target: str,
+    cassette_session: RecordedSession,
+) -> None:
+    """On DuckDB: the shared replay (tests/sessions.py), which this test used to make itself."""
+    store = cassette_session.store()
+    instance = dg.DagsterInstance.from_config(str(cassette_session.dagster_home))
+    try:
+        _assert_replayed(cassette_session.research.out, store, instance)
+    finally:
+        instance.dispose()
+        store.close()
+
+
+def test_recorded_claude_session_replays_on_postgres(
+    pg_dsn: str,
     monkeypatch: pytest.MonkeyPatch,
     dagster_home: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert CASSETTE.is_file(), "record it with: .venv/bin/python -m tests.record_cassette"
-    # The same recorded session on either store (issue 14): ledger, claims and report alike.
-    monkeypatch.setenv("MOLE_DB", store_target)
+    """The same recorded session on the other store (issue 14): ledger, claims and report alike."""
+    monkeypatch.setenv("MOLE_DB", pg_dsn)
     code = cli.main(research_args("--provider", "cassette", "--cassette", str(CASSETTE)))
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert f"session {SESSION_ID}" in out and "ledger consistent" in out
-
     store = Store(default_store_path())
-    try:
-        ledger = Ledger(store)
-        bal = ledger.balance(SESSION_ID)
-        expected, answers = _recorded_spend(CASSETTE)
-        # The done-when of issue 3: the ledger's spend is the recorded usage, priced.
-        assert bal.spent == expected > 0
-        assert bal.total == 50_000 and bal.overrun == 0 and bal.held == 0
-        assert ledger.verify(SESSION_ID).ok
-        calls = store.named("settled_model_calls", {"session_id": SESSION_ID})
-        assert len(calls) == answers
-        assert {c["model"] for c in calls} == {"claude-haiku-4-5", "claude-sonnet-4-5"}
-        sess = store.row(q("session_get"), {"session_id": SESSION_ID})
-        assert sess["provider"] == "cassette" and sess["status"] == "done"
-        rep = store.row(q("report_latest"), {"session_id": SESSION_ID})
-        assert rep["made_without_model"] is False
-        answer = section(rep["markdown"], "Answer")
-        assert cited_numbers(answer)
-        # The recorded writer answers in the bound-sentence protocol (re-recorded for issue
-        # 10): its sentences are kept, each cited through the findings it names.
-        assert "the answer was not the JSON asked for" not in rep["markdown"]
-        assert read_report(rep["markdown"]).ok
-        assert rep["citations"] > 0
-        claims = store.rows("SELECT quote FROM claims WHERE session_id = $s", {"s": SESSION_ID})
-        assert claims
-    finally:
-        store.close()
-
-    # The same session as Dagster saw it: partition materializations with their metadata.
     instance = dg.DagsterInstance.get()
     try:
-        report_key = dg.AssetKey("report")
-        event = instance.get_latest_materialization_event(report_key)
-        assert event is not None
-        mat = event.asset_materialization
-        assert mat.partition == SESSION_ID
-        assert mat.metadata["writer"].value == "cassette"
-        # Shown in dollars (micro-dollars in the ledger), named with its unit.
-        assert mat.metadata["budget_charged_usd"].value == round(expected / 1_000_000, 6)
-        mined = instance.get_latest_materialization_event(dg.AssetKey("mined_claims"))
-        assert mined.asset_materialization.metadata["discarded_quote_not_found"].value > 0
+        _assert_replayed(out, store, instance)
     finally:
         instance.dispose()
+        store.close()
 
 
 def test_replaying_under_another_session_id_asks_the_same(
@@ -229,16 +244,11 @@ def test_record_refuses_an_existing_file(
     assert existing.read_text() == "keep me\n"
 
 
-def test_show_prints_discards_and_spend_by_model(
-    dagster_home: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert (
-        cli.main(research_args("--provider", "cassette", "--cassette", str(CASSETTE), "--quiet"))
-        == 0
-    )
-    capsys.readouterr()
-    assert cli.main(["show", SESSION_ID]) == 0
-    out = capsys.readouterr().out
+def test_show_prints_discards_and_spend_by_model(cassette_session: RecordedSession) -> None:
+    """`mole show` of the shared replay (it opens the store read-only)."""
+    shown = run_mole(cassette_session.env, ["show", SESSION_ID])
+    assert shown.code == 0, shown.err
+    out = shown.out
     assert "claude-haiku-4-5" in out and "claude-sonnet-4-5" in out
     assert "discarded " in out and "quote not found" in out and "quote too short" in out
 

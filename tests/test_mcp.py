@@ -1,7 +1,8 @@
-"""mole-mcp over stdio, driven by the official MCP client the way a coding agent drives it.
+"""mole-mcp driven by the official MCP client the way a coding agent drives it.
 
-Each test spawns the `mole-mcp` entry point as a subprocess with its own MOLE_HOME and
-DAGSTER_HOME (the extractive provider, no network), and the client stops it when the test's
+Each test gives the server its own MOLE_HOME and DAGSTER_HOME (the extractive provider, no
+network) and talks to it in this process; the test that stops the server spawns the `mole-mcp`
+entry point as a subprocess over stdio, as an agent does, which the client stops when the
 connection closes. Research sessions run detached; a fixture ends any worker still alive."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from survey_data import survey_csv  # noqa: F401 - fixture
 from mole_dag.mcp.workers import _alive
 from mole_dag.paths import PROJECT_ROOT
 from mole_dag.store import Store
+from tests.sessions import as_process
 
 BIN = Path(sys.executable).parent
 CANARY = "sk-ant-api03-MCP-CANARY-77c1e0d2-do-not-leak"
@@ -81,15 +83,26 @@ def _params(env: dict[str, str]) -> StdioServerParameters:
     return StdioServerParameters(command=str(BIN / "mole-mcp"), env=env)
 
 
-def run(env: dict[str, str], body: Callable[[Client], Awaitable[Any]]) -> Any:
-    """Connect a client to a fresh mole-mcp, run body, disconnect (which ends the server)."""
+def run(
+    env: dict[str, str], body: Callable[[Client], Awaitable[Any]], *, stdio: bool = False
+) -> Any:
+    """Connect a client to mole-mcp, run body, disconnect. In this process by default, with the
+    server's environment (tests/sessions.py; issue 34: a `mole-mcp` process per test cost its
+    interpreter and imports, and a tool's answer does not depend on the process it runs in);
+    `stdio`: a fresh `mole-mcp` process over stdio, which the disconnect ends, as an agent
+    starts it (test_research_outlives_the_connection_then_reports, which stops the server)."""
+    from mole_dag.mcp.server import server
 
     async def go() -> Any:
-        async with Client(_params(env), read_timeout_seconds=120) as client:
+        target = _params(env) if stdio else server
+        async with Client(target, read_timeout_seconds=120) as client:
             return await body(client)
 
     try:
-        return asyncio.run(go())
+        if stdio:
+            return asyncio.run(go())
+        with as_process(env):
+            return asyncio.run(go())
     except BaseExceptionGroup as group:  # the client's task group wraps a failed assertion
         leaf: BaseException = group
         while isinstance(leaf, BaseExceptionGroup):
@@ -397,7 +410,7 @@ def test_research_outlives_the_connection_then_reports(
         assert os.getpgid(pid) != os.getpgid(server_pid)  # its own process group
         return sid, pid, server_pid
 
-    sid, pid, server_pid = run(home, start)
+    sid, pid, server_pid = run(home, start, stdio=True)
     # The client has closed the connection and the server has ended. A client whose server
     # does not end in its grace period signals the server's whole process group (the SDK does),
     # and so does a terminal's Ctrl-C: the research must not be in that group.
@@ -428,7 +441,7 @@ def test_research_outlives_the_connection_then_reports(
             client, "local_query", {"session": sid, "sql": "SELECT count(*) FROM data"}
         )
 
-    run(home, follow)
+    run(home, follow, stdio=True)
     # The worker itself recorded how it ended.
     exit_file = Path(home["MOLE_HOME"]) / "mcp" / f"{sid}.exit"
     deadline = time.monotonic() + 60

@@ -12,6 +12,7 @@ in process (the openai provider against the simulated model on 127.0.0.1):
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,11 @@ from mole_dag.budget import Ledger
 from mole_dag.llm.concurrency import DEFAULT_PARALLEL
 from mole_dag.paths import default_store_path
 from mole_dag.store import Store
+from tests.conftest import write_mini_corpus
 from tests.model_server import ModelServer, Received, Reply, SimulatedModel, chat_completion
+from tests.once import once_per_run
+from tests.sessions import home_env, run_mole
+from tests.test_cli_ceiling import QUESTION
 from tests.test_cli_ceiling import _research as research_with_openai
 
 
@@ -78,8 +83,8 @@ def _resume(server: ModelServer, sid: str, mp: pytest.MonkeyPatch) -> int:
     return cli.main(["resume", sid, "--no-report-print"])
 
 
-def _findings(sid: str) -> str:
-    store = Store(default_store_path(), read_only=True)
+def _findings(sid: str, db: Path | None = None) -> str:
+    store = Store(db or default_store_path(), read_only=True)
     try:
         md = store.scalar(
             "SELECT markdown FROM reports WHERE session_id = ? ORDER BY created_at DESC LIMIT 1",
@@ -108,22 +113,49 @@ def openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-outage")
 
 
+@dataclass(frozen=True)
+class Undisturbed:
+    corpus: Path
+    findings: str
+
+
+def _undisturbed_run(root: Path) -> dict[str, str]:
+    corpus = write_mini_corpus(root)
+    home = root / "home"
+    with ModelServer(SimulatedModel()) as server:
+        env = home_env(home, OPENAI_API_KEY="sk-test-outage", OPENAI_BASE_URL=server.url + "/v1")
+        argv = ["research", QUESTION, "--usd", "0.50", "--corpus", str(corpus), "--no-report-print"]
+        done = run_mole(env, [*argv, "--provider", "openai", "--session-id", "s-whole"])
+    assert done.code == 0, done.err
+    return {"corpus": str(corpus), "findings": _findings("s-whole", home / "mole.duckdb")}
+
+
+@pytest.fixture(scope="module")
+def undisturbed(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Undisturbed:
+    """The session no fault touched, made once per `pytest -n` run (tests/once.py) at the
+    default width: what each faulty run must end with. (Issue 34: each test made its own, one
+    per width; that the findings do not depend on the width is test_parallel_session's.) The
+    tests research the same corpus folder, so nothing but the faults differs."""
+    got = once_per_run(
+        tmp_path_factory,
+        worker_id,
+        "provider-outage-undisturbed",
+        lambda: _undisturbed_run(tmp_path_factory.mktemp("outage-undisturbed")),
+    )
+    return Undisturbed(Path(got["corpus"]), got["findings"])
+
+
 @pytest.mark.slow
 def test_provider_gone_mid_session_interrupts_and_resume_finishes(
     dagster_home: Path,
-    mini_corpus: Path,
+    undisturbed: Undisturbed,
     openai_env: None,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with ModelServer(SimulatedModel()) as server:
-        assert _research(server, mini_corpus, "s-whole", monkeypatch) == 0
-    undisturbed = _findings("s-whole")
-    capsys.readouterr()
-
     model = GoesAway(after=2)
     with ModelServer(model) as server:
-        code = _research(server, mini_corpus, "s-gone", monkeypatch)
+        code = _research(server, undisturbed.corpus, "s-gone", monkeypatch)
     err = capsys.readouterr().err
     assert code == cli.EXIT_UNAVAILABLE, err
     assert model.gone.is_set()
@@ -139,7 +171,7 @@ def test_provider_gone_mid_session_interrupts_and_resume_finishes(
         assert _resume(server, "s-gone", monkeypatch) == 0, capsys.readouterr().err
     status, reason, held, ok = _session("s-gone")
     assert status == "done" and held == 0 and ok
-    assert _findings("s-gone") == undisturbed
+    assert _findings("s-gone") == undisturbed.findings
 
 
 def test_a_failed_stage_marks_the_session_failed(
@@ -172,18 +204,16 @@ def test_a_failed_stage_marks_the_session_failed(
 @pytest.mark.parametrize("parallel", [DEFAULT_PARALLEL, 1])
 def test_a_rate_limit_storm_ends_with_the_findings(
     dagster_home: Path,
-    mini_corpus: Path,
+    undisturbed: Undisturbed,
     openai_env: None,
     monkeypatch: pytest.MonkeyPatch,
     parallel: int,
 ) -> None:
     monkeypatch.setenv("MOLE_PARALLEL", str(parallel))
-    with ModelServer(SimulatedModel()) as server:
-        assert _research(server, mini_corpus, "s-calm", monkeypatch) == 0
     model = HalfRefused()
     with ModelServer(model) as server:
-        assert _research(server, mini_corpus, "s-storm", monkeypatch) == 0
+        assert _research(server, undisturbed.corpus, "s-storm", monkeypatch) == 0
     assert model.seen > 10
     status, _reason, held, ok = _session("s-storm")
     assert status == "done" and held == 0 and ok
-    assert _findings("s-storm") == _findings("s-calm")
+    assert _findings("s-storm") == undisturbed.findings

@@ -14,31 +14,26 @@ on which process it runs in)."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mole_dag import cli
 from mole_dag.budget import Ledger
 from mole_dag.llm.concurrency import DEFAULT_PARALLEL
 from mole_dag.llm.openai_compat import DEFAULT_TIMEOUT_S as OPENAI_TIMEOUT_S
-from mole_dag.paths import PROJECT_ROOT
 from mole_dag.store import Store
 from tests.model_server import HeldModel, ModelServer, SimulatedModel
 from tests.once import once_per_run
+from tests.sessions import home_env, run_mole
 from tests.test_cli_ceiling import QUESTION, real_spend
 
 MOLE = str(Path(sys.executable).parent / "mole")
@@ -79,23 +74,7 @@ def _case_id(stage: str, sig: str, parallel: int) -> str:
 
 def _env(home: Path, base_url: str) -> dict[str, str]:
     """A process environment of its own: data folder, Dagster instance, config, provider."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("MOLE_", "DAGSTER_", "ANTHROPIC_", "OPENAI_"))
-    }
-    dagster = home / "dagster"
-    dagster.mkdir(parents=True, exist_ok=True)
-    shutil.copy(PROJECT_ROOT / "dagster.yaml", dagster / "dagster.yaml")
-    env.update(
-        MOLE_HOME=str(home),
-        DAGSTER_HOME=str(dagster),
-        MOLE_CONFIG=str(home / "config.json"),
-        XDG_CONFIG_HOME=str(home / "xdg-config"),
-        OPENAI_API_KEY="sk-test-any-stop",
-        OPENAI_BASE_URL=f"{base_url}/v1",
-    )
-    return env
+    return home_env(home, OPENAI_API_KEY="sk-test-any-stop", OPENAI_BASE_URL=f"{base_url}/v1")
 
 
 RESEARCH = [
@@ -123,20 +102,6 @@ def _research(env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-@contextmanager
-def _as_process(env: dict[str, str]) -> Iterator[None]:
-    """This process's environment and working folder as a `mole` process given `env` would
-    have them, for `cli.main` (which changes into DAGSTER_HOME); both restored after."""
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key not in env:
-                mp.delenv(key)
-        for key, value in env.items():
-            mp.setenv(key, value)
-        mp.chdir(os.getcwd())
-        yield
-
-
 def _wait_for_held(model: HeldModel, proc: subprocess.Popen[str], what: str) -> None:
     """Until the held request arrives; a process that ends first (it failed) fails the test
     with its stderr at once, instead of after WAIT_S."""
@@ -151,13 +116,8 @@ def _wait_for_held(model: HeldModel, proc: subprocess.Popen[str], what: str) -> 
 
 def _in_process(env: dict[str, str], argv: list[str]) -> tuple[int, str, str]:
     """`mole <argv>` run to its end in this process: its exit code, stdout and stderr."""
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-
-    out, err = io.StringIO(), io.StringIO()
-    with _as_process(env), redirect_stdout(out), redirect_stderr(err):
-        code = cli.main(argv)
-    return code, out.getvalue(), err.getvalue()
+    done = run_mole(env, argv)
+    return done.code, done.out, done.err
 
 
 def _findings(home: Path) -> str:

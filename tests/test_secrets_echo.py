@@ -4,7 +4,10 @@ recorded `mole research` writes no canary anywhere: no file under the data folde
 reports, indexes, Dagster's instance) or the working directory (the cassettes), nothing on
 stdout or stderr. Three sessions, one per kind of secret: an Anthropic key from the
 environment (sent as x-api-key), an OpenAI-compatible key from the config file (sent as a
-bearer token), and a basic-auth password in the server's URL."""
+bearer token), and a basic-auth password in the server's URL. The commands run in this process
+(tests/sessions.py; issue 34: three `mole` processes and three more for `mole show` cost their
+interpreters and imports, and what is written does not depend on the process); what they print
+is read at the file descriptors too."""
 
 from __future__ import annotations
 
@@ -13,15 +16,13 @@ import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.model_server import ModelServer, Received, Reply, SimulatedModel
+from tests.sessions import Outcome, run_mole
 
-MOLE = str(Path(sys.executable).parent / "mole")
 CORPUS = Path(__file__).parent / "fixtures" / "model_corpus"
 QUESTION = "Does green tea affect sleep and stroke risk?"
 ENV_KEY = "sk-ant-api03-CANARY-ENV-7d1e0a9c4b-do-not-leak"
@@ -80,18 +81,21 @@ class Echoing(SimulatedModel):
         return reply
 
 
-def _research(
-    env: dict[str, str], cwd: Path, provider: str, sid: str, tape: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [MOLE, "research", QUESTION, "--usd", "0.50", "--corpus", str(CORPUS),
-         "--provider", provider, "--session-id", sid, "--record", tape],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=600,
+def _research(env: dict[str, str], cwd: Path, provider: str, sid: str, tape: str) -> Outcome:
+    return run_mole(
+        env,
+        [
+            "research", QUESTION, "--usd", "0.50", "--corpus", str(CORPUS),
+            "--provider", provider, "--session-id", sid, "--record", tape,
+        ],
+        cwd,
     )  # fmt: skip
 
 
 @pytest.mark.slow
-def test_no_canary_is_written_against_an_echoing_endpoint(tmp_path: Path) -> None:
+def test_no_canary_is_written_against_an_echoing_endpoint(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     data, work, conf = tmp_path / "data", tmp_path / "work", tmp_path / "conf"
     for d in (data, work, conf):
         d.mkdir()
@@ -121,14 +125,16 @@ def test_no_canary_is_written_against_an_echoing_endpoint(tmp_path: Path) -> Non
             config.chmod(0o600)
             model.refused = False
             got = _research({**base, **env_extra}, work, provider, sid, f"{sid}.jsonl")
-            assert got.returncode == 0, got.stderr
-            printed += [got.stdout, got.stderr]
-            shown = subprocess.run(
-                [MOLE, "show", sid], env={**base, **env_extra}, cwd=work,
-                capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
-            assert shown.returncode == 0, shown.stderr
-            printed += [shown.stdout, shown.stderr]
+            assert got.code == 0, got.err
+            printed += [got.out, got.err]
+            shown = run_mole({**base, **env_extra}, ["show", sid], work)
+            assert shown.code == 0, shown.err
+            printed += [shown.out, shown.err]
+    # What reached the file descriptors past sys.stdout and sys.stderr (a handler made before
+    # the redirect, a C library), and the warnings a `mole` process prints through logging's
+    # last-resort handler, which pytest's log capture takes here: printed all the same.
+    printed += [*capfd.readouterr(), caplog.text]
+    assert "mining chunk" in caplog.text  # the refused mining call's warning, read above
 
     # The endpoint really was sent each secret, and echoed it back in every way it could.
     sent = " ".join(Echoing.sent(r) for r in server.received)

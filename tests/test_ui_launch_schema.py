@@ -22,6 +22,7 @@ from mole_dag.resources import StoreResource
 from mole_dag.session import create_session
 from mole_dag.store import Store
 from tests.dagster_helpers import resources as _resources
+from tests.sessions import RecordedSession
 
 
 @pytest.mark.parametrize(
@@ -175,40 +176,21 @@ def test_the_sensor_looks_within_seconds() -> None:
 
 
 def test_in_process_runs_are_listed_under_their_job_in_the_ui(
-    tmp_path: Path, mini_corpus: Path, monkeypatch: pytest.MonkeyPatch
+    cli_session: RecordedSession,
 ) -> None:
     """The UI finds a job's runs by job name and the repository label tag (its job pages and
     the Overview timeline); `mole research`'s runs lacked the tag, so after `make demo` the
-    timeline said "No runs". The tag names the location workspace.yaml loads."""
+    timeline said "No runs". The tag names the location workspace.yaml loads. Read on the
+    shared CLI session (tests/sessions.py), which this test used to run itself."""
     import yaml
 
     from assets.definitions import CODE_LOCATION
-    from mole_dag.cli import main
     from mole_dag.paths import PROJECT_ROOT
 
     entry = yaml.safe_load((PROJECT_ROOT / "workspace.yaml").read_text("utf-8"))["load_from"][0]
     module = entry["python_module"]
     assert f"{module['module_name']}:{module['attribute']}" == CODE_LOCATION
-    monkeypatch.setenv("MOLE_DB", str(tmp_path / "cli.duckdb"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    (tmp_path / "dagster").mkdir()
-    (tmp_path / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    monkeypatch.chdir(tmp_path)
-    code = main(
-        [
-            "research",
-            "Does green tea affect sleep?",
-            "--tokens",
-            "20000",
-            "--corpus",
-            str(mini_corpus),
-            "--quiet",
-            "--session-id",
-            "s-cli",
-        ]
-    )
-    assert code == 0
-    with dg.DagsterInstance.get() as instance:
+    with dg.DagsterInstance.from_config(str(cli_session.dagster_home)) as instance:
         label = f"__repository__@{CODE_LOCATION}"
         for job in ("research_round", "research_report"):
             runs = instance.get_runs(

@@ -13,12 +13,10 @@ import dagster as dg
 import pytest
 
 from assets.definitions import defs
-from mole_dag import cli
-from mole_dag.paths import default_store_path
-from mole_dag.store import Store
 from tests.dagster_helpers import resources
+from tests.sessions import CLI_QUESTION, RecordedSession
 
-QUESTION = "Does green tea affect sleep?"
+QUESTION = CLI_QUESTION
 
 
 def _observations(instance: dg.DagsterInstance, sid: str) -> list[dict[str, object]]:
@@ -35,13 +33,12 @@ def _observations(instance: dg.DagsterInstance, sid: str) -> list[dict[str, obje
 
 
 def test_cli_runs_are_tagged_and_the_report_is_on_the_session_partition(
-    dagster_home: Path, mini_corpus: Path, capsys: pytest.CaptureFixture[str]
+    cli_session: RecordedSession,
 ) -> None:
-    code = cli.main(["research", QUESTION, "--tokens", "20000", "--corpus", str(mini_corpus)])
-    out, err = capsys.readouterr()
-    assert code == 0, err
+    """On the shared CLI session (tests/sessions.py), which this test used to run itself."""
+    out = cli_session.research.out
     sid = re.search(r"^session (\S+)$", out, re.M).group(1)  # type: ignore[union-attr]
-    instance = dg.DagsterInstance.get()
+    instance = dg.DagsterInstance.from_config(str(cli_session.dagster_home))
     by_partition = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": sid}))
     by_session = instance.get_runs(filters=dg.RunsFilter(tags={"mole/session": sid}))
     assert by_partition and {r.run_id for r in by_session} == {r.run_id for r in by_partition}
@@ -53,7 +50,8 @@ def test_cli_runs_are_tagged_and_the_report_is_on_the_session_partition(
     assert isinstance(link, dg.DagsterRunMetadataValue)
     report_run = instance.get_run_by_id(link.run_id)
     assert report_run is not None and report_run.job_name == "research_report"
-    with Store(default_store_path()) as st:
+    instance.dispose()
+    with cli_session.store() as st:
         stored = st.scalar("SELECT markdown FROM reports WHERE session_id = ?", [sid])
     assert md.value == stored
 
