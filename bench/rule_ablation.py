@@ -64,6 +64,8 @@ def rule_off(rule: str) -> Iterator[None]:
         "NEAR_SHARE (near-synonyms)": [(relevance, "NEAR_SHARE", 0.0)],
         "SETTING_SHARE": [(relevance, "SETTING_SHARE", 1.0)],
         "SOURCE_FLOOR": [(report, "SOURCE_FLOOR", 0.0)],
+        # Issue 30, item 6: a heading restating the question scored like any sentence again.
+        "restated headings kept": [(relevance, "restates_question", lambda s, q: False)],
         "all of them": [
             (relevance, "SCOPE_BY_DOCUMENT", False),
             (relevance, "NEAR_SHARE", 0.0),
@@ -85,6 +87,7 @@ RULES = (
     "NEAR_SHARE (near-synonyms)",
     "SETTING_SHARE",
     "SOURCE_FLOOR",
+    "restated headings kept",
     "all of them",
 )
 
