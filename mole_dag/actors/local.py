@@ -460,7 +460,7 @@ class LocalCorpus:
         # indexed there (a vector is keyed by its text), so an unchanged folder embeds nothing
         # the second time.
         self._vector_dir = (cache_dir or index_dir()) / "meaning"
-        self._passages: dict[int, list[str]] = {}
+        self._passages: dict[int, list[tuple[str, list[str]]]] = {}
         self._passage_lock = threading.Lock()
 
     @classmethod
@@ -616,14 +616,17 @@ class LocalCorpus:
             return [(self._docs[i], score) for i, score in hits]
         return [(self._docs[i], score) for i, score in self._by_meaning(query, limit)]
 
-    def _passages_of(self, doc: int) -> list[str]:
+    def _passages_of(self, doc: int) -> list[tuple[str, list[str]]]:
+        """A document's passages with their terms, made once a process (a session's queries
+        read the same candidates again)."""
         from mole_dag.meaning.rerank import passages
 
         with self._passage_lock:
             got = self._passages.get(doc)
             if got is None:
                 d = self._docs[doc]
-                got = self._passages[doc] = passages(f"{d.title}. {d.text}" if d.title else d.text)
+                text = f"{d.title}. {d.text}" if d.title else d.text
+                got = self._passages[doc] = [(p, terms(p)) for p in passages(text)]
             return got
 
     def _by_meaning(self, query: str, limit: int) -> list[tuple[int, float]]:
@@ -638,9 +641,9 @@ class LocalCorpus:
         from mole_dag.meaning.rerank import best_similarity, fuse
         from mole_dag.meaning.store import cache_for
 
-        pool = [(i, p) for i, _ in hits for p in self._passages_of(i)]
-        local = BM25.build([terms(p) for _, p in pool])
-        chosen = [pool[j] for j, _ in local.top(q_terms, PASSAGES_PER_QUERY)]
+        pool = [(i, p, t) for i, _ in hits for p, t in self._passages_of(i)]
+        local = BM25.build([t for _, _, t in pool])
+        chosen = [pool[j][:2] for j, _ in local.top(q_terms, PASSAGES_PER_QUERY)]
         cache = cache_for(self._vector_dir)
         best = best_similarity(query, chosen, cache)
         cache.save()
