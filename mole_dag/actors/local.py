@@ -82,9 +82,9 @@ MEANING = os.environ.get("MOLE_RETRIEVAL", "").strip().lower() == "meaning"
 CANDIDATES_PER_RESULT = 3
 # Passages embedded per query: the candidates' passages that share most of the query's words
 # by BM25 (a passage with none of them is not read). Embedding every passage of every candidate
-# cost seconds per query on a PDF folder; these are embedded once and kept beside the index.
-# A guess, flagged as one.
-PASSAGES_PER_QUERY = 64
+# cost minutes on a PDF folder, and 64 passages of 80 words took 10 s a query on the loaded
+# benchmark machine; these are embedded once and kept beside the index. A guess, flagged as one.
+PASSAGES_PER_QUERY = 32
 
 
 class CorpusError(ValueError):

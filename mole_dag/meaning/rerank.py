@@ -18,9 +18,10 @@ from mole_dag.text import sentence_spans
 
 # The published constant of reciprocal rank fusion; not tuned here.
 RRF_K = 60
-# Words in one passage: a few sentences, under the model's 128 word pieces (about 0.75 words
-# a piece in English prose), so nothing of a passage is cut off. A guess, flagged as one.
-PASSAGE_WORDS = 80
+# Words in one passage: a few sentences, well under the model's 128 word pieces (about 0.75
+# words a piece in English prose, fewer in papers), so nothing of a passage is cut off and a
+# batch stays cheap. A guess, flagged as one.
+PASSAGE_WORDS = 60
 
 K = TypeVar("K", bound=Hashable)
 
