@@ -145,7 +145,17 @@ def main() -> int:
         action="store_true",
         help="score with the learned ranking (as MOLE_RANKING=learned) instead of the lexical one",
     )
+    ap.add_argument(
+        "--rules",
+        nargs="+",
+        metavar="RULE",
+        help="only these rows (names as printed, e.g. 'none (today)' 'restated headings kept')",
+    )
     args = ap.parse_args()
+    rules = tuple(args.rules or RULES)
+    unknown = [r for r in rules if r not in RULES]
+    if unknown:
+        ap.error(f"unknown rules: {unknown}; known: {list(RULES)}")
     if args.learned:
         import mole_dag.mining.relevance as relevance
 
@@ -160,7 +170,7 @@ def main() -> int:
 
     setting = [rp.Setting(WEIGHTS, MIN_COVERAGE)]
     table: dict[str, dict[str, dict[str, Any]]] = {}
-    for rule in RULES:
+    for rule in rules:
         with rule_off(rule):
             outcomes: dict[str, list[tuple[rp.Question, rp.Outcome]]] = {}
             for label, path, questions in stores:
