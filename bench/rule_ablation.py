@@ -64,6 +64,8 @@ def rule_off(rule: str) -> Iterator[None]:
         "NEAR_SHARE (near-synonyms)": [(relevance, "NEAR_SHARE", 0.0)],
         "SETTING_SHARE": [(relevance, "SETTING_SHARE", 1.0)],
         "SOURCE_FLOOR": [(selection, "SOURCE_FLOOR", 0.0)],
+        # Issue 30, item 6: a heading restating the question scored like any sentence again.
+        "restated headings kept": [(relevance, "restates_question", lambda s, q: False)],
         "all of them": [
             (relevance, "SCOPE_BY_DOCUMENT", False),
             (relevance, "NEAR_SHARE", 0.0),
@@ -85,6 +87,7 @@ RULES = (
     "NEAR_SHARE (near-synonyms)",
     "SETTING_SHARE",
     "SOURCE_FLOOR",
+    "restated headings kept",
     "all of them",
 )
 
@@ -142,7 +145,17 @@ def main() -> int:
         action="store_true",
         help="score with the learned ranking (as MOLE_RANKING=learned) instead of the lexical one",
     )
+    ap.add_argument(
+        "--rules",
+        nargs="+",
+        metavar="RULE",
+        help="only these rows (names as printed, e.g. 'none (today)' 'restated headings kept')",
+    )
     args = ap.parse_args()
+    rules = tuple(args.rules or RULES)
+    unknown = [r for r in rules if r not in RULES]
+    if unknown:
+        ap.error(f"unknown rules: {unknown}; known: {list(RULES)}")
     if args.learned:
         import mole_dag.mining.relevance as relevance
 
@@ -157,7 +170,7 @@ def main() -> int:
 
     setting = [rp.Setting(WEIGHTS, MIN_COVERAGE)]
     table: dict[str, dict[str, dict[str, Any]]] = {}
-    for rule in RULES:
+    for rule in rules:
         with rule_off(rule):
             outcomes: dict[str, list[tuple[rp.Question, rp.Outcome]]] = {}
             for label, path, questions in stores:

@@ -72,6 +72,21 @@ SUBJECT_SHARE = 0.8
 # (a supersession about cancer in a corpus about coffee) still counts. A guess, flagged as one.
 TOPIC_DOCS = 50
 
+# Retrieval by meaning (issue 30, item 4): BM25 chooses candidate documents, the meaning model
+# re-ranks them by their best passage, the two orders fused by reciprocal rank (meaning.rerank,
+# k = 60, the published constant). MOLE_RETRIEVAL=meaning turns it on. Off by default, by
+# measurement (BENCHMARKS.md, issue 30, third pass): on the PDF sets it moved no unseen question
+# and lost one DEV question.
+MEANING = os.environ.get("MOLE_RETRIEVAL", "").strip().lower() == "meaning"
+# BM25's candidates per result asked for: what the meaning model may lift into the results.
+# A guess, flagged as one.
+CANDIDATES_PER_RESULT = 3
+# Passages embedded per query: the candidates' passages that share most of the query's words
+# by BM25 (a passage with none of them is not read). Embedding every passage of every candidate
+# cost minutes on a PDF folder, and 64 passages of 80 words took 10 s a query on the loaded
+# benchmark machine; these are embedded once and kept beside the index. A guess, flagged as one.
+PASSAGES_PER_QUERY = 32
+
 
 class CorpusError(ValueError):
     """The corpus folder cannot be used; the message says why."""
@@ -437,11 +452,17 @@ class LocalCorpus:
 
     name = "local"
 
-    def __init__(self, index: CorpusIndex) -> None:
+    def __init__(self, index: CorpusIndex, cache_dir: Path | None = None) -> None:
         self.index = index
         self.root = Path(index.root)
         self._docs = [_doc_from_json(d) for d in index.docs]
         self._bm25 = BM25.build(index.terms)
+        # Where the passages' vectors are kept: beside the index, shared by every corpus
+        # indexed there (a vector is keyed by its text), so an unchanged folder embeds nothing
+        # the second time.
+        self._vector_dir = (cache_dir or index_dir()) / "meaning"
+        self._passages: dict[int, list[tuple[str, list[str]]]] = {}
+        self._passage_lock = threading.Lock()
 
     @classmethod
     def open(cls, root: str | os.PathLike[str], cache_dir: Path | None = None) -> LocalCorpus:
@@ -456,6 +477,15 @@ class LocalCorpus:
             raise CorpusError(
                 f"corpus folder {root} has no .pdf, .html, .md or .txt documents to search"
             )
+        if MEANING:
+            # A missing or damaged model is one clear error at launch, never a search that
+            # quietly falls back to BM25 alone and answers differently.
+            from mole_dag.meaning.embed import MeaningModelError, embedder
+
+            try:
+                embedder()
+            except MeaningModelError as exc:
+                raise CorpusError(f"retrieval by meaning (MOLE_RETRIEVAL=meaning): {exc}") from None
         cache_dir = cache_dir or index_dir()
         key = hashlib.sha256(str(root).encode()).hexdigest()[:16]
         cache = cache_dir / f"corpus-{key}.json"
@@ -471,7 +501,7 @@ class LocalCorpus:
             why = _stale(cached.fingerprint, fp)
             if not why:
                 try:
-                    return _remember(cache, cls(cached))
+                    return _remember(cache, cls(cached, cache_dir))
                 except (TypeError, ValueError, KeyError, AttributeError) as exc:
                     # Well-formed JSON with a broken document in it: rebuilt like any
                     # other damaged cache, never a crash.
@@ -497,7 +527,7 @@ class LocalCorpus:
                 "pass another --corpus"
             )
         _write_cache(cache, index)
-        return _remember(cache, cls(index))
+        return _remember(cache, cls(index, cache_dir))
 
     def is_current(self) -> bool:
         """Whether the folder still holds what this index was built from (the files, their
@@ -582,8 +612,44 @@ class LocalCorpus:
         return tuple(out[:k])
 
     def search(self, query: str, limit: int) -> list[tuple[Document, float]]:
-        hits = self._bm25.top(terms(query), limit)
-        return [(self._docs[i], score) for i, score in hits]
+        if not MEANING:
+            hits = self._bm25.top(terms(query), limit)
+            return [(self._docs[i], score) for i, score in hits]
+        return [(self._docs[i], score) for i, score in self._by_meaning(query, limit)]
+
+    def _passages_of(self, doc: int) -> list[tuple[str, list[str]]]:
+        """A document's passages with their terms, made once a process (a session's queries
+        read the same candidates again)."""
+        from mole_dag.meaning.rerank import passages
+
+        with self._passage_lock:
+            got = self._passages.get(doc)
+            if got is None:
+                d = self._docs[doc]
+                text = f"{d.title}. {d.text}" if d.title else d.text
+                got = self._passages[doc] = [(p, terms(p)) for p in passages(text)]
+            return got
+
+    def _by_meaning(self, query: str, limit: int) -> list[tuple[int, float]]:
+        """BM25's candidates re-ranked: each candidate's best passage by meaning (among the
+        PASSAGES_PER_QUERY passages of all candidates that BM25 rates best for the query),
+        and the BM25 and meaning orders fused by reciprocal rank. The fused score is returned."""
+        q_terms = terms(query)
+        hits = self._bm25.top(q_terms, max(limit, CANDIDATES_PER_RESULT * limit))
+        if len(hits) <= 1:
+            return hits[:limit]
+        # Imported here: numpy and the model load only when retrieval by meaning runs.
+        from mole_dag.meaning.rerank import best_similarity, fuse
+        from mole_dag.meaning.store import cache_for
+
+        pool = [(i, p, t) for i, _ in hits for p, t in self._passages_of(i)]
+        local = BM25.build([t for _, _, t in pool])
+        chosen = [pool[j][:2] for j, _ in local.top(q_terms, PASSAGES_PER_QUERY)]
+        cache = cache_for(self._vector_dir)
+        best = best_similarity(query, chosen, cache)
+        cache.save()
+        by_meaning = sorted(best, key=lambda i: -best[i])
+        return fuse([[i for i, _ in hits], by_meaning])[:limit]
 
     def gather(self, query: str, limit: int) -> Iterator[Found | DeadEnd]:
         hits = self.search(query, limit)

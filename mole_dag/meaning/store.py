@@ -154,3 +154,17 @@ class VectorCache:
             if old != self.file:
                 with contextlib.suppress(OSError):
                     old.unlink()
+
+
+_CACHES: dict[Path, VectorCache] = {}
+_CACHES_LOCK = threading.Lock()
+
+
+def cache_for(folder: Path) -> VectorCache:
+    """This process's one VectorCache of FOLDER: two caches of one folder would each save only
+    their own vectors over the other's file."""
+    with _CACHES_LOCK:
+        cache = _CACHES.get(folder)
+        if cache is None:
+            cache = _CACHES[folder] = VectorCache(folder)
+        return cache

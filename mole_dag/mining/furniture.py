@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from mole_dag.text import content_terms
+
 CAUSES: tuple[str, ...] = (
     "code",
     "equation",
@@ -497,3 +499,44 @@ def non_claim_reason(sentence: str) -> str | None:
         # caption ("Chief Officer of the Company."), not a statement (issue 31).
         return "heading"
     return None
+
+
+# Issue 30: a heading or an FAQ's entry that restates the question is the page's furniture for
+# that question, not its answer ("2. When I try to specify a log axis to plot.zoo a warning is
+# issued." for "Why is a warning issued when I specify a log axis to plot.zoo?"). Read by shape
+# and by the question's own words, never by any document's words.
+# An enumerator opening the line: "2. ", "3.1 ", "(b) ", "a) ". A bare number is not one ("2
+# cups a day ..."): it needs its dot or bracket, or a section number's inner dot.
+_ENUMERATOR = re.compile(r"\A\(?(?:\d{1,3}(?:\.\d{1,3})+\.?|\d{1,3}[.)]|[A-Za-z][.)])\s+")
+# The asker's own voice: an FAQ's entry is written as its reader would ask ("When I try ...").
+_ASKER = re.compile(r"\b(?:I|my|me|I'm|I've)\b")
+# A question that asks for something: a wh-word anywhere ("Why is ...", "In the FAQ, what ...").
+_ASKS_FOR = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.I)
+# The share of the question's content terms a restatement holds. A guess, flagged as one: all
+# but one of five, so one word said another way does not hide a heading.
+RESTATE_COVER = 0.8
+
+
+def restates_question(sentence: str, question: str) -> bool:
+    """Whether `sentence` only restates what `question` asks for: it holds (nearly) all the
+    question's content terms and adds nothing, or at most one word when it is shaped like a
+    heading or an FAQ's entry (numbered, in the asker's voice, or without an end mark). Only a
+    question that asks for something (a wh-word) has a missing piece a restatement lacks: a
+    statement restating a yes/no question ("Coffee lowers the risk of death.") is its answer.
+    A new number is content, never a restatement ("The default priority is 50.")."""
+    if not _ASKS_FOR.search(question):
+        return False
+    asked = set(content_terms(question))
+    if len(asked) < 3:
+        return False  # too few words to tell a restatement from an answer
+    s = " ".join(sentence.split())
+    entry = bool(_ENUMERATOR.match(s))
+    body = _ENUMERATOR.sub("", s)
+    said = set(content_terms(body))
+    if len(said & asked) < RESTATE_COVER * len(asked):
+        return False
+    new = said - asked
+    if not new:
+        return True
+    shaped = entry or bool(_ASKER.search(body)) or not _TERMINAL.search(body)
+    return shaped and len(new) == 1 and not any(ch.isdigit() for t in new for ch in t)

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mole_dag.mining.relevance import AnswerType, Evidence, Query, Relevance
@@ -119,22 +117,13 @@ def near_best(value: float, best: float, m: Model | None = None) -> bool:
     return _log_odds(value) >= _log_odds(best) - (m or model()).report_gap
 
 
-_VECTORS: dict[Path, VectorCache] = {}
-_VECTORS_LOCK = threading.Lock()
-
-
 def vectors() -> VectorCache:
     """The sentence vectors of this data folder, kept on disk beside the corpus index (under
     MOLE_HOME), so a text read again, by this session or a later one, is not embedded again."""
     # Imported here: numpy and onnxruntime load only when the learned ranking runs.
-    from mole_dag.meaning.store import VectorCache
+    from mole_dag.meaning.store import cache_for
 
-    folder = index_dir() / "meaning"
-    with _VECTORS_LOCK:
-        cache = _VECTORS.get(folder)
-        if cache is None:
-            cache = _VECTORS[folder] = VectorCache(folder)
-        return cache
+    return cache_for(index_dir() / "meaning")
 
 
 def meaning(question: str, sentence: str) -> float:

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from mole_dag.mining.furniture import restates_question
 from mole_dag.mining.synonyms import lexicon
 from mole_dag.text import (
     STOPWORDS,
@@ -516,10 +517,15 @@ class Relevance:
     # The learned ranking (mining.ranker): the features that decided, as a reader checks them
     # ("meaning 0.71 · words 0.42 · a number, as asked"); empty when scored by weigh().
     decided: str = ""
+    # A heading or an FAQ's entry that restates the question (furniture.restates_question):
+    # scored 0, whatever its words, since it is where the answer starts, not the answer.
+    heading: bool = False
 
     def explain(self) -> str:
         if self.other_title:
             return f"{self.value:.2f}: the question quotes the title of another source"
+        if self.heading:
+            return f"{self.value:.2f}: restates the question (a heading or FAQ entry, no answer)"
         if self.decided:
             parts = [f"{self.value:.2f} = {self.decided}"]
             if self.said:
@@ -677,6 +683,10 @@ def evidence(
     )
 
 
+# What a heading or FAQ entry restating the question scores (furniture.restates_question).
+RESTATES = Relevance(0.0, 0.0, 0.0, False, True, heading=True)
+
+
 def _surface(text: str, term: str) -> str:
     """The first word of `text` whose term is `term`, as written: what an explanation shows."""
     return next((w for w in re.findall(r"[\w'’\-]+", text) if term in content_terms(w)), term)
@@ -728,6 +738,8 @@ def score(
     weights: Weights = WEIGHTS,
     document: DocumentTerms | None = None,
 ) -> Relevance:
+    if restates_question(sentence, query.text):
+        return RESTATES
     ev = evidence(query, stats, sentence, context, title, document)
     if LEARNED and weights is WEIGHTS:
         from mole_dag.mining.ranker import rank
