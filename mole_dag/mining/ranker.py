@@ -24,7 +24,8 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from mole_dag.mining.relevance import AnswerType, Evidence, Query, Relevance
+from mole_dag.mining.answer_types import AnswerType
+from mole_dag.mining.relevance import Evidence, Query, Relevance
 from mole_dag.paths import index_dir
 
 if TYPE_CHECKING:
