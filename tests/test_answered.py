@@ -18,12 +18,12 @@ from mole_dag.budget import Ledger
 from mole_dag.context import Run
 from mole_dag.core import Unit
 from mole_dag.driver import run_session
+from mole_dag.mining.question_terms import question_names
 from mole_dag.mining.relevance import (
     AnswerType,
     Evidence,
     Query,
     answer_type,
-    question_names,
 )
 from mole_dag.output.answered import Candidate, decide
 from mole_dag.output.extractive import write_body

@@ -148,7 +148,8 @@ def test_a_quoted_title_keeps_a_siblings_sentences_out() -> None:
     7 other PDFs (the package's other vignettes share its words). A question that quotes the
     title of a source read asks about that document: a sibling's sentence scores 0, and says
     why; the titled document's sentence scores as before."""
-    from mole_dag.mining.relevance import quoted_phrases, quoted_titles, score_stretch
+    from mole_dag.mining.question_terms import quoted_phrases, quoted_titles
+    from mole_dag.mining.relevance import score_stretch
 
     question = "How many nodes are simulated in the gizmo vignette 'Sparse Graph Examples'?"
     sentence = "We simulate 500 nodes for each sparse graph."

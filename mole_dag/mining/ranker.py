@@ -24,11 +24,13 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from mole_dag.mining.relevance import AnswerType, Evidence, Query, Relevance
+from mole_dag.mining.answer_types import AnswerType
+from mole_dag.mining.relevance_records import Evidence, Relevance
 from mole_dag.paths import index_dir
 
 if TYPE_CHECKING:
     from mole_dag.meaning.store import VectorCache
+    from mole_dag.mining.relevance import Query
 
 FEATURES = ("words", "around", "title", "kind", "restates", "meaning")
 

@@ -22,9 +22,15 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 
+from mole_dag.mining.answer_types import AnswerType, answer_type
 from mole_dag.mining.furniture import restates_question
+from mole_dag.mining.question_terms import (
+    is_broad,
+    scope_terms,
+    setting_terms,
+)
+from mole_dag.mining.relevance_records import Evidence, Relevance
 from mole_dag.mining.synonyms import lexicon
 from mole_dag.text import (
     STOPWORDS,
@@ -33,7 +39,6 @@ from mole_dag.text import (
     normalize,
     possessive_free,
     sentence_spans,
-    stem,
 )
 
 # BM25's usual constants (Robertson's defaults).
@@ -87,199 +92,6 @@ LEARNED = os.environ.get("MOLE_RANKING", "").strip().lower() == "learned"
 MODEL_GRADE_WEIGHT = 0.5
 
 
-# Words that name the corpus rather than a topic: a question made only of these ("What do the
-# sources say?", "Summarise this folder") is broad, and is planned from the corpus's own topics.
-GENERIC = frozenset(
-    stem(w)
-    for w in (
-        "source sources document documents folder corpus file files text texts page pages "
-        "summarise summarize summary overview main topic topics theme themes key point points "
-        "tell say said think find write written cover covered discuss discussed content "
-        "contents everything anything general idea ideas information info"
-    ).split()
-)
-
-
-def is_broad(question: str) -> bool:
-    """A question with no content word beyond the corpus's own vocabulary ("What do the
-    sources say?"): nothing in it to match, so it is planned from the corpus's topics and its
-    own relevance is nil; its sub-questions carry the content."""
-    return not [t for t in content_terms(question) if t not in GENERIC]
-
-
-class AnswerType(StrEnum):
-    PERSON = "person"
-    NUMBER = "number"
-    DATE = "date"
-    PLACE = "place"
-    NAME = "name"  # which/what X: a name, a title, an identifier
-    ANY = "any"  # yes/no, how, why: no cue
-
-
-# What the noun a "which"/"what" asks about says about the answer: general English vocabulary,
-# not any benchmark's wording. A head noun in none of these asks for a name (a title, a
-# product, an organisation). "time" is in none: "what time" is a clock reading, "which time
-# class" a name.
-_QUANTITY_NOUNS = frozenset(
-    stem(w)
-    for w in (
-        "number amount share percentage percent proportion fraction ratio rate price cost value "
-        "temperature height length width depth distance weight mass size speed age population "
-        "total count sum score figure level threshold quantile probability frequency duration "
-        "volume capacity budget salary revenue margin majority"
-    ).split()
-)
-_TIME_NOUNS = frozenset(
-    stem(w) for w in "year date day month decade century era season week weekday".split()
-)
-_PLACE_NOUNS = frozenset(
-    stem(w)
-    for w in (
-        "city country town state region island beach place village county province district "
-        "continent street square road avenue location site area nation capital port river lake "
-        "mountain valley park neighbourhood neighborhood address venue stadium"
-    ).split()
-)
-_PERSON_NOUNS = frozenset(
-    stem(w)
-    for w in (
-        "person man woman boy girl child people author writer actor actress singer player "
-        "president minister director founder cofounder leader ceo chief secretary attorney "
-        "officer engineer developer researcher professor teacher lecturer student judge king "
-        "queen prince princess emperor pope bishop captain general commander coach manager "
-        "owner editor reporter photographer designer architect inventor explorer composer poet "
-        "chairman chairwoman chair spokesperson spokesman spokeswoman ambassador governor mayor "
-        "senator member winner athlete husband wife son daughter father mother brother sister "
-        "creator maker host presenter producer"
-    ).split()
-)
-# Agent nouns by suffix (scientist, cartoonist, politician, historian), minus the common words
-# that end the same way and name no person.
-_PERSON_SUFFIX = re.compile(r"(?:ist|ian)s?$")
-_NOT_PERSON = frozenset(
-    "list wrist twist mist gist fist exist assist insist resist consist persist median "
-    "christian italian indian canadian australian russian asian".split()
-)
-# "how" + one of these asks for a quantity; any other "how" asks for a manner.
-_HOW_MUCH = frozenset(
-    "many much long far old big large high tall deep fast often heavy wide small short "
-    "early late soon".split()
-)
-# A unit the answer is asked in ("in kelvin", "in metres") asks for a number.
-_UNIT = re.compile(
-    r"\bin\s+(?:kelvin|celsius|fahrenheit|degrees|met(?:er|re)s|feet|foot|kilomet(?:er|re)s|"
-    r"km|miles|kilograms|kg|pounds|tons|tonnes|dollars|euros|pounds|percent|years|months|"
-    r"days|hours|minutes|seconds|bytes|megabytes|gigabytes)\b",
-    re.IGNORECASE,
-)
-_WH = re.compile(r"\b(which|what|whose|who|whom|when|where|how|why)\b", re.IGNORECASE)
-_COPULA = frozenset("is are was were 's be".split())
-_AUX = frozenset(
-    "do does did can could will would should shall may might must has have had".split()
-)
-_DETERMINERS = frozenset("the a an this that these those its their his her".split())
-# Words that end the noun phrase after "which"/"what": function words and auxiliaries.
-_PHRASE_END = frozenset(
-    "of in on at for to from by with about as into than that which who and or but is are was "
-    "were be been do does did can could will would should has have had".split()
-)
-
-
-def _noun_kind(word: str) -> AnswerType | None:
-    w = possessive_free(normalize(word)).strip(".,;:!?()\"'“”‘’")
-    if not w:
-        return None
-    st = stem(w)
-    if st in _QUANTITY_NOUNS:
-        return AnswerType.NUMBER
-    if st in _TIME_NOUNS:
-        return AnswerType.DATE
-    if st in _PLACE_NOUNS:
-        return AnswerType.PLACE
-    if st in _PERSON_NOUNS or (
-        len(w) > 5 and _PERSON_SUFFIX.search(w) and w.rstrip("s") not in _NOT_PERSON
-    ):
-        return AnswerType.PERSON
-    return None
-
-
-def _which_kind(rest: str) -> AnswerType:
-    """The kind of answer "which X" / "what is the X of" asks for, from the noun phrase after
-    the wh-word: a possessive names what is asked ("which cartoonist's critique" asks for the
-    cartoonist); otherwise the last word of the phrase that names a kind (English puts the head
-    of a noun phrase last: "which district attorney", "which wine region"); none: a name."""
-    tokens = re.findall(r"[\w'’.\-]+|[,;:?!()]", rest)
-    copular = bool(tokens) and normalize(tokens[0]) in _COPULA
-    if copular:
-        tokens = tokens[1:]
-        if not tokens or normalize(tokens[0]) not in _DETERMINERS:
-            return AnswerType.ANY  # "What is t-SNE?": a definition, not a name
-    elif tokens and normalize(tokens[0]) in _AUX:
-        return AnswerType.ANY  # "What did the study find?"
-    while tokens and normalize(tokens[0]) in _DETERMINERS:
-        tokens = tokens[1:]
-    phrase: list[str] = []
-    for t in tokens[:6]:
-        if not re.match(r"\w", t) or normalize(t) in _PHRASE_END:
-            break
-        phrase.append(t)
-        if re.search(r"['’]s?$", t):  # a possessive: the owner is what is asked for
-            return _noun_kind(t) or AnswerType.NAME
-    for t in reversed(phrase):
-        kind = _noun_kind(t)
-        if kind is not None:
-            return kind
-    after = tokens[len(phrase)] if len(tokens) > len(phrase) else "?"
-    if copular and after in "?.!":
-        return AnswerType.ANY  # "What is a hash map?": asks what it is, not for a name
-    return AnswerType.NAME
-
-
-def _main_wh(question: str) -> re.Match[str] | None:
-    """The wh-word the question asks with: the first one, except a leading "When ..., " or
-    "Where ..., " clause that sets the scene for a later question word ("When xts converts
-    data, which time class does it use?")."""
-    found = list(_WH.finditer(question))
-    if not found:
-        return None
-    first = found[0]
-    if first.group(1).lower() in ("when", "where") and not question[: first.start()].strip():
-        comma = question.find(",", first.end())
-        later = [m for m in found[1:] if comma >= 0 and m.start() > comma]
-        if later:
-            return later[0]
-    return first
-
-
-def answer_type(question: str) -> AnswerType:
-    """The kind of answer a question asks for, read from its main wh-word and, after "which"
-    or "what", the noun it asks about."""
-    m = _main_wh(question)
-    if m is None:
-        return AnswerType.NUMBER if _UNIT.search(question) else AnswerType.ANY
-    wh, rest = m.group(1).lower(), question[m.end() :]
-    if wh == "how":
-        nxt = re.match(r"\s*(\w+)", rest)
-        if nxt and nxt.group(1).lower() in _HOW_MUCH:
-            return AnswerType.NUMBER
-        return AnswerType.NUMBER if _UNIT.search(question) else AnswerType.ANY
-    if wh == "when":
-        return AnswerType.DATE
-    if wh == "where":
-        return AnswerType.PLACE
-    if wh in ("who", "whom", "whose"):
-        return AnswerType.PERSON
-    if wh == "why":
-        return AnswerType.ANY
-    kind = _which_kind(rest)
-    if kind in (AnswerType.NAME, AnswerType.ANY) and _UNIT.search(question):
-        return AnswerType.NUMBER
-    if kind is AnswerType.NAME and SCOPE.search(question):
-        # "What are the health effects of coffee?" asks about a topic's many sides.
-        return AnswerType.ANY
-    return kind
-
-
 _YEAR = re.compile(r"\b(?:1[5-9]\d\d|20\d\d)s?\b")
 _MONTH = re.compile(
     r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
@@ -330,136 +142,6 @@ def _has_run_at_start(sentence: str, query: Query) -> bool:
     return any(normalize(w) not in query.surface for w in words)
 
 
-# Words that ask about a topic's many sides rather than one fact ("What are the health effects
-# of coffee?" wants no name, though it starts with "what"). A guess, flagged as one.
-SCOPE = re.compile(
-    r"\b(?:effects?|impacts?|consequences?|benefits?|risks?|harms?|advantages?|"
-    r"disadvantages?|pros|cons|evidence|known|overview|implications?)\b",
-    re.IGNORECASE,
-)
-
-
-_NAMED = re.compile(r"[^\W_][\w'’.\-/]*", re.UNICODE)
-
-
-# A capitalised adjective of origin ("Indian", "British", "Korean", "Dutch"): it describes what
-# is asked about rather than naming it, and a page says it another way ("in India", "in the
-# Netherlands"). English demonym endings, and common demonyms without one.
-_ORIGIN = re.compile(r"(?:ian|ean|ican|ese|ish)$")
-_ORIGIN_WORDS = frozenset(
-    "german dutch french swiss greek thai welsh irish scots czech israeli iraqi pakistani "
-    "bangladeshi kuwaiti saudi nepali somali yemeni omani qatari".split()
-)
-
-
-def question_names(text: str) -> list[tuple[str, str]]:
-    """What a question names, as (term, word as written): its capitalised words after the first
-    ("Hinton", "WhatsApp", "Academy") and its numbers ("2021", "93rd", "3"), but not its
-    adjectives of origin ("Indian", "Dutch"). A source that mentions none of them is not about
-    what the question asks."""
-    out: dict[str, str] = {}
-    for i, m in enumerate(_NAMED.finditer(text)):
-        word = m.group(0).rstrip(".-")
-        low = possessive_free(word).lower()
-        if (
-            word[:1].isupper()
-            and word[1:].islower()
-            and (_ORIGIN.search(low) or low in _ORIGIN_WORDS)
-        ):
-            continue
-        if (i > 0 and word[:1].isupper()) or any(ch.isdigit() for ch in word):
-            for t in content_terms(word):
-                out.setdefault(t, possessive_free(word))
-    return list(out.items())
-
-
-# Nouns that name a document. A question that says where to look ("according to the Rcpp
-# FAQ", "in the pscl vignette on count-data regression", "per the sp introduction vignette")
-# names the document with the words of that phrase; the sentence that answers it need not repeat
-# them, and a sentence that does (the paper's title, its citations of itself) is not the answer
-# for it. General English vocabulary for documents, not any benchmark's; a guess, flagged as one.
-_DOCUMENT_NOUNS = (
-    "paper|papers|article|articles|vignette|vignettes|note|notes|faq|faqs|introduction|manual|"
-    "guide|documentation|docs|report|reports|study|book|chapter|thesis|dissertation|blog|post|"
-    "website|tutorial|review|preprint|handbook|whitepaper|package|library|news|newsletter|"
-    "documents?|text"
-)
-# Words that end the run of words before a document noun: a clause starts there ("in the rotarod
-# data that coin's paper uses": the data is what is asked about, not where to look).
-_CLAUSE_WORDS = "that|which|who|whose|whom|what|when|where|why|how|is|are|was|were|does|do|did"
-_RUN_WORD = rf"(?!(?:{_CLAUSE_WORDS})\b)[\w'’.\-]+"
-_DOCUMENT_PHRASE = re.compile(
-    rf"\b(?:in|from|per|according\s+to)\s+(?:{_RUN_WORD}\s+){{0,7}}?(?:{_DOCUMENT_NOUNS})"
-    # a possessive document noun ends the phrase ("the coin vignette's example ..." asks about
-    # the example); otherwise a quoted title or what the document is on may follow.
-    rf"(?:['’]s\b|\b(?:\s+(?:'[^']{{2,120}}'|‘[^’]{{2,120}}’|“[^”]{{2,120}}”|\"[^\"]{{2,120}}\"))?"
-    rf"(?:\s+(?:on|about)\s+[^,;?()]+)?)",
-    re.IGNORECASE,
-)
-
-
-# A phrase in quotation marks: opened after a space or at the start (so "Alzheimer's" opens
-# nothing), closed before a space or punctuation.
-_QUOTED = re.compile(r"(?:(?<=\s)|^)['‘“\"]([^'’”\"]{2,160})['’”\"](?=[\s,.;:?!)]|$)")
-
-
-def quoted_phrases(question: str) -> tuple[frozenset[str], ...]:
-    """The content terms of each phrase a question puts in quotation marks, of two terms or
-    more: a title it quotes ("the effects vignette 'Examples of Effect Displays with Partial
-    Residuals'") or a phrase it asks about; which one is told by the titles of the sources read
-    (quoted_titles)."""
-    out = []
-    for m in _QUOTED.finditer(question):
-        terms_ = frozenset(content_terms(m.group(1)))
-        if len(terms_) >= 2:
-            out.append(terms_)
-    return tuple(out)
-
-
-def quoted_titles(question: str, titles: Iterable[frozenset[str]]) -> tuple[frozenset[str], ...]:
-    """The quoted phrases of a question that are the title of a source read: every term of the
-    phrase is in that source's title. A question that quotes a title asks about that document."""
-    held = list(titles)
-    return tuple(p for p in quoted_phrases(question) if any(p <= t for t in held))
-
-
-def scope_terms(question: str) -> frozenset[str]:
-    """The terms a question uses only to say which document to look in: those of an "in / from /
-    per / according to ... <document noun>" phrase (with the title or the topic that follows the
-    noun), that the rest of the question does not also use. "According to the Rhodium Group"
-    names who said it, which the answering sentence often repeats: no document noun, no scope.
-    A sentence is credited with them when its document holds them (evidence()), so they tell
-    the right document from the others, not one of its sentences from the next."""
-    spans = [m.span() for m in _DOCUMENT_PHRASE.finditer(question)]
-    if not spans:
-        return frozenset()
-    inside = [False] * len(question)
-    for a, b in spans:
-        for i in range(a, b):
-            inside[i] = True
-    scope = "".join(ch if inside[i] else " " for i, ch in enumerate(question))
-    rest = "".join(" " if inside[i] else ch for i, ch in enumerate(question))
-    return frozenset(set(content_terms(scope)) - set(content_terms(rest)))
-
-
-_SETTING_END = re.compile(r"[,;:.]\s")
-
-
-def setting_terms(question: str) -> frozenset[str]:
-    """The terms only of the scene a question sets before it asks: what precedes the last
-    comma (or sentence end) before its main wh-word ("In coin's MAX-test paper for genetic
-    case-control studies, what threshold ...", "According to the xts FAQ, to roughly what
-    ..."), minus the terms the question also asks with. None when it asks straight away."""
-    m = _main_wh(question)
-    if m is None:
-        return frozenset()
-    ends = list(_SETTING_END.finditer(question, 0, m.start()))
-    if not ends:
-        return frozenset()
-    cut = ends[-1].end()
-    return frozenset(set(content_terms(question[:cut])) - set(content_terms(question[cut:])))
-
-
 @dataclass(frozen=True)
 class Query:
     text: str
@@ -500,51 +182,6 @@ class Query:
             return None
         base = lexicon().base
         return next((s for s in terms if s in near or base(s) in near), None)
-
-
-@dataclass(frozen=True)
-class Relevance:
-    value: float  # 0..1
-    own: float
-    context: float
-    cue: bool
-    restates: bool
-    scope: float = 0.0  # share credited by the document the question points to
-    # The question quotes the title of another source read (quoted_titles): not this one.
-    other_title: bool = False
-    # Question words the sentence says another way, as (sentence's word, question's word).
-    said: tuple[tuple[str, str], ...] = ()
-    # The learned ranking (mining.ranker): the features that decided, as a reader checks them
-    # ("meaning 0.71 · words 0.42 · a number, as asked"); empty when scored by weigh().
-    decided: str = ""
-    # A heading or an FAQ's entry that restates the question (furniture.restates_question):
-    # scored 0, whatever its words, since it is where the answer starts, not the answer.
-    heading: bool = False
-
-    def explain(self) -> str:
-        if self.other_title:
-            return f"{self.value:.2f}: the question quotes the title of another source"
-        if self.heading:
-            return f"{self.value:.2f}: restates the question (a heading or FAQ entry, no answer)"
-        if self.decided:
-            parts = [f"{self.value:.2f} = {self.decided}"]
-            if self.said:
-                parts.append("(" + ", ".join(f'"{a}" for "{b}"' for a, b in self.said) + ")")
-            if self.scope:
-                parts.append(f"x in the document the question names {self.scope:.2f}")
-            return " ".join(parts)
-        parts = [f"{self.value:.2f} = question terms in the sentence {self.own:.2f}"]
-        if self.said:
-            parts.append("(" + ", ".join(f'"{a}" for "{b}"' for a, b in self.said) + ")")
-        if self.scope:
-            parts.append(f"+ in the document the question names {self.scope:.2f}")
-        if self.context:
-            parts.append(f"+ around it {self.context:.2f}")
-        if self.cue:
-            parts.append("+ holds the kind of answer asked for")
-        if self.restates:
-            parts.append("x restates the question only")
-        return " ".join(parts)
 
 
 def _has_cue(sentence: str, query: Query) -> bool:
@@ -588,33 +225,6 @@ def _has_cue(sentence: str, query: Query) -> bool:
         m.group(0) for m in _IDENT.finditer(sentence) if normalize(m.group(0)) not in query.surface
     ]
     return bool(new or idents or re.search(r"[\"“‘][^\"”’]{2,60}[\"”’]", sentence))
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What a sentence has of a question, before any weight is applied: shares of the
-    question's term weight (0..1) found in the sentence itself (BM25-saturated), only in the
-    sentences around it, and only in the page title; whether it holds the kind of answer asked
-    for; whether it only restates the question."""
-
-    own: float
-    around: float
-    title: float
-    cue: bool
-    restates: bool
-    # The question's weight in the terms that name its document (Query.scope), as shares:
-    # all of them (`scoped`), and those found anywhere in the sentence's document (`scope`),
-    # the same for every sentence of it. Both 0 when the document is not known.
-    scope: float = 0.0
-    scoped: float = 0.0
-    # Question terms the sentence says with a near-synonym, as (sentence's term, question's).
-    said: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def coverage(self) -> float:
-        """Share of the question's weight found in the sentence, around it, in the title or in
-        the document the question points to."""
-        return min(self.own + self.around + self.title + self.scope, 1.0)
 
 
 NO_EVIDENCE = Evidence(0.0, 0.0, 0.0, False, False)

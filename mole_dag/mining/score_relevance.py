@@ -14,6 +14,7 @@ from mole_dag.context import Run
 from mole_dag.core import columns
 from mole_dag.mining import relevance
 from mole_dag.mining.passages import Passages, char_offset
+from mole_dag.mining.question_terms import quoted_titles
 from mole_dag.mining.ranker import keep, warm
 from mole_dag.mining.relevance import (
     CONTEXT_WINDOW,
@@ -26,7 +27,6 @@ from mole_dag.mining.relevance import (
     blend_with_grade,
     combine,
     document_terms,
-    quoted_titles,
     score_stretch,
 )
 from mole_dag.store import Store, q, utcnow

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from mole_dag.mining.question_terms import question_names
 from mole_dag.mining.relevance import (
     WEIGHTS,
     AnswerType,
@@ -27,7 +28,6 @@ from mole_dag.mining.relevance import (
     Query,
     Weights,
     evidence,
-    question_names,
 )
 from mole_dag.mining.score_relevance import claim_context, session_passages, session_stats
 from mole_dag.store import Store, q

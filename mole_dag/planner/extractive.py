@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from mole_dag.mining.relevance import SCOPE, AnswerType, answer_type, is_broad, question_names
+from mole_dag.mining.answer_types import SCOPE, AnswerType, answer_type
+from mole_dag.mining.question_terms import is_broad, question_names
 from mole_dag.skills.protocol import PlannedQuestion
 from mole_dag.text import STOPWORDS, normalize, possessive_free, terms
 
