@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mole_dag.actors.corpus_files as corpus_files
+import mole_dag.actors.corpus_index as corpus_index
 import mole_dag.actors.local as local_mod
 from mole_dag.actors.base import DeadEnd, Found
 from mole_dag.actors.bm25 import BM25, K1, B
@@ -526,7 +528,7 @@ def test_a_cache_from_other_indexing_code_is_rebuilt(
     monkeypatch.setattr(local_mod, "build_index", counting)
     _open(corpus_dir, tmp_path)
     assert calls == []  # same code, same files: the cache stands
-    monkeypatch.setattr(local_mod, "_INDEXER_VERSION", "another-version")
+    monkeypatch.setattr(corpus_index, "_INDEXER_VERSION", "another-version")
     _open(corpus_dir, tmp_path)
     assert len(calls) == 1
 
@@ -540,7 +542,7 @@ def test_the_cache_names_the_pdf_reader_that_made_its_text() -> None:
     import mole_dag.actors.pdf.worker as worker
 
     sources = {Path(p).resolve() for p in local_mod.indexer_sources()}
-    for mod in (layout, reader, worker, local_mod):
+    for mod in (layout, reader, worker, corpus_index, corpus_files):
         assert Path(str(mod.__file__)).resolve() in sources, mod.__name__
 
 
@@ -551,13 +553,13 @@ def test_the_cache_write_does_not_copy_the_index(
     document and term list first (3.3 s of 12.1 s at 10k documents, and a second index in
     memory). The terms go as one string a document."""
     dumped: list[dict[str, object]] = []
-    real = local_mod.json.dumps
+    real = corpus_index.json.dumps
 
     def spy(obj: dict[str, object], **kw: object) -> str:
         dumped.append(obj)
         return real(obj, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(local_mod.json, "dumps", spy)
+    monkeypatch.setattr(corpus_index.json, "dumps", spy)
     c = _open(corpus_dir, tmp_path)
     dumped = [d for d in dumped if isinstance(d, dict) and "docs" in d]  # not a PDF request
     assert len(dumped) == 1

@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from mole_dag.actors import corpus_files, web_registry
 from mole_dag.actors import local as local_mod
-from mole_dag.actors import web_registry
 from mole_dag.actors.fetch import Fetcher, FetchLimits, Policy
 from mole_dag.actors.fetch.robots import shared_robots
 from mole_dag.actors.local import LocalCorpus, SessionCorpus
@@ -194,13 +194,13 @@ def test_a_folder_of_pdfs_is_indexed_incrementally(
 ) -> None:
     root, cache = _folder(tmp_path), tmp_path / "index"
     read: list[str] = []
-    real = local_mod.pdf_document
+    real = corpus_files.pdf_document
 
     def spy(data: bytes, **kw):  # type: ignore[no-untyped-def]
         read.append(kw["url"])
         return real(data, **kw)
 
-    monkeypatch.setattr(local_mod, "pdf_document", spy)
+    monkeypatch.setattr(corpus_files, "pdf_document", spy)
     corpus = _reopen(root, cache)
     url = _file_urls(root)
     assert sorted(read) == [url["locked.pdf"], url["sub/other.pdf"], url["tea.pdf"]]
