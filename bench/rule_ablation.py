@@ -141,9 +141,11 @@ def main() -> int:
     ap.add_argument("--run", type=Path, nargs="+", required=True)
     ap.add_argument("--out", type=Path, help="write rule-ablation.md and .json here")
     ap.add_argument(
-        "--learned",
-        action="store_true",
-        help="score with the learned ranking (as MOLE_RANKING=learned) instead of the lexical one",
+        "--ranking",
+        choices=("words", "learned", "fused"),
+        default="words",
+        help="score as MOLE_RANKING does: the hand-weighted word score (today's default), the "
+        "learned ranking, or the mean of the two (fused); the stored claims are the same",
     )
     ap.add_argument(
         "--rules",
@@ -156,10 +158,10 @@ def main() -> int:
     unknown = [r for r in rules if r not in RULES]
     if unknown:
         ap.error(f"unknown rules: {unknown}; known: {list(RULES)}")
-    if args.learned:
-        import mole_dag.mining.relevance as relevance
+    import mole_dag.mining.relevance as relevance
 
-        relevance.LEARNED = True
+    relevance.LEARNED = args.ranking == "learned"
+    relevance.FUSED = args.ranking == "fused"
     qs = qa_bench.load_module(SHARED / "qa-dev" / "qa_score.py", "qa_score_shared")
     stores = _stores(args.run, qs)
     if not stores:

@@ -138,3 +138,27 @@ def test_the_report_keeps_what_the_model_rates_near_the_best() -> None:
     got = [r.cluster_id for r in choose(rows, forced=set(), max_findings=30, scored=True)]
     assert got == ["best", "near"]
     assert ranker.near_best(0.02, 0.1) and not ranker.near_best(0.0005, 0.1)
+
+
+def test_fused_is_the_mean_of_the_word_score_and_the_learned_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MOLE_RANKING=fused (issue 30): a claim's score is the mean of the two, with nothing
+    fitted, and its explanation names both; without the setting it is the word score alone."""
+    import mole_dag.mining.relevance as relevance
+    from mole_dag.mining.score_relevance import scored
+
+    monkeypatch.setattr(relevance, "LEARNED", False)
+    stats = _stats()
+    q = Query.of("How many cups of coffee a day are linked to lower mortality?", stats)
+    sentence = "People who drank three to four cups a day had a lower risk of death."
+    words = score(q, stats, sentence, learned=False)
+    learned = score(q, stats, sentence, learned=True)
+    assert abs(words.value - learned.value) > 0.05
+    doc = relevance.document_terms([sentence], "")
+    args = (q, stats, sentence, [], "", relevance.WEIGHTS, doc, ())
+    assert scored(*args).value == words.value
+    monkeypatch.setattr(relevance, "FUSED", True)
+    fused = scored(*args)
+    assert fused.value == round((words.value + learned.value) / 2, 4)
+    assert "word score" in fused.explain() and "meaning 0." in fused.explain()

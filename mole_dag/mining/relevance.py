@@ -87,7 +87,13 @@ WEIGHTS = Weights()
 # Off by default, by measurement (BENCHMARKS.md, issue 30): it beats the hand weights on both
 # unseen question sets but falls under DEV's floors and costs a cold PDF session 2.8x its time.
 # MOLE_RANKING=learned turns it on.
-LEARNED = os.environ.get("MOLE_RANKING", "").strip().lower() == "learned"
+RANKING = os.environ.get("MOLE_RANKING", "").strip().lower()
+LEARNED = RANKING == "learned"
+# MOLE_RANKING=fused: a claim's relevance is the mean of the two scores, the hand-weighted word
+# score and the learned probability (CombSUM, equal weights: a fusion with nothing fitted, on
+# these question sets or any other). Sentences are mined by the word score alone, so a session
+# embeds only what it mined. Opt-in until measured (BENCHMARKS.md, issue 30, fourth pass).
+FUSED = RANKING == "fused"
 # How much a model's grade (0..3) weighs against the lexical score when a model mined the claim.
 MODEL_GRADE_WEIGHT = 0.5
 
@@ -347,17 +353,32 @@ def score(
     title: str = "",
     weights: Weights = WEIGHTS,
     document: DocumentTerms | None = None,
+    learned: bool | None = None,
 ) -> Relevance:
+    """How well a sentence answers the question. LEARNED (default: the MOLE_RANKING setting)
+    scores it by the learned ranking, else by the hand weights."""
     if restates_question(sentence, query.text):
         return RESTATES
     ev = evidence(query, stats, sentence, context, title, document)
-    if LEARNED and weights is WEIGHTS:
+    if (LEARNED if learned is None else learned) and weights is WEIGHTS:
         from mole_dag.mining.ranker import rank
 
         rel = rank(query, ev, sentence)
     else:
         rel = weigh(ev, weights)
     return said_otherwise(rel, ev, sentence, query.text)
+
+
+def fuse(words: Relevance, learned: Relevance) -> Relevance:
+    """MOLE_RANKING=fused: the mean of the word score and the learned probability, explained by
+    both. A sentence either scores 0 for what it is (a restated question, another document's
+    quote) scores 0 here too."""
+    if words.heading or words.other_title or learned.heading or learned.other_title:
+        return words if words.value <= learned.value else learned
+    value = round((words.value + learned.value) / 2, 4)
+    how = f" ({learned.decided})" if learned.decided else ""
+    said = f"mean of the word score {words.value:.2f} and the learned {learned.value:.2f}{how}"
+    return replace(words, value=value, decided=said)
 
 
 # What a sentence of a source scores for a question that quotes another source's title.
@@ -373,6 +394,7 @@ def score_stretch(
     weights: Weights = WEIGHTS,
     document: DocumentTerms | None = None,
     titles_quoted: tuple[frozenset[str], ...] = (),
+    learned: bool | None = None,
 ) -> Relevance:
     """A quote of several sentences ("... can not be converted to bool. Instead one must use
     is_true ...") scores as its best sentence, the others its context: scored whole, the
@@ -391,7 +413,7 @@ def score_stretch(
         return OTHER_TITLE
     spans = sentence_spans(text)
     if len(spans) <= 1:
-        return score(query, stats, text, context, title, weights, document)
+        return score(query, stats, text, context, title, weights, document, learned)
     members = [text[a:b] for a, b in spans]
     return max(
         (
@@ -403,6 +425,7 @@ def score_stretch(
                 title,
                 weights,
                 document,
+                learned,
             )
             for i, m in enumerate(members)
         ),

@@ -27,6 +27,7 @@ from mole_dag.mining.relevance import (
     blend_with_grade,
     combine,
     document_terms,
+    fuse,
     score_stretch,
 )
 from mole_dag.store import Store, q, utcnow
@@ -82,6 +83,24 @@ def claim_value(
     return blend_with_grade(combine(to_q.value, to_sub), grade)
 
 
+def scored(
+    query: Query,
+    stats: TermStats,
+    sentence: str,
+    context: list[str],
+    title: str,
+    weights: Weights,
+    document: DocumentTerms,
+    titles_quoted: tuple[frozenset[str], ...],
+) -> Relevance:
+    """A claim's score for one question: score_stretch's, or with MOLE_RANKING=fused the mean
+    of its word score and its learned one (relevance.fuse)."""
+    args = (query, stats, sentence, context, title, weights, document, titles_quoted)
+    if not (relevance.FUSED and weights is WEIGHTS):
+        return score_stretch(*args)
+    return fuse(score_stretch(*args, learned=False), score_stretch(*args, learned=True))
+
+
 def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
     """Score and store every claim of the session. `weights` other than the defaults are for
     bench/qa.py's replay of stored sessions (the held-out check), never for a session."""
@@ -106,7 +125,7 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
         text: quoted_titles(text, title_terms) for text in [question, *(s.text for s in subs)]
     }
     contexts = {c.id: claim_context(passages, c) for c in claims}
-    if relevance.LEARNED:
+    if relevance.LEARNED or relevance.FUSED:
         # Every text the learned ranking will read, embedded in one batch (ranker.warm).
         warm(
             [
@@ -129,15 +148,11 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
                 (s.text for s in page.sentences) if page is not None else (), title
             )
         doc = documents[c.source_id]
-        to_q = score_stretch(
-            q_question, stats, sentence, context, title, weights, doc, quoted[question]
-        )
+        to_q = scored(q_question, stats, sentence, context, title, weights, doc, quoted[question])
         best_sub, best = c.sub_question_id, None
         by_sub: list[Relevance] = []
         for sub, query in q_subs:
-            r = score_stretch(
-                query, stats, sentence, context, title, weights, doc, quoted[sub.text]
-            )
+            r = scored(query, stats, sentence, context, title, weights, doc, quoted[sub.text])
             by_sub.append(r)
             # Ties go to the sub-question that mined the claim, then to planner order.
             if (
