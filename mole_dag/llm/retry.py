@@ -51,7 +51,8 @@ class RetryPolicy:
     max_delay_s: float = 20.0
     max_retry_after_s: float = 60.0
     # What one call may spend waiting out backoffs and retry-after in all: the bound on how long
-    # a session can sit on a provider that keeps refusing (README, "When the provider fails").
+    # a session can sit on a provider that keeps refusing (docs/providers.md, "When the
+    # provider stops answering").
     max_wait_s: float = 180.0
 
 
