@@ -262,6 +262,11 @@ class PgStore(Store):
             if self._db.prepared or (check_only and self._db.checked):
                 return
             if check_only:
+                # A reader (`mole sessions`, `mole show`) that cannot reach the server at all says
+                # so at once: the reads below retry a lost connection for about 20 s, which is
+                # for a server restarting under a running session, not one that is not there.
+                with self._connection():
+                    pass
                 self._check_schema()
                 self._db.checked = True
                 return
