@@ -8,6 +8,7 @@ and the ratio is of medians measured in the same run.
 
     .venv/bin/python bench/ranking_cost_bench.py --runs 3
     .venv/bin/python bench/ranking_cost_bench.py --runs 3 --pdf-dir ../shared/qa-pdf-dev
+    .venv/bin/python bench/ranking_cost_bench.py --runs 3 --ranking fused   # MOLE_RANKING=fused
 
 Sessions: the demo question over the bundled corpus, as `make demo` runs it; with --pdf-dir, the
 first question of that set over its `pdfs/` folder (the DEV PDFs), as `bench/qa_pdf.py`'s local
@@ -33,8 +34,8 @@ DEMO_QUESTION = "What are the health effects of drinking coffee?"
 def _session(home: Path, ranking: str, question: str, corpus: Path | None) -> float:
     env = dict(os.environ, MOLE_HOME=str(home), DAGSTER_HOME=str(home / "dagster"))
     env.pop("MOLE_RANKING", None)
-    if ranking == "learned":
-        env["MOLE_RANKING"] = "learned"
+    if ranking != "lexical":
+        env["MOLE_RANKING"] = ranking
     (home / "dagster").mkdir(parents=True, exist_ok=True)
     (home / "dagster" / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text())
     cmd = [str(MOLE), "research", question, "--usd", "0.50"]
@@ -48,16 +49,18 @@ def _session(home: Path, ranking: str, question: str, corpus: Path | None) -> fl
     return wall
 
 
-def measure(name: str, question: str, corpus: Path | None, runs: int) -> dict[str, object]:
+def measure(
+    name: str, question: str, corpus: Path | None, runs: int, other: str = "learned"
+) -> dict[str, object]:
     walls: dict[str, list[float]] = {
         "lexical": [],
-        "learned": [],
+        other: [],
         "lexical, warm": [],
-        "learned, warm": [],
+        f"{other}, warm": [],
     }
     with tempfile.TemporaryDirectory(prefix="mole-rank-cost-") as tmp:
         for i in range(runs):
-            for ranking in ("lexical", "learned"):
+            for ranking in ("lexical", other):
                 home = Path(tmp) / f"{ranking}-{i}"
                 walls[ranking].append(_session(home, ranking, question, corpus))
                 # Again in the same home: the corpus index, Dagster's instance and (learned)
@@ -72,8 +75,8 @@ def measure(name: str, question: str, corpus: Path | None, runs: int) -> dict[st
         "session": name,
         "runs": runs,
         "median_s": {k: round(v, 2) for k, v in med.items()},
-        "ratio_cold": round(med["learned"] / med["lexical"], 2),
-        "ratio_warm": round(med["learned, warm"] / med["lexical, warm"], 2),
+        "ratio_cold": round(med[other] / med["lexical"], 2),
+        "ratio_warm": round(med[f"{other}, warm"] / med["lexical, warm"], 2),
     }
 
 
@@ -81,10 +84,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--pdf-dir", type=Path, help="a PDF question set (qa.jsonl and pdfs/)")
+    ap.add_argument(
+        "--ranking", choices=("learned", "fused"), default="learned", help="MOLE_RANKING to compare"
+    )
     args = ap.parse_args()
+    other = args.ranking
     if not MOLE.exists():
         sys.exit("ranking_cost_bench: no .venv/bin/mole here; run `make demo` once first")
-    results = [measure("demo", DEMO_QUESTION, None, args.runs)]
+    results = [measure("demo", DEMO_QUESTION, None, args.runs, other)]
     if args.pdf_dir is not None:
         qa = args.pdf_dir / "qa.jsonl"
         if not qa.exists():
@@ -92,16 +99,18 @@ def main() -> int:
         else:
             first = json.loads(qa.read_text().splitlines()[0])
             results.append(
-                measure(f"PDF {first['id']}", first["question"], args.pdf_dir / "pdfs", args.runs)
+                measure(
+                    f"PDF {first['id']}", first["question"], args.pdf_dir / "pdfs", args.runs, other
+                )
             )
-    print("| session | lexical | learned | ratio | lexical, warm | learned, warm | ratio, warm |")
+    print(f"| session | lexical | {other} | ratio | lexical, warm | {other}, warm | ratio, warm |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in results:
         m = r["median_s"]
         assert isinstance(m, dict)
         print(
-            f"| {r['session']} | {m['lexical']:.1f} s | {m['learned']:.1f} s | "
-            f"{r['ratio_cold']:.2f}x | {m['lexical, warm']:.1f} s | {m['learned, warm']:.1f} s | "
+            f"| {r['session']} | {m['lexical']:.1f} s | {m[other]:.1f} s | "
+            f"{r['ratio_cold']:.2f}x | {m['lexical, warm']:.1f} s | {m[f'{other}, warm']:.1f} s | "
             f"{r['ratio_warm']:.2f}x |"
         )
     return 0

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -122,6 +123,13 @@ def near_best(value: float, best: float, m: Model | None = None) -> bool:
 def vectors() -> VectorCache:
     """The sentence vectors of this data folder, kept on disk beside the corpus index (under
     MOLE_HOME), so a text read again, by this session or a later one, is not embedded again."""
+    return _vectors_of(os.environ.get("MOLE_HOME", ""), os.environ.get("XDG_DATA_HOME", ""))
+
+
+@lru_cache(maxsize=8)
+def _vectors_of(_home: str, _xdg: str) -> VectorCache:
+    """vectors() by the settings that name the data folder: asked once per claim and question,
+    and resolving the folder's path each time was a fifth of a scoring stage."""
     # Imported here: numpy and onnxruntime load only when the learned ranking runs.
     from mole_dag.meaning.store import cache_for
 

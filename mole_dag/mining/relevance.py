@@ -354,13 +354,19 @@ def score(
     weights: Weights = WEIGHTS,
     document: DocumentTerms | None = None,
     learned: bool | None = None,
+    fused: bool = False,
 ) -> Relevance:
     """How well a sentence answers the question. LEARNED (default: the MOLE_RANKING setting)
-    scores it by the learned ranking, else by the hand weights."""
+    scores it by the learned ranking, else by the hand weights; FUSED by the mean of the two
+    (fuse), from the same evidence."""
     if restates_question(sentence, query.text):
         return RESTATES
     ev = evidence(query, stats, sentence, context, title, document)
-    if (LEARNED if learned is None else learned) and weights is WEIGHTS:
+    if fused and weights is WEIGHTS:
+        from mole_dag.mining.ranker import rank
+
+        rel = fuse(weigh(ev, weights), rank(query, ev, sentence))
+    elif (LEARNED if learned is None else learned) and weights is WEIGHTS:
         from mole_dag.mining.ranker import rank
 
         rel = rank(query, ev, sentence)
@@ -395,6 +401,7 @@ def score_stretch(
     document: DocumentTerms | None = None,
     titles_quoted: tuple[frozenset[str], ...] = (),
     learned: bool | None = None,
+    fused: bool = False,
 ) -> Relevance:
     """A quote of several sentences ("... can not be converted to bool. Instead one must use
     is_true ...") scores as its best sentence, the others its context: scored whole, the
@@ -413,7 +420,7 @@ def score_stretch(
         return OTHER_TITLE
     spans = sentence_spans(text)
     if len(spans) <= 1:
-        return score(query, stats, text, context, title, weights, document, learned)
+        return score(query, stats, text, context, title, weights, document, learned, fused)
     members = [text[a:b] for a, b in spans]
     return max(
         (
@@ -426,6 +433,7 @@ def score_stretch(
                 weights,
                 document,
                 learned,
+                fused,
             )
             for i, m in enumerate(members)
         ),

@@ -27,7 +27,6 @@ from mole_dag.mining.relevance import (
     blend_with_grade,
     combine,
     document_terms,
-    fuse,
     score_stretch,
 )
 from mole_dag.store import Store, q, utcnow
@@ -95,10 +94,10 @@ def scored(
 ) -> Relevance:
     """A claim's score for one question: score_stretch's, or with MOLE_RANKING=fused the mean
     of its word score and its learned one (relevance.fuse)."""
-    args = (query, stats, sentence, context, title, weights, document, titles_quoted)
-    if not (relevance.FUSED and weights is WEIGHTS):
-        return score_stretch(*args)
-    return fuse(score_stretch(*args, learned=False), score_stretch(*args, learned=True))
+    fused = relevance.FUSED and weights is WEIGHTS
+    return score_stretch(
+        query, stats, sentence, context, title, weights, document, titles_quoted, fused=fused
+    )
 
 
 def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
