@@ -92,7 +92,9 @@ LEARNED = RANKING == "learned"
 # MOLE_RANKING=fused: a claim's relevance is the mean of the two scores, the hand-weighted word
 # score and the learned probability (CombSUM, equal weights: a fusion with nothing fitted, on
 # these question sets or any other). Sentences are mined by the word score alone, so a session
-# embeds only what it mined. Opt-in until measured (BENCHMARKS.md, issue 30, fourth pass).
+# embeds only what it mined. Off by default, by measurement (BENCHMARKS.md, issue 30, fourth
+# pass): it keeps DEV's figures and gains one question on each unseen set, too little to
+# tell from chance, for 1.3x a cold demo session's time.
 FUSED = RANKING == "fused"
 # How much a model's grade (0..3) weighs against the lexical score when a model mined the claim.
 MODEL_GRADE_WEIGHT = 0.5
