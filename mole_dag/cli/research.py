@@ -89,12 +89,19 @@ def cmd_research(args: argparse.Namespace) -> int:
         )
     finally:
         store.close()
-    sid = bal.session_id
+    return _drive_new(args, skills, bal.session_id, repr(question), total, str(unit), bal.escrow)
+
+
+def _drive_new(
+    args: argparse.Namespace, skills: Any, sid: str, what: str, total: int, unit: str, escrow: int
+) -> int:
+    """A session just created (by `research` or `rerun`), announced in one line and driven to
+    its report."""
     progress_to_stderr(args.quiet)
     if not args.quiet:
         print(
-            f"session {sid}: {question!r}, budget {fmt(total, str(unit))} "
-            f"({fmt(bal.escrow, str(unit))} in escrow for the report)",
+            f"session {sid}: {what}, budget {fmt(total, unit)} "
+            f"({fmt(escrow, unit)} in escrow for the report)",
             file=sys.stderr,
         )
     return drive_to_report(
@@ -290,22 +297,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         bal = create_rerun(store, prev, unit, total)
     finally:
         store.close()
-    sid = bal.session_id
-    progress_to_stderr(args.quiet)
-    if not args.quiet:
-        print(
-            f"session {sid}: rerun of {prev.id} ({prev.question!r}), budget "
-            f"{fmt(total, str(unit))} ({fmt(bal.escrow, str(unit))} in escrow for the report)",
-            file=sys.stderr,
-        )
-    return drive_to_report(
-        sid,
-        skills,
-        first="round",
-        quiet=args.quiet,
-        print_report=not args.no_report_print,
-        plan_ahead=True,
-    )
+    what = f"rerun of {prev.id} ({prev.question!r})"
+    return _drive_new(args, skills, bal.session_id, what, total, str(unit), bal.escrow)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
