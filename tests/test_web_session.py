@@ -538,50 +538,21 @@ def test_provider_supplied_text_skips_the_fetch_and_its_price_is_reserved(
 
 
 def test_mole_research_with_search_flags_runs_through_dagster(web: FakeWeb, tmp_path: Path) -> None:
-    """`mole research --search searxng --searxng-url URL --allow-host 127.0.0.1`, in its own
-    process with its own Dagster home, against the fake SearXNG and pages here."""
-    import os
-    import shutil
-    import subprocess
-    import sys
+    """`mole research --search searxng --searxng-url URL --allow-host 127.0.0.1`, with its own
+    data folder and Dagster home, against the fake SearXNG and pages here. Through the CLI's
+    entry point in this process (issue 34: test_cli.py keeps the `mole` process's own smoke
+    test; nothing here depends on the process)."""
+    from tests.sessions import home_env, run_mole
 
     urls = serve_tea(web)
     sx = searxng(web, "/sx", urls)
-    root = Path(__file__).resolve().parent.parent
-    shutil.copy(root / "dagster.yaml", tmp_path / "dagster.yaml")
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(tmp_path),
-        "MOLE_HOME": str(tmp_path / "home"),
-        "MOLE_CONFIG": str(tmp_path / "config.json"),
-    }
-    env.pop("MOLE_DB", None)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mole_dag.cli",
-            "research",
-            QUESTION,
-            "--usd",
-            "0.20",
-            "--search",
-            "searxng",
-            "--searxng-url",
-            sx,
-            "--allow-host",
-            "127.0.0.1",
-            "--no-report-print",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=root,
-        timeout=300,
+    argv = ["research", QUESTION, "--usd", "0.20", "--search", "searxng", "--searxng-url", sx]
+    proc = run_mole(
+        home_env(tmp_path / "home"), [*argv, "--allow-host", "127.0.0.1", "--no-report-print"]
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "via searxng: done" in proc.stderr
-    sid = proc.stdout.split("session ", 1)[1].split()[0]
+    assert proc.code == 0, proc.err[-2000:]
+    assert "via searxng: done" in proc.err
+    sid = proc.out.split("session ", 1)[1].split()[0]
     store = Store(tmp_path / "home" / "mole.duckdb")
     try:
         got = {
