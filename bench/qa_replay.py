@@ -68,6 +68,9 @@ class Outcome:
     answer_has: bool = False  # the Answer section states the answer (answerable only)
     answered: bool | None = None
     answer_cites: bool = False  # the Answer section cites something
+    # Relevance precision as qa_score.py scores it: the share of the report's cited units that
+    # cite at least one of the question's relevant pages (None: no cited unit, or no pages).
+    precision: float | None = None
 
 
 @dataclass
@@ -76,18 +79,29 @@ class Question:
     session: str
     answerable: bool
     patterns: list[Any] = field(default_factory=list)  # compiled, qa_score.compile_patterns
+    pages: list[str] = field(default_factory=list)  # the question's relevant_pages
 
 
-def outcome(md: str, answered: bool | None, q: Question, qs: Any) -> Outcome:
+def outcome(
+    md: str, answered: bool | None, q: Question, qs: Any, urls: dict[int, str] | None = None
+) -> Outcome:
     """Score one report: qa_score.py's reading order for the rank, the Answer section for the
-    rest."""
+    rest. URLS: the report's citation numbers and their sources' URLs, for the precision."""
     out = Outcome(answered=answered)
     answer = answer_section(md)
     out.answer_cites = cites(answer)
     if q.answerable:
-        units, _ = qs.parse_report(md)
+        units, md_urls = qs.parse_report(md)
         out.rank = next((n for n, text, _c in units if qs.matches(q.patterns, text)), None)
         out.answer_has = qs.matches(q.patterns, answer)
+        if units and q.pages:
+            where = {**md_urls, **(urls or {})}
+            relevant = sum(
+                1
+                for _n, _text, cited in units
+                if any(qs.page_of(where.get(c, ""), q.pages) for c in cited)
+            )
+            out.precision = relevant / len(units)
     return out
 
 
@@ -98,12 +112,14 @@ def summary(outcomes: Sequence[tuple[Question, Outcome]]) -> dict[str, Any]:
     una = [(q, o) for q, o in outcomes if not q.answerable]
     n, m = len(ans), len(una)
     ranks = [o.rank for _, o in ans]
+    precisions = [o.precision for _, o in ans if o.precision is not None]
     return {
         "n": n,
         "hit@1": sum(1 for r in ranks if r == 1) / n if n else None,
         "hit@5": sum(1 for r in ranks if r is not None and r <= 5) / n if n else None,
         "mrr": sum(1 / r for r in ranks if r) / n if n else None,
         "answer@": sum(o.answer_has for _, o in ans) / n if n else None,
+        "precision": sum(precisions) / len(precisions) if precisions else None,
         "false_declines": sum(o.answered is False for _, o in ans),
         "n_unanswerable": m,
         "declined": sum(o.answered is False for _, o in una),
@@ -200,7 +216,16 @@ def replay(
                                 weights=weights,
                                 min_coverage=grid[i].min_coverage,
                             )
-                            results[i][q.qid] = outcome(rep.markdown, rep.answered, q, qs)
+                            urls = {
+                                int(r["number"]): str(r["url"])
+                                for r in store.rows(
+                                    "SELECT c.number, s.url FROM report_citations c "
+                                    "JOIN sources s ON s.id = c.source_id "
+                                    "WHERE c.report_id = $r",
+                                    {"r": rep.report_id},
+                                )
+                            }
+                            results[i][q.qid] = outcome(rep.markdown, rep.answered, q, qs, urls)
             finally:
                 store.close()
     scoring.session_passages = answered.session_passages = read_pages  # type: ignore[assignment]

@@ -117,7 +117,13 @@ def _stores(runs: list[Path], qs: Any) -> list[tuple[str, Path, list[rp.Question
             pool = _pool(files)
             sessions = {q: s for q, s in qa_bench.read_sessions(folder).items() if q in pool}
             questions = [
-                rp.Question(q, s, answerable, qs.compile_patterns(pool[q].get("patterns", [])))
+                rp.Question(
+                    q,
+                    s,
+                    answerable,
+                    qs.compile_patterns(pool[q].get("patterns", [])),
+                    list(pool[q].get("relevant_pages", [])),
+                )
                 for q, s in sorted(sessions.items())
             ]
             if questions:
@@ -133,7 +139,10 @@ def _fmt(s: dict[str, Any]) -> str:
     cell = f"{s['hit@1']:.0%} / {s['hit@5']:.0%} / {s['mrr']:.2f}"
     if s["n_unanswerable"]:
         cell += f" · declined {s['declined']}/{s['n_unanswerable']}"
-    return cell + f" · false declines {s['false_declines']}"
+    cell += f" · false declines {s['false_declines']}"
+    if s.get("precision") is not None:
+        cell += f" · precision {s['precision']:.0%}"
+    return cell
 
 
 def main() -> int:
