@@ -53,6 +53,10 @@ def test_an_extractive_session_reads_right(tmp_path: Path, mini_corpus: Path) ->
     # Nothing was paid: no "0 tokens over 891 calls".
     spend = report_reader.section(md, "Spend")
     assert "0 tokens" not in spend and "nothing spent" in spend, spend
+    # Each finding says why it ranks where it does, beside its confidence (issue 30, item 2).
+    lines = [line for line in md.splitlines() if line.startswith("   relevance ")]
+    assert lines and all("; relevance to the question: " in line for line in lines), lines
+    assert "question terms in the sentence" in lines[0], lines[0]
     # The title is not repeated as the first section's heading.
     assert f"## {question}" not in md, md
     sup = report_reader.section(md, "Superseded")

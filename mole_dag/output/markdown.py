@@ -123,10 +123,17 @@ def render(
             if f.superseded:
                 text = f"~~{text}~~"
             out.append(f"{f.number}. {text} {_cites(f.citations, f.pages)}{flag}  ")
-            out.append(
-                f"   relevance {f.relevance:.2f} · confidence {f.confidence:.2f} — "
-                f"{one_line(f.explanation)}"
-            )
+            why = one_line(f.explanation)
+            said = one_line(f.relevance_explanation)
+            if said:
+                # "question: 0.62 = ..." reads on as "relevance to the question: ..."; anything
+                # else ("not scored") as itself.
+                why += (
+                    f"; relevance to the {said}"
+                    if said.startswith("question:")
+                    else (f"; relevance: {said}")
+                )
+            out.append(f"   relevance {f.relevance:.2f} · confidence {f.confidence:.2f} — {why}")
         out.append("")
 
     disputes = sorted(

@@ -59,6 +59,9 @@ class Finding:
     # own (same cluster, or not chosen): cited as "[n]", else named (issue 33: "superseded by
     # a newer source" named none).
     newer_sources: list[str] = field(default_factory=list)
+    # Why it ranks where it does (claim_relevance.explanation, "question: 0.62 = ..."): the
+    # features that decided, shown beside the confidence's reasons (issue 30, item 2).
+    relevance_explanation: str = ""
 
 
 @dataclass
@@ -213,6 +216,7 @@ def select_findings(run: Run, max_findings: int) -> Selection:
             r.sub_question_id,
             r.sub_question,
             (r.sub_question_round, r.sub_question_ordinal),
+            relevance_explanation=r.relevance_explanation or "",
         )
         for i, r in enumerate(chosen)
     ]
