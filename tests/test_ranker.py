@@ -162,3 +162,41 @@ def test_fused_is_the_mean_of_the_word_score_and_the_learned_one(
     fused = scored(*args)
     assert fused.value == round((words.value + learned.value) / 2, 4)
     assert "word score" in fused.explain() and "meaning 0." in fused.explain()
+
+
+@pytest.mark.parametrize("ranking", ["fused", "learned"])
+def test_the_stored_basis_says_what_scored_the_claims(
+    ranking: str, tmp_path: Path, mini_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """claim_relevance.basis names the ranking that scored each claim (migration 0032): it
+    read 'lexical' under MOLE_RANKING=learned or fused too. The table's CHECK still refuses
+    anything else."""
+    import duckdb
+
+    import mole_dag.mining.relevance as relevance
+    from mole_dag.budget import Ledger
+    from mole_dag.context import Run
+    from mole_dag.core import Unit
+    from mole_dag.driver import run_session
+    from mole_dag.session import create_session
+    from mole_dag.skillsets.extractive import ExtractiveSkills
+    from mole_dag.store import Store
+
+    monkeypatch.setenv("MOLE_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(relevance, "LEARNED", ranking == "learned")
+    monkeypatch.setattr(relevance, "FUSED", ranking == "fused")
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        q = "Does green tea affect sleep?"
+        sid = create_session(store, q, Unit.TOKENS, 50_000, corpus=str(mini_corpus)).session_id
+        run_session(Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda _m: None))
+        bases = {r["basis"] for r in store.rows("SELECT DISTINCT basis FROM claim_relevance")}
+        assert bases == {ranking}
+        with pytest.raises(duckdb.ConstraintException):
+            store.transact(
+                lambda cur: cur.execute(
+                    "UPDATE claim_relevance SET basis = 'guessed' WHERE session_id = ?", [sid]
+                )
+            )
+    finally:
+        store.close()

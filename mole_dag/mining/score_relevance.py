@@ -134,6 +134,11 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
             ]
         )
         keep()
+    # What scores the claims, recorded with each (claim_relevance.basis).
+    if weights is not WEIGHTS:
+        ranking = "lexical"
+    else:
+        ranking = "fused" if relevance.FUSED else "learned" if relevance.LEARNED else "lexical"
     documents: dict[str, DocumentTerms] = {}
     rows: list[dict[str, Any]] = []
     now = utcnow()
@@ -176,7 +181,7 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
                 "to_question": to_q.value,
                 "to_sub_question": to_sub,
                 "sub_question_id": best_sub,
-                "basis": "model+lexical" if grade is not None else "lexical",
+                "basis": f"model+{ranking}" if grade is not None else ranking,
                 "model_grade": int(grade) if grade is not None else None,
                 "explanation": explanation,
                 "now": now,
