@@ -123,11 +123,12 @@ def near_best(value: float, best: float, m: Model | None = None) -> bool:
 def vectors() -> VectorCache:
     """The sentence vectors of this data folder, kept on disk beside the corpus index (under
     MOLE_HOME), so a text read again, by this session or a later one, is not embedded again."""
-    return _vectors_of(os.environ.get("MOLE_HOME", ""), os.environ.get("XDG_DATA_HOME", ""))
+    env = os.environ
+    return _vectors_of(env.get("MOLE_HOME", ""), env.get("XDG_DATA_HOME", ""), env.get("HOME", ""))
 
 
 @lru_cache(maxsize=8)
-def _vectors_of(_home: str, _xdg: str) -> VectorCache:
+def _vectors_of(_mole_home: str, _xdg: str, _home: str) -> VectorCache:
     """vectors() by the settings that name the data folder: asked once per claim and question,
     and resolving the folder's path each time was a fifth of a scoring stage."""
     # Imported here: numpy and onnxruntime load only when the learned ranking runs.
