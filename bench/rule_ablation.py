@@ -53,6 +53,7 @@ def _patch(module: Any, name: str, value: object) -> Callable[[], None]:
 
 @contextmanager
 def rule_off(rule: str) -> Iterator[None]:
+    import mole_dag.mining.answer_types as answer_types
     import mole_dag.mining.relevance as relevance
     import mole_dag.output.selection as selection
 
@@ -64,6 +65,8 @@ def rule_off(rule: str) -> Iterator[None]:
         "NEAR_SHARE (near-synonyms)": [(relevance, "NEAR_SHARE", 0.0)],
         "SETTING_SHARE": [(relevance, "SETTING_SHARE", 1.0)],
         "SOURCE_FLOOR": [(selection, "SOURCE_FLOOR", 0.0)],
+        # "which/what X" of no known kind asks for no kind in particular rather than a name.
+        "UNKNOWN_NOUN (a name)": [(answer_types, "UNKNOWN_NOUN", answer_types.AnswerType.ANY)],
         # Issue 30, item 6: a heading restating the question scored like any sentence again.
         "restated headings kept": [(relevance, "restates_question", lambda s, q: False)],
         "all of them": [
@@ -87,6 +90,7 @@ RULES = (
     "NEAR_SHARE (near-synonyms)",
     "SETTING_SHARE",
     "SOURCE_FLOOR",
+    "UNKNOWN_NOUN (a name)",
     "restated headings kept",
     "all of them",
 )

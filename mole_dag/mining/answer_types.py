@@ -87,6 +87,12 @@ _PHRASE_END = frozenset(
 )
 
 
+# What "which X" / "what X" asks for when X names no kind known here ("which package", "what
+# resolution"): a name, a title or an identifier. A guess, flagged as one; bench/rule_ablation.py
+# measures it against asking for no kind in particular.
+UNKNOWN_NOUN = AnswerType.NAME
+
+
 def _noun_kind(word: str) -> AnswerType | None:
     w = possessive_free(normalize(word)).strip(".,;:!?()\"'“”‘’")
     if not w:
@@ -134,7 +140,7 @@ def _which_kind(rest: str) -> AnswerType:
     after = tokens[len(phrase)] if len(tokens) > len(phrase) else "?"
     if copular and after in "?.!":
         return AnswerType.ANY  # "What is a hash map?": asks what it is, not for a name
-    return AnswerType.NAME
+    return UNKNOWN_NOUN
 
 
 def _main_wh(question: str) -> re.Match[str] | None:
