@@ -146,20 +146,18 @@ def test_fused_is_the_mean_of_the_word_score_and_the_learned_one(
     """MOLE_RANKING=fused (issue 30): a claim's score is the mean of the two, with nothing
     fitted, and its explanation names both; without the setting it is the word score alone."""
     import mole_dag.mining.relevance as relevance
-    from mole_dag.mining.score_relevance import scored
 
-    monkeypatch.setattr(relevance, "LEARNED", False)
     stats = _stats()
     q = Query.of("How many cups of coffee a day are linked to lower mortality?", stats)
     sentence = "People who drank three to four cups a day had a lower risk of death."
-    words = score(q, stats, sentence, learned=False)
-    learned = score(q, stats, sentence, learned=True)
+    learned = score(q, stats, sentence)
+    monkeypatch.setattr(relevance, "LEARNED", False)
+    words = score(q, stats, sentence)
     assert abs(words.value - learned.value) > 0.05
     doc = relevance.document_terms([sentence], "")
     args = (q, stats, sentence, [], "", relevance.WEIGHTS, doc, ())
-    assert scored(*args).value == words.value
-    monkeypatch.setattr(relevance, "FUSED", True)
-    fused = scored(*args)
+    assert relevance.score_stretch(*args).value == words.value
+    fused = relevance.score_stretch(*args, fused=True)
     assert fused.value == round((words.value + learned.value) / 2, 4)
     assert "word score" in fused.explain() and "meaning 0." in fused.explain()
 
@@ -192,6 +190,10 @@ def test_the_stored_basis_says_what_scored_the_claims(
         run_session(Run(store, Ledger(store), ExtractiveSkills(), sid, progress=lambda _m: None))
         bases = {r["basis"] for r in store.rows("SELECT DISTINCT basis FROM claim_relevance")}
         assert bases == {ranking}
+        # ... and it is what scored them: each explanation is that ranking's.
+        said = {r["explanation"] for r in store.rows("SELECT explanation FROM claim_relevance")}
+        mark = "mean of the word score" if ranking == "fused" else "meaning 0."
+        assert said and all(mark in e for e in said if "restates" not in e), said
         with pytest.raises(duckdb.ConstraintException):
             store.transact(
                 lambda cur: cur.execute(

@@ -355,12 +355,10 @@ def score(
     title: str = "",
     weights: Weights = WEIGHTS,
     document: DocumentTerms | None = None,
-    learned: bool | None = None,
     fused: bool = False,
 ) -> Relevance:
-    """How well a sentence answers the question. LEARNED (default: the MOLE_RANKING setting)
-    scores it by the learned ranking, else by the hand weights; FUSED by the mean of the two
-    (fuse), from the same evidence."""
+    """How well a sentence answers the question: by the learned ranking (LEARNED), else by the
+    hand weights; FUSED, by the mean of the two (fuse), from the same evidence."""
     if restates_question(sentence, query.text):
         return RESTATES
     ev = evidence(query, stats, sentence, context, title, document)
@@ -368,7 +366,7 @@ def score(
         from mole_dag.mining.ranker import rank
 
         rel = fuse(weigh(ev, weights), rank(query, ev, sentence))
-    elif (LEARNED if learned is None else learned) and weights is WEIGHTS:
+    elif LEARNED and weights is WEIGHTS:
         from mole_dag.mining.ranker import rank
 
         rel = rank(query, ev, sentence)
@@ -379,10 +377,7 @@ def score(
 
 def fuse(words: Relevance, learned: Relevance) -> Relevance:
     """MOLE_RANKING=fused: the mean of the word score and the learned probability, explained by
-    both. A sentence either scores 0 for what it is (a restated question, another document's
-    quote) scores 0 here too."""
-    if words.heading or words.other_title or learned.heading or learned.other_title:
-        return words if words.value <= learned.value else learned
+    both. (A restated question or another document's quote is scored 0 before either.)"""
     value = round((words.value + learned.value) / 2, 4)
     how = f" ({learned.decided})" if learned.decided else ""
     said = f"mean of the word score {words.value:.2f} and the learned {learned.value:.2f}{how}"
@@ -402,7 +397,6 @@ def score_stretch(
     weights: Weights = WEIGHTS,
     document: DocumentTerms | None = None,
     titles_quoted: tuple[frozenset[str], ...] = (),
-    learned: bool | None = None,
     fused: bool = False,
 ) -> Relevance:
     """A quote of several sentences ("... can not be converted to bool. Instead one must use
@@ -422,7 +416,7 @@ def score_stretch(
         return OTHER_TITLE
     spans = sentence_spans(text)
     if len(spans) <= 1:
-        return score(query, stats, text, context, title, weights, document, learned, fused)
+        return score(query, stats, text, context, title, weights, document, fused)
     members = [text[a:b] for a, b in spans]
     return max(
         (
@@ -434,7 +428,6 @@ def score_stretch(
                 title,
                 weights,
                 document,
-                learned,
                 fused,
             )
             for i, m in enumerate(members)

@@ -82,24 +82,6 @@ def claim_value(
     return blend_with_grade(combine(to_q.value, to_sub), grade)
 
 
-def scored(
-    query: Query,
-    stats: TermStats,
-    sentence: str,
-    context: list[str],
-    title: str,
-    weights: Weights,
-    document: DocumentTerms,
-    titles_quoted: tuple[frozenset[str], ...],
-) -> Relevance:
-    """A claim's score for one question: score_stretch's, or with MOLE_RANKING=fused the mean
-    of its word score and its learned one (relevance.fuse)."""
-    fused = relevance.FUSED and weights is WEIGHTS
-    return score_stretch(
-        query, stats, sentence, context, title, weights, document, titles_quoted, fused=fused
-    )
-
-
 def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
     """Score and store every claim of the session. `weights` other than the defaults are for
     bench/qa.py's replay of stored sessions (the held-out check), never for a session."""
@@ -134,11 +116,11 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
             ]
         )
         keep()
-    # What scores the claims, recorded with each (claim_relevance.basis).
-    if weights is not WEIGHTS:
-        ranking = "lexical"
-    else:
-        ranking = "fused" if relevance.FUSED else "learned" if relevance.LEARNED else "lexical"
+    # What scores the claims, recorded with each (claim_relevance.basis). Weights other than
+    # the defaults (a replay's) are always the word score.
+    defaults = weights is WEIGHTS
+    fused = relevance.FUSED and defaults
+    ranking = "fused" if fused else "learned" if relevance.LEARNED and defaults else "lexical"
     documents: dict[str, DocumentTerms] = {}
     rows: list[dict[str, Any]] = []
     now = utcnow()
@@ -152,11 +134,15 @@ def score_relevance(run: Run, weights: Weights = WEIGHTS) -> RelevanceResult:
                 (s.text for s in page.sentences) if page is not None else (), title
             )
         doc = documents[c.source_id]
-        to_q = scored(q_question, stats, sentence, context, title, weights, doc, quoted[question])
+        to_q = score_stretch(
+            q_question, stats, sentence, context, title, weights, doc, quoted[question], fused
+        )
         best_sub, best = c.sub_question_id, None
         by_sub: list[Relevance] = []
         for sub, query in q_subs:
-            r = scored(query, stats, sentence, context, title, weights, doc, quoted[sub.text])
+            r = score_stretch(
+                query, stats, sentence, context, title, weights, doc, quoted[sub.text], fused
+            )
             by_sub.append(r)
             # Ties go to the sub-question that mined the claim, then to planner order.
             if (

@@ -125,14 +125,12 @@ def render(
             out.append(f"{f.number}. {text} {_cites(f.citations, f.pages)}{flag}  ")
             why = one_line(f.explanation)
             said = one_line(f.relevance_explanation)
-            if said:
-                # "question: 0.62 = ..." reads on as "relevance to the question: ..."; anything
-                # else ("not scored") as itself.
-                why += (
-                    f"; relevance to the {said}"
-                    if said.startswith("question:")
-                    else (f"; relevance: {said}")
-                )
+            # "question: 0.62 = ..." reads on as "relevance to the question: ..."; anything
+            # else ("not scored") as itself.
+            if said.startswith("question:"):
+                why += f"; relevance to the {said}"
+            elif said:
+                why += f"; relevance: {said}"
             out.append(f"   relevance {f.relevance:.2f} · confidence {f.confidence:.2f} — {why}")
         out.append("")
 
